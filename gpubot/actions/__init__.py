@@ -1,0 +1,1 @@
+"""Built-in runbook steps; they talk to ports only."""

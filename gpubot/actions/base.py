@@ -1,0 +1,84 @@
+"""What an action is: typed params, plan() from live state, run(), and check() after a crash."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from gpubot.ports import Clock, KubeApi, Metrics, NodeAgent
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class Params(BaseModel):
+    """Base of every action's parameters: strict, no unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    """The backends of one cluster."""
+
+    name: str
+    kube: KubeApi
+    agent: NodeAgent
+    metrics: Metrics
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    cluster: ClusterPorts
+    clock: Clock
+    actor: str  # who caused this: the approver, or "system" for auto steps
+    reason: str  # incident / run / step, written where the cluster keeps notes (annotations)
+    dry_run: bool = False
+    say: Callable[[str], Awaitable[None]] | None = None  # progress into the incident thread
+
+    async def progress(self, text: str) -> None:
+        if self.say is not None:
+            await self.say(text)
+
+
+@dataclass(frozen=True)
+class PlanNote:
+    """What a step would do, read from live state, without side effects."""
+
+    summary: str
+    changes: bool = True  # False when live state already matches (the step is a no-op)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """After a crash mid-step: did the step take effect?"""
+
+    state: Literal["done", "not_done", "unknown"]
+    detail: str
+    output: Mapping[str, Any] = field(default_factory=dict)
+
+
+Output = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ActionSpec(Generic[P]):
+    name: str
+    description: str
+    params: type[P]
+    mutating: bool
+    plan: Callable[[ActionContext, P], Awaitable[PlanNote]]
+    run: Callable[[ActionContext, P], Awaitable[Output]]
+    check: Callable[[ActionContext, P], Awaitable[CheckResult]]
+    # Whether a runbook may mark the step `auto`: only reversible, safe steps.
+    auto_allowed: bool = True
+    # Which blast-radius cap the step counts against.
+    blast: Literal["cordon", "drain"] | None = None
+
+
+async def nothing_to_check(ctx: ActionContext, params: BaseModel) -> CheckResult:
+    """check() for read-only actions: re-running them is harmless."""
+    return CheckResult("not_done", "read-only step; safe to run again")

@@ -1,0 +1,208 @@
+"""Node steps: cordon, uncordon, taint, untaint, and a read of the node's GPU health."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from gpubot.actions.base import (
+    ActionContext,
+    ActionSpec,
+    CheckResult,
+    Output,
+    Params,
+    PlanNote,
+    nothing_to_check,
+)
+from gpubot.domain.cluster import CORDON_BY_ANNOTATION, Taint
+from gpubot.domain.names import NodeName, TaintKey
+
+
+class NodeParams(Params):
+    node: NodeName
+
+
+class TaintParams(Params):
+    node: NodeName
+    key: TaintKey
+    value: str = ""
+    # NoExecute would evict pods; eviction belongs to the drain step, with its PDB checks.
+    effect: Literal["NoSchedule", "PreferNoSchedule"] = "NoSchedule"
+
+    @property
+    def taint(self) -> Taint:
+        return Taint(key=self.key, value=self.value, effect=self.effect)
+
+
+async def _gpu_pods(ctx: ActionContext, node: str) -> tuple[int, int]:
+    pods = await ctx.cluster.kube.list_pods(node=node)
+    gpu_pods = [p for p in pods if p.gpu_request > 0]
+    return len(gpu_pods), sum(p.gpu_request for p in gpu_pods)
+
+
+async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if node.unschedulable:
+        by = node.annotations.get(CORDON_BY_ANNOTATION, "someone else")
+        return PlanNote(f"{p.node} is already cordoned (by {by}); nothing to do", changes=False)
+    pods, gpus = await _gpu_pods(ctx, p.node)
+    return PlanNote(
+        f"cordon {p.node}: no new pods schedule there; {pods} running GPU pod(s) holding "
+        f"{gpus} GPU(s) keep running",
+        facts={"gpu_pods": pods, "gpus_in_use": gpus},
+    )
+
+
+async def run_cordon(ctx: ActionContext, p: NodeParams) -> Output:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if not node.unschedulable:
+        await ctx.cluster.kube.set_unschedulable(
+            node=p.node, value=True, actor=ctx.actor, reason=ctx.reason
+        )
+    return {"node": p.node, "was_cordoned": node.unschedulable}
+
+
+async def check_cordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if node.unschedulable:
+        return CheckResult("done", f"{p.node} is cordoned", {"node": p.node, "was_cordoned": False})
+    return CheckResult("not_done", f"{p.node} is still schedulable")
+
+
+async def plan_uncordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if not node.unschedulable:
+        return PlanNote(f"{p.node} is already schedulable; nothing to do", changes=False)
+    return PlanNote(f"uncordon {p.node}: GPU pods may schedule there again")
+
+
+async def run_uncordon(ctx: ActionContext, p: NodeParams) -> Output:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if node.unschedulable:
+        await ctx.cluster.kube.set_unschedulable(
+            node=p.node, value=False, actor=ctx.actor, reason=ctx.reason
+        )
+    return {"node": p.node, "was_cordoned": node.unschedulable}
+
+
+async def check_uncordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if node.unschedulable:
+        return CheckResult("not_done", f"{p.node} is still cordoned")
+    return CheckResult("done", f"{p.node} is schedulable", {"node": p.node, "was_cordoned": True})
+
+
+async def plan_taint(ctx: ActionContext, p: TaintParams) -> PlanNote:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if p.taint in node.taints:
+        return PlanNote(f"{p.node} already has taint {p.taint}; nothing to do", changes=False)
+    return PlanNote(f"taint {p.node} with {p.taint}: pods without a toleration will not schedule")
+
+
+async def run_taint(ctx: ActionContext, p: TaintParams) -> Output:
+    await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=True)
+    return {"node": p.node, "taint": str(p.taint)}
+
+
+async def check_taint(ctx: ActionContext, p: TaintParams) -> CheckResult:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if p.taint in node.taints:
+        return CheckResult(
+            "done", f"{p.node} has {p.taint}", {"node": p.node, "taint": str(p.taint)}
+        )
+    return CheckResult("not_done", f"{p.node} does not have {p.taint}")
+
+
+async def plan_untaint(ctx: ActionContext, p: TaintParams) -> PlanNote:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if p.taint not in node.taints:
+        return PlanNote(f"{p.node} has no taint {p.taint}; nothing to do", changes=False)
+    return PlanNote(f"remove taint {p.taint} from {p.node}")
+
+
+async def run_untaint(ctx: ActionContext, p: TaintParams) -> Output:
+    await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=False)
+    return {"node": p.node, "taint": str(p.taint)}
+
+
+async def check_untaint(ctx: ActionContext, p: TaintParams) -> CheckResult:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if p.taint in node.taints:
+        return CheckResult("not_done", f"{p.node} still has {p.taint}")
+    return CheckResult("done", f"{p.node} no longer has {p.taint}", {"node": p.node})
+
+
+async def _gpu_health(ctx: ActionContext, p: NodeParams) -> Output:
+    gpus = await ctx.cluster.agent.gpus(node=p.node)
+    lost = [g.index for g in gpus if g.lost]
+    xid = {str(g.index): list(g.xid_errors) for g in gpus if g.xid_errors}
+    unhealthy = [g.index for g in gpus if not g.healthy]
+    return {
+        "node": p.node,
+        "gpus": len(gpus),
+        "lost_gpus": lost,
+        "xid_errors": xid,
+        "unhealthy": len(unhealthy),
+        "healthy": not unhealthy,
+    }
+
+
+async def plan_gpu_health(ctx: ActionContext, p: NodeParams) -> PlanNote:
+    out = await _gpu_health(ctx, p)
+    state = "all healthy" if out["healthy"] else f"{out['unhealthy']} unhealthy {out['xid_errors']}"
+    return PlanNote(f"read GPU health on {p.node} (now: {out['gpus']} GPUs, {state})", False, out)
+
+
+async def run_gpu_health(ctx: ActionContext, p: NodeParams) -> Output:
+    return await _gpu_health(ctx, p)
+
+
+SPECS: tuple[ActionSpec[Any], ...] = (
+    ActionSpec(
+        "node.cordon",
+        "Mark the node unschedulable (records who and why).",
+        NodeParams,
+        True,
+        plan_cordon,
+        run_cordon,
+        check_cordon,
+        blast="cordon",
+    ),
+    ActionSpec(
+        "node.uncordon",
+        "Make the node schedulable again.",
+        NodeParams,
+        True,
+        plan_uncordon,
+        run_uncordon,
+        check_uncordon,
+        auto_allowed=False,
+    ),
+    ActionSpec(
+        "node.taint",
+        "Add a NoSchedule/PreferNoSchedule taint.",
+        TaintParams,
+        True,
+        plan_taint,
+        run_taint,
+        check_taint,
+    ),
+    ActionSpec(
+        "node.untaint",
+        "Remove a taint.",
+        TaintParams,
+        True,
+        plan_untaint,
+        run_untaint,
+        check_untaint,
+        auto_allowed=False,
+    ),
+    ActionSpec(
+        "node.gpu_health",
+        "Read the node's GPUs: lost GPUs and XID errors (read-only).",
+        NodeParams,
+        False,
+        plan_gpu_health,
+        run_gpu_health,
+        nothing_to_check,
+    ),
+)

@@ -1,0 +1,1 @@
+"""Node agent (pynvml): arrives with the node-agent issue."""

@@ -1,0 +1,1 @@
+"""Real adapters behind the ports: Kubernetes, node agent, Prometheus, the store."""

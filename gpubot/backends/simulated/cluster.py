@@ -1,0 +1,335 @@
+"""SimulatedCluster: KubeApi, NodeAgent and Metrics over an in-process GPU cluster."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import random
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gpubot.backends.simulated.state import (
+    ClusterState,
+    SimPod,
+    default_fleet,
+    name_suffix,
+)
+from gpubot.domain.cluster import (
+    CORDON_BY_ANNOTATION,
+    CORDON_REASON_ANNOTATION,
+    GpuState,
+    NodeInfo,
+    PodDisruptionBudget,
+    PodInfo,
+    Sample,
+    Taint,
+)
+from gpubot.errors import ConfigError, DisruptionBlockedError, InputError, PermanentStepError
+
+# The taint the node controller adds to a cordoned node; kept so the simulator reads like one.
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+_METRICS: dict[str, Callable[[GpuState], float]] = {
+    "DCGM_FI_DEV_GPU_UTIL": lambda g: g.utilization_pct,
+    "DCGM_FI_DEV_GPU_TEMP": lambda g: g.temperature_c,
+    "DCGM_FI_DEV_POWER_USAGE": lambda g: g.power_draw_w,
+    "DCGM_FI_DEV_FB_USED": lambda g: g.memory_used_mib,
+    "DCGM_FI_DEV_FB_FREE": lambda g: g.memory_total_mib - g.memory_used_mib,
+    # The exporter reports the code of the last XID seen, 0 when there has been none.
+    "DCGM_FI_DEV_XID_ERRORS": lambda g: g.xid_errors[-1] if g.xid_errors else 0,
+}
+_SELECTOR = re.compile(r"\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s*", re.DOTALL)
+_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+_UNSUPPORTED = (
+    'simulated metrics support only bare DCGM selectors with label="value" matchers '
+    f"({', '.join(_METRICS)}); got {{promql!r}}"
+)
+
+
+class SimulatedCluster:
+    """A GPU cluster in memory, optionally backed by a JSON file that outlives the process.
+
+    When `state_path` exists it wins over `state`: the file is the live cluster, and a
+    restarted bot must see it as it was, as a real cluster outlives the bot.
+    """
+
+    def __init__(
+        self,
+        state: ClusterState | None = None,
+        *,
+        name: str = "sim",
+        state_path: Path | None = None,
+    ) -> None:
+        self.name = name
+        self._path = state_path
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int] | None = None
+        if state_path is not None and state_path.exists():
+            self._state = self._load(state_path)
+        else:
+            self._state = state if state is not None else ClusterState()
+            self._save()
+
+    @classmethod
+    def default(
+        cls, *, name: str = "sim", state_path: Path | None = None, seed: int = 7
+    ) -> SimulatedCluster:
+        if state_path is not None and state_path.exists():
+            return cls(name=name, state_path=state_path)
+        return cls(default_fleet(seed=seed), name=name, state_path=state_path)
+
+    def snapshot(self) -> ClusterState:
+        """A copy of the whole state; change the cluster through `mutation()` or scenarios."""
+        with self._lock:
+            return copy.deepcopy(self._current())
+
+    def node_names(self) -> list[str]:
+        with self._lock:
+            return list(self._current().nodes)
+
+    @contextlib.contextmanager
+    def mutation(self) -> Iterator[ClusterState]:
+        """Change the state as one transaction: all of it is kept and written, or none."""
+        with self._lock:
+            # Work on a copy so a change that fails half-way leaves the cluster untouched.
+            draft = copy.deepcopy(self._current())
+            yield draft
+            self._state = draft
+            self._save()
+
+    # KubeApi
+
+    async def list_nodes(self) -> list[NodeInfo]:
+        with self._lock:
+            return [n.info() for n in self._current().nodes.values()]
+
+    async def get_node(self, *, node: str) -> NodeInfo:
+        with self._lock:
+            return self._current().node(node).info()
+
+    async def set_unschedulable(self, *, node: str, value: bool, actor: str, reason: str) -> None:
+        with self.mutation() as state:
+            sim_node = state.node(node)
+            sim_node.unschedulable = value
+            sim_node.taints = [t for t in sim_node.taints if t != UNSCHEDULABLE_TAINT]
+            if value:
+                sim_node.taints.append(UNSCHEDULABLE_TAINT)
+                sim_node.annotations[CORDON_BY_ANNOTATION] = actor
+                sim_node.annotations[CORDON_REASON_ANNOTATION] = reason
+            else:
+                sim_node.annotations.pop(CORDON_BY_ANNOTATION, None)
+                sim_node.annotations.pop(CORDON_REASON_ANNOTATION, None)
+
+    async def set_taint(self, *, node: str, taint: Taint, present: bool) -> None:
+        with self.mutation() as state:
+            sim_node = state.node(node)
+            # Key and effect identify a taint; adding it again replaces its value.
+            kept = [t for t in sim_node.taints if (t.key, t.effect) != (taint.key, taint.effect)]
+            sim_node.taints = [*kept, taint] if present else kept
+
+    async def list_pods(
+        self, *, node: str | None = None, namespace: str | None = None
+    ) -> list[PodInfo]:
+        with self._lock:
+            return [
+                p.info()
+                for p in self._current().pods
+                if (node is None or p.node == node)
+                and (namespace is None or p.namespace == namespace)
+            ]
+
+    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
+        with self._lock:
+            state = self._current()
+            return [
+                state.pdb_info(b)
+                for b in state.pdbs
+                if namespace is None or b.namespace == namespace
+            ]
+
+    async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """Evict as the Eviction API does: refused while a budget allows no disruption.
+
+        The pod is gone at once whatever `grace_seconds` says: nothing here runs to shut down.
+        """
+        with self.mutation() as state:
+            pod = state.pod(namespace, name)
+            for pdb in state.pdbs_for(pod):
+                if state.pdb_info(pdb).disruptions_allowed < 1:
+                    raise DisruptionBlockedError(
+                        f"evicting {pod.ref} would violate PodDisruptionBudget "
+                        f"{pdb.namespace}/{pdb.name}",
+                        budget=pdb.name,
+                    )
+            state.pods.remove(pod)
+            for index in pod.gpu_indices:
+                state.settle(pod.node, index)
+            if pod.owner_kind:
+                _recreate(state, pod)
+
+    # NodeAgent
+
+    async def gpus(self, *, node: str) -> list[GpuState]:
+        with self._lock:
+            return list(self._current().node(node).gpus)
+
+    async def set_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
+        with self.mutation() as state:
+            sim_node = state.node(node)
+            current = sim_node.gpu(gpu)
+            if not current.power_min_w <= watts <= current.power_max_w:
+                raise InputError(
+                    f"power limit {watts:g} W is outside {node} GPU {gpu}'s range "
+                    f"{current.power_min_w:g}-{current.power_max_w:g} W"
+                )
+            if current.lost:
+                raise PermanentStepError(f"{node} GPU {gpu} is lost; NVML cannot reach it")
+            draw = min(current.power_draw_w, watts)
+            temperature = current.temperature_c
+            if current.power_draw_w > 0 and temperature > 35:
+                # Less power, less heat: the die cools roughly in proportion.
+                temperature = 35 + round((temperature - 35) * draw / current.power_draw_w)
+            updated = replace(
+                current, power_limit_w=watts, power_draw_w=draw, temperature_c=temperature
+            )
+            sim_node.set_gpu(updated)
+            return updated
+
+    async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
+        """Reset one GPU, as `nvidia-smi -r` would: only when no pod holds it."""
+        with self.mutation() as state:
+            sim_node = state.node(node)
+            current = sim_node.gpu(gpu)
+            holder = state.holder(node, gpu)
+            if holder is not None:
+                raise PermanentStepError(
+                    f"{node} GPU {gpu} is held by {holder.ref}; drain the node before a reset"
+                )
+            sim_node.set_gpu(
+                replace(current, lost=False, xid_errors=(), power_limit_w=current.power_default_w)
+            )
+            state.settle(node, gpu)
+            return sim_node.gpu(gpu)
+
+    # Metrics
+
+    async def query(self, *, promql: str) -> list[Sample]:
+        metric, matchers = _parse_selector(promql)
+        value_of = _METRICS[metric]
+        samples: list[Sample] = []
+        with self._lock:
+            state = self._current()
+            for node in state.nodes.values():
+                for gpu in node.gpus:
+                    labels = {
+                        "__name__": metric,
+                        "Hostname": node.name,
+                        "gpu": str(gpu.index),
+                        "UUID": gpu.uuid,
+                        "modelName": gpu.name,
+                        "cluster": self.name,
+                    }
+                    holder = state.holder(node.name, gpu.index)
+                    if holder is not None:
+                        labels |= {
+                            "pod": holder.name,
+                            "namespace": holder.namespace,
+                            "container": holder.container,
+                        }
+                    # As in PromQL, a missing label matches the empty string.
+                    if all(labels.get(k, "") == v for k, v in matchers.items()):
+                        samples.append(Sample(labels=labels, value=float(value_of(gpu))))
+        return samples
+
+    # Persistence
+
+    def _current(self) -> ClusterState:
+        # Another process (a demo command injecting a fault) may have replaced the file.
+        if self._path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                stat = self._path.stat()
+                if (stat.st_ino, stat.st_mtime_ns) != self._seen:
+                    self._state = self._load(self._path)
+        return self._state
+
+    def _load(self, path: Path) -> ClusterState:
+        stat = path.stat()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} is not a simulated cluster state: {exc}") from exc
+        state = ClusterState.from_dict(data)
+        self._seen = (stat.st_ino, stat.st_mtime_ns)
+        return state
+
+    def _save(self) -> None:
+        # Temp file + os.replace: a SIGKILL at any point leaves the old or the new state,
+        # never half of one. No fsync: a killed process, not a lost machine, is what we model.
+        # Blocking I/O on the event loop is fine here: the file is small and local.
+        if self._path is None:
+            return
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self._state.to_dict(), indent=1)
+        fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=f".{self._path.name}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, self._path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        stat = self._path.stat()
+        self._seen = (stat.st_ino, stat.st_mtime_ns)
+
+
+def _parse_selector(promql: str) -> tuple[str, dict[str, str]]:
+    whole = _SELECTOR.fullmatch(promql)
+    if whole is None or whole.group(1) not in _METRICS:
+        raise InputError(_UNSUPPORTED.format(promql=promql))
+    matchers: dict[str, str] = {}
+    body, pos = whole.group(2) or "", 0
+    while body[pos:].strip():
+        one = _MATCHER.match(body, pos)
+        if one is None:
+            raise InputError(_UNSUPPORTED.format(promql=promql))
+        matchers[one.group(1)] = re.sub(r"\\(.)", r"\1", one.group(2))
+        pos = one.end()
+    return whole.group(1), matchers
+
+
+def _recreate(state: ClusterState, gone: SimPod) -> None:
+    """What the pod's controller does after an eviction: start a replacement."""
+    rng = random.Random(f"{state.seed}/{gone.ref}/{len(state.pods)}")  # noqa: S311 (names, not secrets)
+    name = gone.name  # a StatefulSet pod comes back under its own name
+    if gone.owner_kind != "StatefulSet":
+        name = f"{gone.name.rsplit('-', 1)[0]}-{name_suffix(rng)}"
+    pod = replace(
+        gone,
+        name=name,
+        node="",
+        phase="Pending",
+        created_at=datetime.now(UTC),
+        labels=dict(gone.labels),
+        annotations=dict(gone.annotations),
+        restart_count=0,
+        last_state=None,
+    )
+    if gone.owner_kind == "DaemonSet":
+        pod.node, pod.phase = gone.node, "Running"
+    else:
+        placement = state.schedulable_node(gpus=len(gone.gpu_indices))
+        pod.gpu_indices = []
+        if placement is not None:
+            pod.node, pod.gpu_indices = placement
+            pod.phase = "Running"
+    state.pods.append(pod)
+    for index in pod.gpu_indices:
+        state.settle(pod.node, index)

@@ -1,0 +1,123 @@
+"""Faults and workloads to inject into a SimulatedCluster: XIDs, heat, OOM kills, idle pods."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Literal
+
+from gpubot.backends.simulated.cluster import SimulatedCluster
+from gpubot.domain.cluster import GpuState
+from gpubot.errors import InputError
+
+OomKind = Literal["cuda", "host"]
+
+# XID 79: the GPU has fallen off the bus; NVML can no longer read it.
+XID_GPU_LOST = 79
+
+
+def inject_xid(
+    cluster: SimulatedCluster, *, node: str, gpu: int = 0, xid: int = XID_GPU_LOST
+) -> GpuState:
+    """Record an XID error on one GPU; XID 79 also loses the GPU (no utilisation, no power)."""
+    with cluster.mutation() as state:
+        sim_node = state.node(node)
+        current = sim_node.gpu(gpu)
+        errors = current.xid_errors if xid in current.xid_errors else (*current.xid_errors, xid)
+        updated = replace(current, xid_errors=errors)
+        if xid == XID_GPU_LOST:
+            updated = replace(updated, lost=True, utilization_pct=0, power_draw_w=0.0)
+        sim_node.set_gpu(updated)
+        return updated
+
+
+def thermal_runaway(
+    cluster: SimulatedCluster, *, node: str, gpu: int, temperature_c: int = 92
+) -> GpuState:
+    """Overheat one GPU: failing cooling with the GPU still drawing its full power limit."""
+    with cluster.mutation() as state:
+        sim_node = state.node(node)
+        current = sim_node.gpu(gpu)
+        updated = replace(
+            current,
+            temperature_c=temperature_c,
+            power_draw_w=current.power_limit_w,
+            utilization_pct=max(current.utilization_pct, 90),
+        )
+        sim_node.set_gpu(updated)
+        return updated
+
+
+def oom_kill(
+    cluster: SimulatedCluster,
+    *,
+    namespace: str,
+    pod: str,
+    kind: OomKind = "cuda",
+    at: datetime | None = None,
+) -> dict[str, str | int]:
+    """Kill a pod's container for lack of memory and record its last terminated state.
+
+    `cuda`: the framework raises CUDA out-of-memory and the process exits 1 ("Error"), with
+    the GPUs it held full. `host`: the kernel OOM killer sends SIGKILL ("OOMKilled", 137).
+    The message holds the log tail, as with terminationMessagePolicy FallbackToLogsOnError.
+    """
+    if kind not in ("cuda", "host"):
+        raise InputError(f"oom_kill kind must be 'cuda' or 'host', not {kind!r}")
+    finished = (at or datetime.now(UTC)).isoformat()
+    with cluster.mutation() as state:
+        sim_pod = state.pod(namespace, pod)
+        if kind == "cuda":
+            last: dict[str, str | int] = {
+                "reason": "Error",
+                "exitCode": 1,
+                "message": (
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. "
+                    "GPU 0 has a total capacity of 79.10 GiB of which 1.06 GiB is free."
+                ),
+            }
+            sim_node = state.node(sim_pod.node)
+            for index in sim_pod.gpu_indices:
+                current = sim_node.gpu(index)
+                sim_node.set_gpu(replace(current, memory_used_mib=current.memory_total_mib - 1086))
+        else:
+            last = {
+                "reason": "OOMKilled",
+                "exitCode": 137,
+                "signal": 9,
+                "message": "Memory cgroup out of memory: Killed process (python)",
+            }
+        sim_pod.last_state = {**last, "container": sim_pod.container, "finishedAt": finished}
+        sim_pod.restart_count += 1
+        return dict(sim_pod.last_state)
+
+
+def idle_pods(cluster: SimulatedCluster, *, namespace: str, count: int) -> list[str]:
+    """Make `count` GPU-holding pods in a namespace idle (GPUs held at ~0 %); return their refs."""
+    with cluster.mutation() as state:
+        candidates = sorted(
+            (p for p in state.pods if p.namespace == namespace and p.gpu_indices and p.node),
+            # Busy pods first, so the count is of pods that were not idle already.
+            key=lambda p: (p.workload == "idle", p.name),
+        )
+        if count < 0 or count > len(candidates):
+            raise InputError(
+                f"namespace {namespace} has {len(candidates)} pods holding GPUs, "
+                f"so {count} cannot be made idle"
+            )
+        chosen = candidates[:count]
+        for sim_pod in chosen:
+            sim_pod.workload = "idle"
+            for index in sim_pod.gpu_indices:
+                state.settle(sim_pod.node, index)
+        return [p.ref for p in chosen]
+
+
+def recover_node(cluster: SimulatedCluster, *, node: str) -> list[GpuState]:
+    """Bring a node's GPUs back: XIDs cleared, none lost, readings back to their workload's."""
+    with cluster.mutation() as state:
+        sim_node = state.node(node)
+        for current in list(sim_node.gpus):
+            sim_node.set_gpu(replace(current, lost=False, xid_errors=()))
+            state.settle(node, current.index)
+        return list(sim_node.gpus)

@@ -1,0 +1,352 @@
+"""The simulated cluster's mutable state (nodes, GPUs, pods, budgets) and its JSON form."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from gpubot.domain.cluster import GpuState, NodeInfo, PodDisruptionBudget, PodInfo, Taint
+from gpubot.errors import ConfigError, NotFoundError
+
+# What a pod does to the GPUs it holds; "idle" holds GPUs and leaves them at ~0 % utilisation.
+Workload = Literal["training", "inference", "idle", "system"]
+
+STATE_VERSION = 1
+H100_NAME = "NVIDIA H100 80GB HBM3"
+H100_MEMORY_MIB = 81559
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# Taints that keep new pods off a node, as the scheduler reads them.
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+# The classes below are mutable on purpose: they are the live cluster that API calls and
+# scenarios change in place. Callers outside the simulator see frozen domain values only.
+@dataclass
+class SimNode:
+    name: str
+    labels: dict[str, str]
+    gpus: list[GpuState]
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: list[Taint] = field(default_factory=list)
+    unschedulable: bool = False
+    ready: bool = True
+
+    def gpu(self, index: int) -> GpuState:
+        if not 0 <= index < len(self.gpus):
+            raise NotFoundError(f"node {self.name} has no GPU {index} (it has {len(self.gpus)})")
+        return self.gpus[index]
+
+    def set_gpu(self, gpu: GpuState) -> None:
+        self.gpus[gpu.index] = gpu
+
+    def info(self) -> NodeInfo:
+        return NodeInfo(
+            name=self.name,
+            unschedulable=self.unschedulable,
+            ready=self.ready,
+            taints=tuple(self.taints),
+            labels=dict(self.labels),
+            annotations=dict(self.annotations),
+            gpu_capacity=len(self.gpus),
+            # The device plugin withdraws a lost GPU from allocatable, as it does on a real node.
+            gpu_allocatable=sum(1 for g in self.gpus if not g.lost),
+            gpu_product=self.labels.get(GPU_PRODUCT_LABEL, ""),
+        )
+
+
+@dataclass
+class SimPod:
+    namespace: str
+    name: str
+    node: str  # "" while Pending
+    workload: Workload
+    container: str
+    created_at: datetime
+    gpu_indices: list[int] = field(default_factory=list)
+    owner_kind: str = ""
+    owner_name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    phase: str = "Running"
+    restart_count: int = 0
+    # The container's last terminated state as the Kubernetes API reports it
+    # (reason, exitCode, signal, message, finishedAt); None until it has restarted.
+    last_state: dict[str, str | int] | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def info(self) -> PodInfo:
+        return PodInfo(
+            namespace=self.namespace,
+            name=self.name,
+            node=self.node,
+            phase=self.phase,
+            gpu_request=len(self.gpu_indices),
+            owner_kind=self.owner_kind,
+            owner_name=self.owner_name,
+            labels=dict(self.labels),
+            annotations=dict(self.annotations),
+            created_at=self.created_at,
+        )
+
+
+@dataclass
+class SimPdb:
+    namespace: str
+    name: str
+    selector: dict[str, str]
+    min_available: int
+
+
+@dataclass
+class ClusterState:
+    seed: int = 0
+    nodes: dict[str, SimNode] = field(default_factory=dict)
+    pods: list[SimPod] = field(default_factory=list)
+    pdbs: list[SimPdb] = field(default_factory=list)
+
+    def node(self, name: str) -> SimNode:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise NotFoundError(f"no node named {name!r} in the simulated cluster") from None
+
+    def pod(self, namespace: str, name: str) -> SimPod:
+        for pod in self.pods:
+            if pod.namespace == namespace and pod.name == name:
+                return pod
+        raise NotFoundError(f"no pod {namespace}/{name} in the simulated cluster")
+
+    def holder(self, node: str, index: int) -> SimPod | None:
+        """The pod that holds this GPU, if any."""
+        for pod in self.pods:
+            if pod.node == node and index in pod.gpu_indices:
+                return pod
+        return None
+
+    def free_gpus(self, node: str) -> list[int]:
+        held = {i for p in self.pods if p.node == node for i in p.gpu_indices}
+        return [g.index for g in self.node(node).gpus if g.index not in held and not g.lost]
+
+    def settle(self, node: str, index: int) -> None:
+        """Set a healthy GPU's readings to what its holder's workload would show."""
+        sim_node = self.node(node)
+        gpu = sim_node.gpu(index)
+        if gpu.lost:  # NVML reads nothing from a GPU that fell off the bus
+            return
+        holder = self.holder(node, index)
+        workload = holder.workload if holder else None
+        sim_node.set_gpu(steady_reading(gpu, node=node, workload=workload, seed=self.seed))
+
+    def schedulable_node(self, *, gpus: int) -> tuple[str, list[int]] | None:
+        """The first node the scheduler could bind a pod needing `gpus` GPUs to."""
+        for node in self.nodes.values():
+            if node.unschedulable or not node.ready:
+                continue
+            if any(t.effect in _BLOCKING_EFFECTS for t in node.taints):
+                continue
+            free = self.free_gpus(node.name)
+            if len(free) >= gpus:
+                return node.name, free[:gpus]
+        return None
+
+    def pdbs_for(self, pod: SimPod) -> list[SimPdb]:
+        return [b for b in self.pdbs if _selects(b, pod)]
+
+    def pdb_info(self, pdb: SimPdb) -> PodDisruptionBudget:
+        # Computed the way the disruption controller does: healthy matching pods above the floor.
+        healthy = sum(1 for p in self.pods if p.phase == "Running" and p.node and _selects(pdb, p))
+        return PodDisruptionBudget(
+            namespace=pdb.namespace,
+            name=pdb.name,
+            selector=dict(pdb.selector),
+            disruptions_allowed=max(0, healthy - pdb.min_available),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        pods = [{**asdict(p), "created_at": p.created_at.isoformat()} for p in self.pods]
+        return {
+            "version": STATE_VERSION,
+            "seed": self.seed,
+            "nodes": [asdict(n) for n in self.nodes.values()],
+            "pods": pods,
+            "pdbs": [asdict(b) for b in self.pdbs],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClusterState:
+        if data.get("version") != STATE_VERSION:
+            raise ConfigError(
+                f"simulated cluster state has version {data.get('version')!r}; "
+                f"this gpubot reads version {STATE_VERSION}"
+            )
+        try:
+            nodes = [_node_from_dict(n) for n in data["nodes"]]
+            pods = [
+                SimPod(**{**p, "created_at": datetime.fromisoformat(p["created_at"])})
+                for p in data["pods"]
+            ]
+            pdbs = [SimPdb(**b) for b in data["pdbs"]]
+            return cls(
+                seed=int(data["seed"]), nodes={n.name: n for n in nodes}, pods=pods, pdbs=pdbs
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"simulated cluster state is malformed: {exc!r}") from exc
+
+
+def _selects(pdb: SimPdb, pod: SimPod) -> bool:
+    return pdb.namespace == pod.namespace and all(
+        pod.labels.get(k) == v for k, v in pdb.selector.items()
+    )
+
+
+def _node_from_dict(data: dict[str, Any]) -> SimNode:
+    gpus = [GpuState(**{**g, "xid_errors": tuple(g["xid_errors"])}) for g in data["gpus"]]
+    taints = [Taint(**t) for t in data["taints"]]
+    return SimNode(**{**data, "gpus": gpus, "taints": taints})
+
+
+def steady_reading(gpu: GpuState, *, node: str, workload: Workload | None, seed: int) -> GpuState:
+    """The readings a healthy GPU settles at under a workload: the same every time for one GPU."""
+    # Seeded per GPU and workload, so recovering a node gives back the readings it started with.
+    rng = random.Random(f"{seed}/{node}/{gpu.index}/{workload}")  # noqa: S311 (a simulation)
+    util, memory = 0, 0
+    if workload == "training":
+        util, memory = rng.randint(88, 99), rng.randint(68_000, 79_000)
+    elif workload == "inference":
+        util, memory = rng.randint(35, 70), rng.randint(18_000, 52_000)
+    elif workload == "idle":
+        # A notebook or sandbox with a model loaded: memory held, nothing computing.
+        util, memory = rng.choice((0, 0, 0, 1)), rng.randint(500, 9_000)
+    draw = round(rng.uniform(62.0, 78.0) + util * rng.uniform(5.6, 6.1), 1)
+    temperature = 35 + round(util * 0.3) + rng.randint(0, 4)
+    if draw > gpu.power_limit_w:
+        # A power cap caps the heat too; the die cools roughly in proportion.
+        temperature = 35 + round((temperature - 35) * gpu.power_limit_w / draw)
+        draw = gpu.power_limit_w
+    return replace(
+        gpu,
+        utilization_pct=util,
+        memory_used_mib=min(memory, gpu.memory_total_mib),
+        power_draw_w=draw,
+        temperature_c=temperature,
+    )
+
+
+FLEET_SIZE = 16
+GPUS_PER_NODE = 8
+_EPOCH = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes draws name suffixes from
+# namespace, controller, name, workload, container, GPUs per pod, node number of each replica
+_PLACEMENTS: tuple[tuple[str, str, str, Workload, str, int, tuple[int, ...]], ...] = (
+    ("ml-train", "StatefulSet", "llama3-70b-pretrain", "training", "trainer", 8, (1, 2, 3, 4)),
+    ("ml-train", "Job", "mixtral-finetune", "training", "trainer", 8, (5, 6)),
+    ("inference", "Deployment", "llm-chat", "inference", "vllm", 2, (7, 7, 8, 8, 9, 9)),
+    ("inference", "Deployment", "embeddings", "inference", "server", 1, (7, 7, 8, 8, 9, 9, 10, 10)),
+    ("inference", "Deployment", "reranker", "inference", "server", 1, (10, 10, 11, 11)),
+    ("research", "Job", "ablation-sweep", "training", "trainer", 4, (13,)),
+    ("research", "Deployment", "vllm-sandbox", "idle", "vllm", 4, (12,)),
+    ("research", "Pod", "jupyter-alice", "idle", "notebook", 1, (12,)),
+    ("research", "Pod", "jupyter-bob", "idle", "notebook", 2, (13,)),
+    ("research", "Pod", "jupyter-chen", "idle", "notebook", 1, (10,)),
+)
+# namespace, the Deployment the budget guards, minAvailable
+_BUDGETS = (
+    ("inference", "llm-chat", 5),
+    ("inference", "embeddings", 6),
+    ("inference", "reranker", 3),
+)
+_DAEMONSETS = (
+    ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter"),
+    ("nvidia-device-plugin-daemonset", "nvidia-device-plugin"),
+)
+
+
+def node_name(number: int) -> str:
+    return f"gpu-node-{number:02d}"
+
+
+def name_suffix(rng: random.Random, length: int = 5) -> str:
+    return "".join(rng.choice(_NAME_CHARS) for _ in range(length))
+
+
+def default_fleet(*, seed: int = 7) -> ClusterState:
+    """The `sim` fleet: 16 nodes of 8 H100s running training, inference and idle pods."""
+    rng = random.Random(seed)  # noqa: S311 (a simulation, not secrets)
+    state = ClusterState(seed=seed)
+    for number in range(1, FLEET_SIZE + 1):
+        name = node_name(number)
+        gpus = [
+            GpuState(
+                index=i,
+                uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128))}",
+                name=H100_NAME,
+                memory_total_mib=H100_MEMORY_MIB,
+            )
+            for i in range(GPUS_PER_NODE)
+        ]
+        labels = {
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            GPU_PRODUCT_LABEL: H100_NAME,
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.count": str(GPUS_PER_NODE),
+        }
+        state.nodes[name] = SimNode(name=name, labels=labels, gpus=gpus)
+        for daemonset, container in _DAEMONSETS:
+            state.pods.append(
+                SimPod(
+                    namespace="gpu-operator",
+                    name=f"{daemonset}-{name_suffix(rng)}",
+                    node=name,
+                    workload="system",
+                    container=container,
+                    created_at=_EPOCH - timedelta(days=30),
+                    owner_kind="DaemonSet",
+                    owner_name=daemonset,
+                    labels={"app": daemonset},
+                )
+            )
+    for namespace, kind, app, workload, container, per_pod, numbers in _PLACEMENTS:
+        template_hash = name_suffix(rng, 10)
+        for ordinal, number in enumerate(numbers):
+            labels = {"app": app}
+            owner_kind, owner_name, name = kind, app, f"{app}-{name_suffix(rng)}"
+            if kind == "StatefulSet":
+                name = f"{app}-{ordinal}"
+                labels["statefulset.kubernetes.io/pod-name"] = name
+            elif kind == "Deployment":
+                owner_kind, owner_name = "ReplicaSet", f"{app}-{template_hash}"
+                name = f"{owner_name}-{name_suffix(rng)}"
+                labels["pod-template-hash"] = template_hash
+            elif kind == "Job":
+                labels["job-name"] = app
+            else:  # a bare pod: nothing recreates it once it is gone
+                owner_kind, owner_name, name = "", "", app
+            state.pods.append(
+                SimPod(
+                    namespace=namespace,
+                    name=name,
+                    node=node_name(number),
+                    workload=workload,
+                    container=container,
+                    created_at=_EPOCH - timedelta(minutes=rng.randint(90, 14 * 24 * 60)),
+                    gpu_indices=state.free_gpus(node_name(number))[:per_pod],
+                    owner_kind=owner_kind,
+                    owner_name=owner_name,
+                    labels=labels,
+                )
+            )
+    state.pdbs = [
+        SimPdb(namespace=ns, name=app, selector={"app": app}, min_available=floor)
+        for ns, app, floor in _BUDGETS
+    ]
+    for node in state.nodes.values():
+        for gpu in node.gpus:
+            state.settle(node.name, gpu.index)
+    return state

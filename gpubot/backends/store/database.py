@@ -1,0 +1,184 @@
+"""Engine setup for SQLite and PostgreSQL, and the one-transaction-per-call helper."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
+from sqlalchemy.pool import StaticPool
+from sqlalchemy.schema import CreateSchema
+
+from gpubot.backends.store.tables import audit_head, metadata
+from gpubot.domain.audit import GENESIS_HASH
+from gpubot.errors import ConfigError
+
+T = TypeVar("T")
+
+# Anything that is not JSON (a datetime in step output, say) is stored as its str(), the same
+# rule gpubot.domain.audit.canonical applies, so hashes survive the round trip.
+dumps = functools.partial(json.dumps, default=str)
+
+_WRITE = "gpubot_write"  # connection execution option: this transaction will write
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+# SQLSTATEs that mean "run the transaction again": serialization failure, deadlock.
+_RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+
+
+def json_roundtrip(value: Any) -> Any:
+    """What `value` reads back as after a trip through a JSON column."""
+    return json.loads(dumps(value))
+
+
+def lock_id(name: str) -> int:
+    """A stable signed 64-bit id for pg_advisory_xact_lock, computed here so order is known."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+def create_store_engine(url: str, *, schema: str | None = None) -> Engine:
+    """An engine for a SQLite file (or memory) or PostgreSQL through psycopg 3."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"store.url: not a database URL: {url!r}") from exc
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return _postgres_engine(parsed, schema=schema)
+    if backend == "sqlite":
+        if schema is not None:
+            raise ConfigError("store: a schema applies to PostgreSQL only, not SQLite")
+        return _sqlite_engine(parsed)
+    raise ConfigError(f"store.url: unsupported database {backend!r} (use sqlite or postgresql)")
+
+
+def _postgres_engine(parsed: URL, *, schema: str | None) -> Engine:
+    # psycopg 3 is the driver we ship; a bare postgresql:// would ask for psycopg2.
+    parsed = parsed.set(drivername="postgresql+psycopg")
+    connect_args: dict[str, Any] = {}
+    if schema is not None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ConfigError(f"store: schema {schema!r} must match {_SCHEMA_NAME.pattern}")
+        connect_args["options"] = f"-csearch_path={schema}"
+    return create_engine(
+        parsed,
+        connect_args=connect_args,
+        pool_pre_ping=True,
+        json_serializer=dumps,
+    )
+
+
+def _sqlite_engine(parsed: URL) -> Engine:
+    database = parsed.database or ""
+    memory = database in ("", ":memory:")
+    if not memory and not parsed.query.get("uri"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        parsed,
+        connect_args={"check_same_thread": False},
+        # One shared connection, or every thread would get its own empty memory database.
+        poolclass=StaticPool if memory else None,
+        json_serializer=dumps,
+    )
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Take BEGIN away from the sqlite3 module (it skips it before SELECTs), so that
+    # _sqlite_begin decides: see SQLAlchemy's "Transactions with SQLite" notes.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    for pragma in (
+        "PRAGMA journal_mode=WAL",  # readers do not block the writer
+        "PRAGMA busy_timeout=5000",  # wait for another process's write instead of failing
+        "PRAGMA foreign_keys=ON",
+    ):
+        cursor.execute(pragma)
+    cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    # A writer takes the write lock up front: upgrading a read lock later can fail at once
+    # with "database is locked" instead of waiting out busy_timeout.
+    if conn.get_execution_options().get(_WRITE):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
+
+
+class SqlDatabase:
+    """Runs each store call as one transaction in a worker thread."""
+
+    def __init__(self, *, engine: Engine, audit_key: bytes | None = None) -> None:
+        self._engine = engine
+        self._audit_key = audit_key
+        self._postgres = engine.dialect.name == "postgresql"
+        sqlite = engine.dialect.name == "sqlite"
+        # Within one process, queue SQLite writers on a lock rather than in busy_timeout polls.
+        self._lock = threading.Lock() if sqlite else None
+        # A memory database is one shared connection: reads must queue too.
+        self._lock_reads = sqlite and isinstance(engine.pool, StaticPool)
+
+    async def _run(
+        self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False
+    ) -> T:
+        return await asyncio.to_thread(self._transact, fn, write=write, snapshot=snapshot)
+
+    def _transact(self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False) -> T:
+        """Run `fn` in one transaction; on a constraint race, run it once more from scratch.
+
+        `snapshot` asks PostgreSQL for one snapshot across statements (SQLite always has it).
+        """
+        for attempt in (1, 2):
+            try:
+                with self._guard(write=write), self._engine.connect() as conn:
+                    if write:
+                        conn.execution_options(**{_WRITE: True})
+                    if snapshot and self._postgres:
+                        conn.execution_options(isolation_level="REPEATABLE READ")
+                    with conn.begin():
+                        return fn(conn)
+            except DBAPIError as exc:
+                if attempt == 2 or not _retryable(exc):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _guard(self, *, write: bool) -> AbstractContextManager[Any]:
+        if self._lock is not None and (write or self._lock_reads):
+            return self._lock
+        return nullcontext()
+
+    def prepare(self, *, schema: str | None = None) -> None:
+        """Create what is missing (idempotent), safe when several replicas start at once."""
+
+        def create(conn: Connection) -> None:
+            if self._postgres:
+                # CREATE TABLE races between replicas; PostgreSQL DDL is transactional.
+                conn.execute(select(func.pg_advisory_xact_lock(lock_id("gpubot.schema"))))
+                if schema is not None:
+                    conn.execute(CreateSchema(schema, if_not_exists=True))
+            metadata.create_all(conn)
+            if conn.scalar(select(audit_head.c.id).where(audit_head.c.id == 1)) is None:
+                conn.execute(insert(audit_head).values(id=1, seq=0, hash=GENESIS_HASH))
+
+        self._transact(create, write=True)
+
+    def dispose(self) -> None:
+        self._engine.dispose()
+
+
+def _retryable(exc: DBAPIError) -> bool:
+    if isinstance(exc, IntegrityError):
+        return True
+    return getattr(exc.orig, "sqlstate", None) in _RETRY_SQLSTATES

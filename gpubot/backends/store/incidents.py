@@ -1,0 +1,209 @@
+"""Incident intake in SQL: deduplicate alerts, open, attach and resolve incidents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, func, insert, select, update
+
+from gpubot.backends.store.database import SqlDatabase, lock_id
+from gpubot.backends.store.tables import alerts, incidents
+from gpubot.domain.incidents import (
+    AlertObservation,
+    AlertRecord,
+    Incident,
+    IncidentStatus,
+    IntakeKind,
+    IntakeOutcome,
+    new_incident_id,
+)
+from gpubot.errors import NotFoundError
+
+FIRING = "firing"
+RESOLVED = "resolved"
+
+
+class SqlIncidents(SqlDatabase):
+    """IncidentStore: one transaction per webhook payload, the point it is durable."""
+
+    async def ingest(
+        self, items: Sequence[AlertObservation], *, now: datetime
+    ) -> list[IntakeOutcome]:
+        batch = list(items)
+        return await self._run(lambda conn: self._ingest(conn, batch, now=now), write=True)
+
+    async def get_incident(self, incident_id: str) -> Incident:
+        return await self._run(lambda conn: _get_incident(conn, incident_id), write=False)
+
+    async def list_incidents(
+        self, *, status: IncidentStatus | None = None, limit: int = 100
+    ) -> list[Incident]:
+        query = select(incidents).order_by(incidents.c.created_at.desc(), incidents.c.id.desc())
+        if status is not None:
+            query = query.where(incidents.c.status == status.value)
+        query = query.limit(limit)
+        return await self._run(
+            lambda conn: [_incident(row) for row in conn.execute(query).mappings()], write=False
+        )
+
+    async def alerts_for(self, incident_id: str) -> list[AlertRecord]:
+        query = (
+            select(alerts)
+            .where(alerts.c.incident_id == incident_id)
+            .order_by(alerts.c.starts_at, alerts.c.id)
+        )
+        return await self._run(
+            lambda conn: [_alert(row) for row in conn.execute(query).mappings()], write=False
+        )
+
+    def _ingest(
+        self, conn: Connection, items: list[AlertObservation], *, now: datetime
+    ) -> list[IntakeOutcome]:
+        if self._postgres:
+            # Serialise payloads about the same problem across replicas, so two of them
+            # cannot both open an incident. Sorted, so two payloads never wait on each other
+            # in a cycle. (SQLite writers are serialised already.)
+            keys = {lock_id("gpubot.incident:" + item.correlation_key) for item in items}
+            for key in sorted(keys):
+                conn.execute(select(func.pg_advisory_xact_lock(key)))
+        return [_ingest_one(conn, item, now=now) for item in items]
+
+
+def _ingest_one(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:
+    row = (
+        conn.execute(
+            select(alerts.c.id, alerts.c.status, alerts.c.incident_id).where(
+                alerts.c.fingerprint == item.fingerprint, alerts.c.starts_at == item.starts_at
+            )
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return _new_alert(conn, item, now=now)
+    incident_id: str = row["incident_id"]
+    if row["status"] == item.status:
+        conn.execute(update(alerts).where(alerts.c.id == row["id"]).values(last_seen_at=now))
+        return IntakeOutcome(item.fingerprint, IntakeKind.DUPLICATE, incident_id)
+    if item.status != RESOLVED:
+        # A firing re-send of an alert that already resolved (a replay, a late retry):
+        # reopening would restart remediation for a problem that is gone.
+        return IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, incident_id)
+    conn.execute(
+        update(alerts)
+        .where(alerts.c.id == row["id"])
+        .values(status=RESOLVED, ends_at=item.ends_at or now, last_seen_at=now)
+    )
+    still_firing = conn.scalar(
+        select(alerts.c.id)
+        .where(alerts.c.incident_id == incident_id, alerts.c.status == FIRING)
+        .limit(1)
+    )
+    if still_firing is not None:
+        _touch(conn, incident_id, now=now)
+        return IntakeOutcome(item.fingerprint, IntakeKind.ALERT_RESOLVED, incident_id)
+    conn.execute(
+        update(incidents)
+        .where(incidents.c.id == incident_id, incidents.c.status == IncidentStatus.OPEN.value)
+        .values(status=IncidentStatus.RESOLVED.value, resolved_at=now, updated_at=now)
+    )
+    return IntakeOutcome(item.fingerprint, IntakeKind.INCIDENT_RESOLVED, incident_id)
+
+
+def _new_alert(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:
+    if item.status == RESOLVED:
+        # Nothing to resolve: we never saw it fire (or it predates this database).
+        return IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, None)
+    incident_id = conn.scalar(
+        select(incidents.c.id).where(
+            incidents.c.key == item.correlation_key,
+            incidents.c.status == IncidentStatus.OPEN.value,
+        )
+    )
+    if incident_id is None:
+        incident_id = new_incident_id()
+        conn.execute(insert(incidents).values(**_new_incident(incident_id, item, now=now)))
+        kind = IntakeKind.OPENED
+    else:
+        _touch(conn, incident_id, now=now)
+        kind = IntakeKind.ATTACHED
+    conn.execute(
+        insert(alerts).values(
+            fingerprint=item.fingerprint,
+            starts_at=item.starts_at,
+            incident_id=incident_id,
+            status=item.status,
+            labels=dict(item.labels),
+            annotations=dict(item.annotations),
+            group_key=item.group_key,
+            ends_at=item.ends_at,
+            received_at=now,
+            last_seen_at=now,
+        )
+    )
+    return IntakeOutcome(item.fingerprint, kind, incident_id)
+
+
+def _new_incident(incident_id: str, item: AlertObservation, *, now: datetime) -> dict[str, Any]:
+    return {
+        "id": incident_id,
+        "key": item.correlation_key,
+        "status": IncidentStatus.OPEN.value,
+        "alertname": item.alertname,
+        "cluster": item.cluster,
+        "node": item.node,
+        "severity": item.severity,
+        "summary": item.summary,
+        "labels": dict(item.labels),
+        "annotations": dict(item.annotations),
+        "generator_url": item.generator_url,
+        "created_at": now,
+        "updated_at": now,
+        "resolved_at": None,
+    }
+
+
+def _touch(conn: Connection, incident_id: str, *, now: datetime) -> None:
+    conn.execute(update(incidents).where(incidents.c.id == incident_id).values(updated_at=now))
+
+
+def _get_incident(conn: Connection, incident_id: str) -> Incident:
+    row = conn.execute(select(incidents).where(incidents.c.id == incident_id)).mappings().first()
+    if row is None:
+        raise NotFoundError(f"no incident {incident_id}")
+    return _incident(row)
+
+
+def _incident(row: RowMapping) -> Incident:
+    return Incident(
+        id=row["id"],
+        key=row["key"],
+        status=IncidentStatus(row["status"]),
+        alertname=row["alertname"],
+        cluster=row["cluster"],
+        node=row["node"],
+        severity=row["severity"],
+        summary=row["summary"],
+        labels=row["labels"],
+        annotations=row["annotations"],
+        generator_url=row["generator_url"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        resolved_at=row["resolved_at"],
+    )
+
+
+def _alert(row: RowMapping) -> AlertRecord:
+    return AlertRecord(
+        fingerprint=row["fingerprint"],
+        starts_at=row["starts_at"],
+        incident_id=row["incident_id"],
+        status=row["status"],
+        labels=row["labels"],
+        annotations=row["annotations"],
+        ends_at=row["ends_at"],
+        received_at=row["received_at"],
+        last_seen_at=row["last_seen_at"],
+    )

@@ -1,0 +1,178 @@
+"""Runbook runs and step states in SQL; one run per incident and runbook."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from gpubot.backends.store.database import SqlDatabase
+from gpubot.backends.store.tables import runs as runs_table
+from gpubot.backends.store.tables import steps as steps_table
+from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.errors import NotFoundError
+
+
+class SqlRuns(SqlDatabase):
+    """RunStore: what a restarted replica needs to carry a run on."""
+
+    async def create_run(self, run: Run, steps: Sequence[StepState]) -> tuple[Run, bool]:
+        states = list(steps)
+        return await self._run(lambda conn: _create_run(conn, run, states), write=True)
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self._run(lambda conn: _get_run(conn, run_id), write=False)
+
+    async def list_runs(
+        self,
+        *,
+        statuses: Sequence[RunStatus] | None = None,
+        incident_id: str | None = None,
+        runbook: str | None = None,
+        target: str | None = None,
+        since: datetime | None = None,
+    ) -> list[Run]:
+        query = select(runs_table).order_by(runs_table.c.created_at, runs_table.c.id)
+        if statuses is not None:
+            query = query.where(runs_table.c.status.in_([status.value for status in statuses]))
+        if incident_id is not None:
+            query = query.where(runs_table.c.incident_id == incident_id)
+        if runbook is not None:
+            query = query.where(runs_table.c.runbook == runbook)
+        if target is not None:
+            query = query.where(runs_table.c.target == target)
+        if since is not None:
+            query = query.where(runs_table.c.created_at >= since)
+        return await self._run(
+            lambda conn: [_run(row) for row in conn.execute(query).mappings()], write=False
+        )
+
+    async def update_run(self, run_id: str, *, status: RunStatus, note: str, now: datetime) -> Run:
+        def change(conn: Connection) -> Run:
+            conn.execute(
+                update(runs_table)
+                .where(runs_table.c.id == run_id)
+                .values(status=status.value, note=note, updated_at=now)
+            )
+            return _get_run(conn, run_id)
+
+        return await self._run(change, write=True)
+
+    async def steps(self, run_id: str) -> list[StepState]:
+        query = (
+            select(steps_table)
+            .where(steps_table.c.run_id == run_id)
+            .order_by(steps_table.c.position)
+        )
+        return await self._run(
+            lambda conn: [_step(row) for row in conn.execute(query).mappings()], write=False
+        )
+
+    async def save_step(self, state: StepState) -> None:
+        values = _step_values(state)
+        # Both dialects speak INSERT ... ON CONFLICT, which makes the upsert one statement.
+        dialect = postgresql if self._postgres else sqlite
+        upsert = dialect.insert(steps_table).values(**values)
+        upsert = upsert.on_conflict_do_update(
+            index_elements=[steps_table.c.run_id, steps_table.c.step_id],
+            set_={name: upsert.excluded[name] for name in values if name not in _STEP_KEY},
+        )
+        await self._run(lambda conn: conn.execute(upsert), write=True)
+
+
+_STEP_KEY = ("run_id", "step_id")
+
+
+def _create_run(conn: Connection, run: Run, states: list[StepState]) -> tuple[Run, bool]:
+    if run.incident_id is not None:
+        existing = (
+            conn.execute(
+                select(runs_table).where(
+                    runs_table.c.incident_id == run.incident_id, runs_table.c.runbook == run.runbook
+                )
+            )
+            .mappings()
+            .first()
+        )
+        if existing is not None:
+            return _run(existing), False
+    # Two replicas racing past the check collide on uq_runs_incident_runbook; the retry in
+    # _transact then finds the winner's run above.
+    conn.execute(insert(runs_table).values(**_run_values(run)))
+    if states:
+        conn.execute(insert(steps_table), [_step_values(state) for state in states])
+    return run, True
+
+
+def _get_run(conn: Connection, run_id: str) -> Run:
+    row = conn.execute(select(runs_table).where(runs_table.c.id == run_id)).mappings().first()
+    if row is None:
+        raise NotFoundError(f"no run {run_id}")
+    return _run(row)
+
+
+def _run_values(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "runbook": run.runbook,
+        "incident_id": run.incident_id,
+        "cluster": run.cluster,
+        "target": run.target,
+        "requested_by": run.requested_by,
+        "status": run.status.value,
+        "dry_run": run.dry_run,
+        "context": dict(run.context),
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "note": run.note,
+    }
+
+
+def _run(row: RowMapping) -> Run:
+    return Run(
+        id=row["id"],
+        runbook=row["runbook"],
+        incident_id=row["incident_id"],
+        cluster=row["cluster"],
+        target=row["target"],
+        requested_by=row["requested_by"],
+        status=RunStatus(row["status"]),
+        dry_run=bool(row["dry_run"]),
+        context=row["context"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        note=row["note"],
+    )
+
+
+def _step_values(state: StepState) -> dict[str, Any]:
+    return {
+        "run_id": state.run_id,
+        "step_id": state.step_id,
+        "position": state.position,
+        "status": state.status.value,
+        "attempts": state.attempts,
+        "args": dict(state.args),
+        "output": dict(state.output),
+        "error": state.error,
+        "started_at": state.started_at,
+        "finished_at": state.finished_at,
+    }
+
+
+def _step(row: RowMapping) -> StepState:
+    return StepState(
+        run_id=row["run_id"],
+        step_id=row["step_id"],
+        position=row["position"],
+        status=StepStatus(row["status"]),
+        attempts=row["attempts"],
+        args=row["args"],
+        output=row["output"],
+        error=row["error"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )

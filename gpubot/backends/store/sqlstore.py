@@ -1,0 +1,51 @@
+"""SqlStore: everything that must survive a restart, in SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import OperationalError
+
+from gpubot.backends.store.approvals import SqlApprovals
+from gpubot.backends.store.audit import SqlAuditLog
+from gpubot.backends.store.database import create_store_engine
+from gpubot.backends.store.incidents import SqlIncidents
+from gpubot.backends.store.runs import SqlRuns
+from gpubot.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gpubot.ports import Store
+
+
+class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog):
+    """The Store port over one SQLAlchemy engine; every call is one transaction in a thread."""
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.dispose)
+
+
+if TYPE_CHECKING:
+    # mypy proves here that SqlStore implements every method of the port.
+    _conforms: type[Store] = SqlStore
+
+
+def open_store(url: str, *, audit_key: bytes | None = None, schema: str | None = None) -> SqlStore:
+    """Connect and create missing tables (idempotent); blocking, so call it at startup.
+
+    `schema` (PostgreSQL only) puts the tables in that schema, created if missing: one
+    database can then hold several bots, or one schema per test.
+    """
+    engine = create_store_engine(url, schema=schema)
+    store = SqlStore(engine=engine, audit_key=audit_key)
+    try:
+        store.prepare(schema=schema)
+    except OperationalError as exc:
+        engine.dispose()
+        where = engine.url.render_as_string(hide_password=True)
+        reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+        raise ConfigError(f"store.url: cannot open {where}: {reason}") from exc
+    except BaseException:
+        engine.dispose()
+        raise
+    return store

@@ -1,0 +1,182 @@
+"""The store's schema: SQLAlchemy Core tables shared by SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+
+def as_utc(value: datetime) -> datetime:
+    """The same instant in UTC; a naive value is taken to be UTC already."""
+    # A naive value is a caller bug, but guessing UTC beats storing local time silently.
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in, timezone-aware UTC out, on every database.
+
+    SQLite keeps no offset (it stores the wall-clock text), so values are converted to UTC
+    before writing and get UTC attached when read; PostgreSQL returns the session's zone,
+    which is converted back to UTC so audit hashes recompute from identical `isoformat()`s.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+
+metadata = MetaData()
+
+incidents = Table(
+    "incidents",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("key", String(512), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("alertname", String(255), nullable=False),
+    Column("cluster", String(255), nullable=False),
+    Column("node", String(255)),
+    Column("severity", String(64), nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("labels", JSON, nullable=False),
+    Column("annotations", JSON, nullable=False),
+    Column("generator_url", Text, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("resolved_at", UtcDateTime),
+    Index("ix_incidents_created", "created_at"),
+    # Backstop for the ingest lock: never two open incidents for the same problem.
+    Index(
+        "uq_incidents_open_key",
+        "key",
+        unique=True,
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
+)
+
+alerts = Table(
+    "alerts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("fingerprint", String(128), nullable=False),
+    Column("starts_at", UtcDateTime, nullable=False),
+    Column("incident_id", String(32), ForeignKey("incidents.id"), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("labels", JSON, nullable=False),
+    Column("annotations", JSON, nullable=False),
+    Column("group_key", Text, nullable=False),
+    Column("ends_at", UtcDateTime),
+    Column("received_at", UtcDateTime, nullable=False),
+    Column("last_seen_at", UtcDateTime, nullable=False),
+    # Alertmanager reuses a fingerprint when the same alert fires again later.
+    UniqueConstraint("fingerprint", "starts_at", name="uq_alerts_fingerprint_start"),
+    Index("ix_alerts_incident", "incident_id"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("runbook", String(255), nullable=False),
+    # No foreign key: slash-command runs have no incident and runs are kept after cleanup.
+    Column("incident_id", String(32)),
+    Column("cluster", String(255), nullable=False),
+    Column("target", String(255)),
+    Column("requested_by", String(255), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("dry_run", Boolean, nullable=False),
+    Column("context", JSON, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("note", Text, nullable=False),
+    # NULLs are distinct, so this binds alert-triggered runs only: one per incident and runbook.
+    UniqueConstraint("incident_id", "runbook", name="uq_runs_incident_runbook"),
+    Index("ix_runs_created", "created_at"),
+)
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id"), primary_key=True),
+    Column("step_id", String(255), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("args", JSON, nullable=False),
+    Column("output", JSON, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("started_at", UtcDateTime),
+    Column("finished_at", UtcDateTime),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("run_id", String(32), ForeignKey("runs.id"), nullable=False),
+    Column("step_id", String(255), nullable=False),
+    Column("level", String(16), nullable=False),
+    Column("approver_group", String(255), nullable=False),
+    Column("requested_by", String(255), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("votes", JSON, nullable=False),  # [{user, decision, at}]
+    # Kept beside `votes` so the compare-and-set is a plain integer comparison on any database.
+    Column("vote_count", Integer, nullable=False),
+    Index("ix_approvals_run", "run_id"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    # Assigned by the store from audit_head, so a gap means a deleted row.
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("ts", UtcDateTime, nullable=False),
+    Column("actor", String(255), nullable=False),
+    Column("kind", String(255), nullable=False),
+    Column("incident_id", String(32)),
+    Column("run_id", String(32)),
+    Column("step", String(255)),
+    Column("action", String(255)),
+    Column("target", String(255)),
+    Column("args", JSON, nullable=False),
+    Column("result", JSON, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("dry_run", Boolean, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Index("ix_audit_incident", "incident_id"),
+)
+
+# One row (id=1): the last event's seq and hash, so deleting the newest rows is detectable.
+audit_head = Table(
+    "audit_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+)

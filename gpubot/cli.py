@@ -1,0 +1,232 @@
+"""`gpubot` command line: serve, demo, plan, runbooks validate, audit verify/export."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpubot.errors import GpubotError, InputError
+
+if TYPE_CHECKING:
+    from gpubot.wiring import App
+
+# Heavy imports (SQLAlchemy, uvicorn, pydantic models) happen inside the commands,
+# so `gpubot --help` stays fast.
+
+
+def _config_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="YAML config (same file as serve); default: simulated cluster, SQLite",
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="gpubot",
+        description="Incident-response bot for GPU Kubernetes clusters: "
+        "runbooks, approvals, audit.",
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "serve",
+        help="run the bot (webhook, probes, metrics)",
+        description="Serve POST /alertmanager, /healthz, /readyz, /metrics.",
+    )
+    _config_arg(p)
+    p.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default from config: 8080)")
+
+    p = sub.add_parser(
+        "demo",
+        help="an XID 79 incident end to end on the simulated cluster",
+        description="Start the service on the simulated cluster with SQLite in a "
+        "temporary directory, post an XID 79 alert through the real HTTP intake, "
+        "show the thread, approve, run, and print the verified audit trail.",
+    )
+    p.add_argument(
+        "--interactive",
+        action="store_true",
+        help="approve or deny at a prompt instead of the simulated approver",
+    )
+
+    p = sub.add_parser(
+        "plan",
+        help="show what the matching runbooks would do for an alert",
+        description="Dry-run: read live state, change nothing, store nothing.",
+    )
+    _config_arg(p)
+    p.add_argument(
+        "--alert",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="Alertmanager webhook JSON (version 4)",
+    )
+    p.add_argument("--json", action="store_true", help="print the plans as JSON")
+
+    p = sub.add_parser("runbooks", help="runbook tools")
+    rsub = p.add_subparsers(dest="runbooks_command", required=True, metavar="SUBCOMMAND")
+    v = rsub.add_parser(
+        "validate",
+        help="check runbook files (file:line: field: reason)",
+        description="Validate the runbooks in DIR (default: the configured ones).",
+    )
+    _config_arg(v)
+    v.add_argument("dir", nargs="?", type=Path, help="directory of *.yaml runbooks")
+
+    p = sub.add_parser("audit", help="audit trail tools")
+    asub = p.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
+    v = asub.add_parser("verify", help="check the hash chain; non-zero exit naming bad rows")
+    _config_arg(v)
+    e = asub.add_parser("export", help="print audit events as JSON lines")
+    _config_arg(e)
+    e.add_argument("--incident", metavar="ID", help="only this incident's events")
+    return top
+
+
+def _settings(path: Path | None):  # type: ignore[no-untyped-def]
+    from gpubot.config import load_settings
+
+    if path is not None and not path.is_file():
+        raise InputError(f"{path}: no such config file")
+    return load_settings(path)
+
+
+def _app(path: Path | None) -> App:
+    from gpubot.wiring import build_app
+
+    return build_app(_settings(path))
+
+
+async def _plan(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from gpubot.domain.alerts import AlertmanagerPayload
+
+    try:
+        body = args.alert.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{args.alert}: {exc.strerror}") from exc
+    try:
+        payload = AlertmanagerPayload.model_validate_json(body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InputError(
+            f"{args.alert}: not an Alertmanager payload: {where}: {err['msg']}"
+        ) from exc
+    app = _app(args.config)
+    try:
+        plans = await app.service.plan_payload(payload)
+    finally:
+        await app.aclose()
+    if args.json:
+        print(json.dumps([p.as_json() for p in plans], indent=2))
+        return 0
+    if not plans:
+        print("no runbook matches this alert")
+    from gpubot.backends.console import render
+    from gpubot.engine.messages import plan_message
+
+    for plan in plans:
+        print("\n".join(render(plan_message(plan))))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from gpubot.domain.runbook_loader import load_dirs
+    from gpubot.engine.registry import builtin_registry
+    from gpubot.engine.validation import validate
+    from gpubot.wiring import load_runbooks
+
+    registry = builtin_registry()
+    if args.dir is not None:
+        loaded = load_dirs([args.dir])
+        problems = [p for item in loaded for p in validate(item, registry=registry)]
+        if problems:
+            print("\n".join(problems), file=sys.stderr)
+            return 1
+    else:
+        loaded = load_runbooks(_settings(args.config), registry=registry)
+    for item in loaded:
+        print(f"ok  {item.runbook.name:<20} {item.path}")
+    return 0
+
+
+async def _audit(args: argparse.Namespace) -> int:
+    app = _app(args.config)
+    try:
+        if args.audit_command == "verify":
+            problems = await app.store.verify()
+            events = await app.store.events()
+            if problems:
+                for problem in problems:
+                    print(f"audit: {problem}", file=sys.stderr)
+                return 1
+            head = events[-1].hash[:16] if events else "-"
+            print(f"audit trail verified: {len(events)} events, chain head {head}")
+            return 0
+        for event in await app.store.events(incident_id=args.incident):
+            print(json.dumps(event.as_json(), sort_keys=True))
+        return 0
+    finally:
+        await app.aclose()
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from gpubot.web.server import make_server, serve
+
+    app = _app(args.config)
+    s = app.settings
+    token = s.webhook_token.get_secret_value() if s.webhook_token else None
+    server = make_server(
+        app.service,
+        host=args.host or s.web.host,
+        port=args.port or s.web.port,
+        webhook_token=token,
+        max_body_bytes=s.web.max_body_bytes,
+    )
+    try:
+        await serve(app.service, server)
+    finally:
+        await app.aclose()
+    return 0
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "demo":
+        from gpubot.demo.run import demo
+
+        return asyncio.run(demo(interactive=args.interactive))
+    if args.command == "plan":
+        return asyncio.run(_plan(args))
+    if args.command == "runbooks":
+        return _validate(args)
+    if args.command == "audit":
+        return asyncio.run(_audit(args))
+    return asyncio.run(_serve(args))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except GpubotError as exc:
+        print(f"gpubot: error: {exc}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Settings from a YAML file and the environment (GPUBOT_ prefix); the only reader of os.environ."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from gpubot.domain.durations import parse_duration
+from gpubot.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SlackSettings(_Section):
+    mode: Literal["socket", "http", "off"] = Field(
+        "socket", description="socket (no ingress), http, or off"
+    )
+    channel: str = Field("#gpu-incidents", description="default channel for incident threads")
+    api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL")
+
+
+class StoreSettings(_Section):
+    url: str = Field("sqlite:///gpubot.db", description="SQLAlchemy URL: SQLite file or PostgreSQL")
+
+
+class RunbookSettings(_Section):
+    dirs: list[Path] = Field(default_factory=list, description="extra runbook directories")
+    builtin: bool = Field(True, description="load the runbooks shipped with gpubot")
+
+
+class ClusterSettings(_Section):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    backend: Literal["simulated", "kubernetes"] = "simulated"
+    context: str | None = Field(None, description="kubeconfig context (kubernetes backend)")
+    state_file: Path | None = Field(None, description="simulated cluster: persist its state here")
+    prometheus_url: str | None = None
+    agent_url: str | None = Field(None, description="node agent URL template, {node} is replaced")
+
+
+class GroupSettings(_Section):
+    users: list[str] = Field(default_factory=list, description="Slack user ids (U…/W…)")
+    usergroups: list[str] = Field(default_factory=list, description="Slack user-group ids (S…)")
+
+
+class BlastRadiusSettings(_Section):
+    max_cordoned_fraction: float = Field(0.25, ge=0, le=1)
+    max_cordoned_count: int = Field(4, ge=0)
+    max_concurrent_drains: int = Field(1, ge=0)
+
+
+class AttemptSettings(_Section):
+    max_attempts: int = Field(3, ge=1)
+    window: timedelta = timedelta(hours=24)
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, value: Any) -> Any:
+        return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
+
+
+class PolicySettings(_Section):
+    default_group: str = "oncall"
+    groups: dict[str, GroupSettings] = Field(default_factory=dict)
+    approval_expiry: timedelta = timedelta(minutes=30)
+    blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
+    attempts: AttemptSettings = Field(default_factory=AttemptSettings)
+
+    @field_validator("approval_expiry", mode="before")
+    @classmethod
+    def _expiry(cls, value: Any) -> Any:
+        return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
+
+
+class WebSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+
+
+def _default_clusters() -> list[ClusterSettings]:
+    return [ClusterSettings(name="sim", backend="simulated")]
+
+
+class Settings(BaseSettings):
+    """gpubot's configuration. Secrets come only from the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GPUBOT_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    slack: SlackSettings = Field(default_factory=SlackSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
+    clusters: list[ClusterSettings] = Field(default_factory=_default_clusters, min_length=1)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    dry_run: bool = Field(False, description="plan and record every step, change nothing")
+
+    slack_bot_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_BOT_TOKEN")
+    )
+    slack_signing_secret: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
+    )
+    slack_app_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("SLACK_APP_TOKEN")
+    )
+    webhook_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("GPUBOT_WEBHOOK_TOKEN")
+    )
+    agent_token: SecretStr | None = Field(None, validation_alias=AliasChoices("GPUBOT_AGENT_TOKEN"))
+    audit_key: SecretStr | None = Field(None, validation_alias=AliasChoices("GPUBOT_AUDIT_KEY"))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment overrides the file, so a Secret or a Helm value can patch one key.
+        return env_settings, init_settings, file_secret_settings
+
+    def cluster(self, name: str) -> ClusterSettings | None:
+        return next((c for c in self.clusters if c.name == name), None)
+
+
+def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from `path` (YAML) and the environment; ConfigError with one line if invalid."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else "?"
+            raise ConfigError(
+                f"{path}:{line}: invalid YAML: {getattr(exc, 'problem', exc)}"
+            ) from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: config must be a mapping of sections")
+        data = loaded or {}
+    data.update(overrides)
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(config)"
+        source = f"{path}: " if path else ""
+        raise ConfigError(f"{source}{where}: {err['msg']}") from exc

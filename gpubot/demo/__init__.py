@@ -1,0 +1,1 @@
+"""The demo: an XID 79 incident end to end on the simulated cluster."""

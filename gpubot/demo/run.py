@@ -1,0 +1,161 @@
+"""`gpubot demo`: an XID 79 incident end to end, on the simulated cluster, in the terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import httpx
+
+from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated.scenarios import inject_xid, recover_node
+from gpubot.config import load_settings
+from gpubot.domain.runs import Run, RunStatus
+from gpubot.web.server import make_server
+from gpubot.wiring import App, build_app
+
+APPROVER = "U0DEMOSRE1"
+NODE, GPU = "gpu-node-07", 3
+
+
+def _say(text: str) -> None:
+    print(f"\n▶ {text}", flush=True)
+
+
+async def _wait_for(app: App, statuses: tuple[RunStatus, ...], limit: float = 10.0) -> Run:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while loop.time() < deadline:
+        await app.service.wait_idle()
+        runs = await app.store.list_runs()
+        if runs and runs[0].status in statuses:
+            return runs[0]
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"the run did not reach {', '.join(s.value for s in statuses)}")
+
+
+def _decide(interactive: bool) -> tuple[str, str]:
+    if not interactive:
+        _say(f"Simulated approver <@{APPROVER}> (labelled as such; not a person) clicks Approve")
+        return APPROVER, "approve"
+    while True:
+        answer = input("\nApprove the drain? [approve/deny] ").strip().lower()
+        if answer in ("approve", "a", "yes", "y"):
+            return APPROVER, "approve"
+        if answer in ("deny", "d", "no", "n"):
+            return APPROVER, "deny"
+
+
+async def demo(*, interactive: bool = False) -> int:
+    with tempfile.TemporaryDirectory(prefix="gpubot-demo-") as tmp:
+        settings = load_settings(
+            None,
+            store={"url": f"sqlite:///{Path(tmp) / 'gpubot.db'}"},
+            clusters=[
+                {"name": "sim", "backend": "simulated", "state_file": str(Path(tmp) / "sim.json")}
+            ],
+            policy={"groups": {"oncall": {"users": [APPROVER]}}},
+            slack={"mode": "off"},
+        )
+        app = build_app(settings, out=sys.stdout)
+        try:
+            return await _scenario(app, interactive=interactive)
+        finally:
+            await app.aclose()
+
+
+async def _scenario(app: App, *, interactive: bool) -> int:
+    cluster = app.clusters["sim"].kube
+    assert isinstance(cluster, SimulatedCluster)
+    _say(
+        f"Simulated cluster 'sim': {len(cluster.node_names())} nodes x 8 NVIDIA H100 80GB HBM3. "
+        f"Injecting XID 79 on {NODE} GPU {GPU}."
+    )
+    inject_xid(cluster, node=NODE, gpu=GPU, xid=79)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = make_server(
+        app.service,
+        host="127.0.0.1",
+        port=port,
+        webhook_token=None,
+        max_body_bytes=settings_max(app),
+    )
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:  # noqa: ASYNC110 (uvicorn exposes no event for this)
+        await asyncio.sleep(0.02)
+    try:
+        body = resources.files("gpubot.demo").joinpath("xid79_firing.json").read_bytes()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            _say(f"Alertmanager posts an XID 79 alert to http://127.0.0.1:{port}/alertmanager")
+            reply = await client.post(
+                "/alertmanager", content=body, headers={"content-type": "application/json"}
+            )
+            print(f"  HTTP {reply.status_code} {reply.text}")
+            reply = await client.post(
+                "/alertmanager", content=body, headers={"content-type": "application/json"}
+            )
+            print(
+                f"  Alertmanager re-sends it (repeat_interval): "
+                f"HTTP {reply.status_code} {reply.text}"
+            )
+            run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL))
+            if run.status is RunStatus.WAITING_APPROVAL:
+                request = (await app.store.approvals_for(run.id))[-1]
+                user, decision = _decide(interactive)
+                outcome = await app.service.vote(
+                    approval_id=request.id,
+                    user=user,
+                    decision="approve" if decision == "approve" else "deny",
+                )
+                print(f"  {outcome.message}")
+                run = await _wait_for(app, _FINAL)
+            _say(
+                f"Run {run.id} finished: {run.status.value}. The GPU is reset by hand; "
+                "the alert resolves."
+            )
+            recover_node(cluster, node=NODE)
+            resolved = json.loads(body)
+            resolved["status"] = "resolved"
+            for alert in resolved["alerts"]:
+                alert["status"], alert["endsAt"] = "resolved", "2026-11-22T02:31:00.541Z"
+            reply = await client.post("/alertmanager", json=resolved)
+            print(f"  HTTP {reply.status_code} {reply.text}")
+            await app.service.wait_idle()
+    finally:
+        server.should_exit = True
+        await serving
+    return await _print_audit(app)
+
+
+_FINAL = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.NEEDS_HUMAN)
+
+
+def settings_max(app: App) -> int:
+    return app.settings.web.max_body_bytes
+
+
+async def _print_audit(app: App) -> int:
+    _say("Audit trail (gpubot audit export)")
+    for event in await app.store.events():
+        e = event.as_json()
+        what = " ".join(x for x in (e["step"], e["action"], e["target"]) if x)
+        print(
+            f"  #{e['seq']:<3} {e['ts'][11:19]} {e['actor']:<14} {e['kind']:<20} {what}"
+            f"  hash={e['hash'][:12]} prev={e['prev_hash'][:12]}"
+        )
+    problems = await app.store.verify()
+    _say("Audit verification (gpubot audit verify)")
+    if problems:
+        for problem in problems:
+            print(f"  FAILED: {problem}")
+        return 1
+    print(f"  audit trail verified: {len(await app.store.events())} events, hash chain intact")
+    return 0

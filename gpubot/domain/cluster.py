@@ -1,0 +1,108 @@
+"""What the bot knows about a cluster: nodes, pods, GPUs, disruption budgets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+# Who cordoned a node and why; a human uncordon clears it, which the bot notices.
+CORDON_BY_ANNOTATION = "gpubot.io/cordoned-by"
+CORDON_REASON_ANNOTATION = "gpubot.io/cordon-reason"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: TaintEffect = "NoSchedule"
+
+    def __str__(self) -> str:
+        return (
+            f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        )
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    unschedulable: bool = False
+    ready: bool = True
+    taints: tuple[Taint, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    gpu_capacity: int = 0
+    gpu_allocatable: int = 0
+    gpu_product: str = ""
+
+    @property
+    def is_gpu_node(self) -> bool:
+        return self.gpu_capacity > 0
+
+    def has_taint(self, key: str, effect: str | None = None) -> bool:
+        return any(t.key == key and (effect is None or t.effect == effect) for t in self.taints)
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    namespace: str
+    name: str
+    node: str
+    phase: str = "Running"
+    gpu_request: int = 0
+    owner_kind: str = ""
+    owner_name: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+
+@dataclass(frozen=True)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    selector: Mapping[str, str]
+    disruptions_allowed: int
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """One GPU as the node agent reads it (NVML on a real node)."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_total_mib: int
+    memory_used_mib: int = 0
+    temperature_c: int = 35
+    power_draw_w: float = 70.0
+    power_limit_w: float = 700.0
+    power_min_w: float = 200.0
+    power_max_w: float = 700.0
+    power_default_w: float = 700.0
+    utilization_pct: int = 0
+    xid_errors: tuple[int, ...] = ()
+    lost: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        return not self.lost and not self.xid_errors
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One Prometheus instant-vector sample."""
+
+    labels: Mapping[str, str]
+    value: float

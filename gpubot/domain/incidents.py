@@ -1,0 +1,128 @@
+"""Incidents and the alerts attached to them; how alerts are correlated into incidents."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from gpubot.domain.alerts import Alert, AlertmanagerPayload
+
+# Labels that name the node an alert is about, in order of preference (DCGM exporter first).
+NODE_LABELS = ("Hostname", "node", "kubernetes_node", "instance_node")
+DEFAULT_CLUSTER = "sim"
+
+
+class IncidentStatus(StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class IntakeKind(StrEnum):
+    OPENED = "opened"  # a new incident was opened for this alert
+    ATTACHED = "attached"  # a new alert joined an open incident
+    DUPLICATE = "duplicate"  # a re-send of an alert already stored, same status
+    ALERT_RESOLVED = "alert_resolved"  # the alert resolved; its incident still has firing alerts
+    INCIDENT_RESOLVED = "incident_resolved"  # the alert resolved and so did its incident
+    IGNORED = (
+        "ignored"  # a stale firing re-send after resolution, or a resolve for an unknown alert
+    )
+
+
+@dataclass(frozen=True)
+class AlertObservation:
+    """One alert from a payload, with the correlation key computed."""
+
+    fingerprint: str
+    starts_at: datetime
+    ends_at: datetime | None
+    status: str
+    alertname: str
+    cluster: str
+    node: str | None
+    severity: str
+    summary: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    generator_url: str
+    group_key: str
+
+    @property
+    def correlation_key(self) -> str:
+        """Alerts about the same problem on the same node share one incident (one run)."""
+        return f"{self.cluster}/{self.alertname}/{self.node or '-'}"
+
+
+def observations(payload: AlertmanagerPayload) -> list[AlertObservation]:
+    """Flatten a webhook payload into per-alert observations."""
+    return [observe(alert, group_key=payload.group_key) for alert in payload.alerts]
+
+
+def observe(alert: Alert, *, group_key: str) -> AlertObservation:
+    labels = dict(alert.labels)
+    annotations = dict(alert.annotations)
+    node = next((labels[name] for name in NODE_LABELS if labels.get(name)), None)
+    summary = annotations.get("summary") or annotations.get("description") or alert.alertname
+    return AlertObservation(
+        fingerprint=alert.fingerprint,
+        starts_at=alert.starts_at,
+        ends_at=alert.ends_at,
+        status=alert.status,
+        alertname=alert.alertname,
+        cluster=labels.get("cluster", DEFAULT_CLUSTER),
+        node=node,
+        severity=labels.get("severity", "warning"),
+        summary=summary,
+        labels=labels,
+        annotations=annotations,
+        generator_url=alert.generator_url,
+        group_key=group_key,
+    )
+
+
+def new_incident_id() -> str:
+    return "inc-" + secrets.token_hex(5)
+
+
+@dataclass(frozen=True)
+class Incident:
+    id: str
+    key: str
+    status: IncidentStatus
+    alertname: str
+    cluster: str
+    node: str | None
+    severity: str
+    summary: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    generator_url: str
+    created_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is IncidentStatus.OPEN
+
+
+@dataclass(frozen=True)
+class AlertRecord:
+    fingerprint: str
+    starts_at: datetime
+    incident_id: str
+    status: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    ends_at: datetime | None = None
+    received_at: datetime | None = None
+    last_seen_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IntakeOutcome:
+    fingerprint: str
+    kind: IntakeKind
+    incident_id: str | None

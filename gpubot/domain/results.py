@@ -1,0 +1,57 @@
+"""Neutral message blocks: what the bot says, independent of Slack or a terminal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class Fields:
+    pairs: tuple[tuple[str, str], ...]
+    kind: Literal["fields"] = "fields"
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    kind: Literal["table"] = "table"
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+    kind: Literal["code"] = "code"
+
+
+Block = Text | Fields | Table | Code
+
+
+@dataclass(frozen=True)
+class Message:
+    """A titled list of blocks; renderers turn it into Block Kit or terminal text."""
+
+    title: str
+    blocks: tuple[Block, ...] = ()
+
+    def plain(self) -> str:
+        """A plain-text rendering, used for logs, fallbacks and tests."""
+        lines = [self.title]
+        for block in self.blocks:
+            if isinstance(block, Text):
+                lines.append(block.text)
+            elif isinstance(block, Fields):
+                lines.extend(f"{k}: {v}" for k, v in block.pairs)
+            elif isinstance(block, Table):
+                lines.append(" | ".join(block.headers))
+                lines.extend(" | ".join(row) for row in block.rows)
+            else:
+                lines.append(block.text)
+        return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Use cases over the domain and the ports: intake, planning, execution, the service facade."""

@@ -1,0 +1,500 @@
+"""Executor: advances a run step by step through gates, timeouts, retries and failure rules."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from gpubot.actions.base import ActionContext, ActionSpec, ClusterPorts, Output
+from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
+from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft
+from gpubot.domain.policy import Policy, check_cordon, check_drain
+from gpubot.domain.results import Message
+from gpubot.domain.runbooks import Runbook, Step
+from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.templating import evaluate, render_value
+from gpubot.engine import messages
+from gpubot.engine.context import steps_context
+from gpubot.engine.registry import Registry
+from gpubot.errors import GpubotError, TemplateError, TemporaryStepError
+from gpubot.ports import ChatNotifier, Clock, Store
+
+log = logging.getLogger(__name__)
+Next = Literal["next", "wait"]
+_WAITING = (StepStatus.PENDING, StepStatus.WAITING_APPROVAL, StepStatus.APPROVED, StepStatus.HELD)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Everything the executor and the service act through."""
+
+    store: Store
+    registry: Registry
+    runbooks: Mapping[str, Runbook]
+    clusters: Mapping[str, ClusterPorts]
+    notifier: ChatNotifier
+    clock: Clock
+    policy: Policy
+
+
+class Executor:
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def advance(self, run_id: str) -> Run:
+        """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly."""
+        lock = self._locks.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            while True:
+                run = await self.e.store.get_run(run_id)
+                if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
+                    return run
+                states = await self.e.store.steps(run_id)
+                current = next((s for s in states if not s.status.finished), None)
+                if current is None:
+                    return await self._finish(run, states)
+                if await self._step(run, current, states) == "wait":
+                    return await self.e.store.get_run(run_id)
+
+    # -- one step -------------------------------------------------------------------------
+
+    async def _step(self, run: Run, state: StepState, states: list[StepState]) -> Next:
+        runbook = self.e.runbooks[run.runbook]
+        step = runbook.step(state.step_id)
+        spec = self.e.registry.get(step.action)
+        stale = state.status in _WAITING and spec.mutating and not run.dry_run
+        if stale and (reason := await self._stale(run, runbook)):
+            return await self._cancel(run, reason)
+        variables = self._variables(run, states)
+        try:
+            if (
+                state.status is StepStatus.PENDING
+                and step.when
+                and not evaluate(step.when, variables)
+            ):
+                await self._save(
+                    replace(state, status=StepStatus.SKIPPED, error=f"when: {step.when}")
+                )
+                await self._audit(run, "step.skipped", step=step, result={"when": step.when})
+                return "next"
+            args = (
+                render_value(step.args, variables)
+                if state.status is StepStatus.PENDING
+                else state.args
+            )
+            params = spec.params.model_validate(args)
+        except (TemplateError, ValidationError) as exc:
+            return await self._fail(run, runbook, step, state, _one_line(exc))
+        ctx = self._ctx(run, step, actor=SYSTEM_ACTOR)
+        if state.status is StepStatus.RUNNING:
+            return await self._recover(run, runbook, step, spec, state, params, ctx)
+        if state.status is StepStatus.PENDING:
+            state = replace(state, args=dict(args))
+            if run.dry_run:
+                note = await spec.plan(ctx, params)
+                done = replace(state, status=StepStatus.SUCCEEDED, output={"dry_run": note.summary})
+                await self._save(done)
+                await self._audit(run, "step.dry_run", step=step, args=args, result=done.output)
+                await self._say(
+                    run, messages.step_message(run, done, action=step.action, text=note.summary)
+                )
+                return "next"
+            if step.approval != "auto":
+                return await self._ask(run, step, spec, state, params, ctx)
+            state = replace(state, status=StepStatus.APPROVED)
+        if state.status is StepStatus.WAITING_APPROVAL:
+            decided = await self._decision(run, step, state)
+            if decided is None:
+                return "wait"
+            state = decided
+        actor = await self._actor(run, step)
+        ctx = self._ctx(run, step, actor=actor)
+        if hold := await self._hold_reason(spec, params, run):
+            return await self._hold(run, step, state, hold)
+        return await self._execute(run, runbook, step, spec, state, params, ctx)
+
+    async def _ask(
+        self,
+        run: Run,
+        step: Step,
+        spec: ActionSpec[Any],
+        state: StepState,
+        params: BaseModel,
+        ctx: ActionContext,
+    ) -> Next:
+        now = self.e.clock.now()
+        request = ApprovalRequest(
+            id=new_approval_id(),
+            run_id=run.id,
+            step_id=step.id,
+            level=step.approval,
+            group=step.approvers or self.e.policy.default_group,
+            requested_by=run.requested_by,
+            created_at=now,
+            expires_at=now + self.e.policy.approval_expiry,
+        )
+        await self.e.store.create_approval(request)
+        await self._save(replace(state, status=StepStatus.WAITING_APPROVAL))
+        await self._set_run(run, RunStatus.WAITING_APPROVAL, f"step {step.id} waits for approval")
+        await self._audit(
+            run,
+            "approval.requested",
+            step=step,
+            args=state.args,
+            result={"approval_id": request.id, "level": request.level, "group": request.group},
+        )
+        note = await spec.plan(ctx, params)
+        message = messages.approval_message(run, step.id, request, note.summary)
+        try:
+            await self.e.notifier.ask_approval(
+                incident_id=run.incident_id, request=request, message=message
+            )
+        except Exception:  # the request is stored; a lost chat message must not stop the run
+            log.exception("could not post approval request %s", request.id)
+        return "wait"
+
+    async def _decision(self, run: Run, step: Step, state: StepState) -> StepState | None:
+        requests = [r for r in await self.e.store.approvals_for(run.id) if r.step_id == step.id]
+        if not requests:
+            return replace(
+                state, status=StepStatus.PENDING
+            )  # crashed before the request: ask again
+        request = requests[-1]
+        current = expire_if_due(request, now=self.e.clock.now())
+        if current.status is ApprovalStatus.PENDING:
+            return None
+        if current.status is ApprovalStatus.APPROVED:
+            approved = replace(state, status=StepStatus.APPROVED)
+            await self._save(approved)
+            return approved
+        if current.status is ApprovalStatus.EXPIRED and request.status is ApprovalStatus.PENDING:
+            await self.e.store.replace_approval(current, expected_votes=len(request.votes))
+            await self._audit(
+                run, "approval.expired", step=step, result={"approval_id": request.id}
+            )
+        verb = "denied" if current.status is ApprovalStatus.DENIED else "expired"
+        by = ", ".join(v.user for v in current.votes if v.decision == "deny")
+        reason = f"step {step.id} was {verb}" + (f" by {by}" if by else "")
+        await self._save(replace(state, status=StepStatus.DENIED, error=reason))
+        await self._cancel(run, reason)
+        return None
+
+    async def _execute(
+        self,
+        run: Run,
+        runbook: Runbook,
+        step: Step,
+        spec: ActionSpec[Any],
+        state: StepState,
+        params: BaseModel,
+        ctx: ActionContext,
+    ) -> Next:
+        if run.status is not RunStatus.RUNNING:
+            run = await self._set_run(run, RunStatus.RUNNING, "")
+        attempts = state.attempts
+        while True:
+            attempts += 1
+            state = replace(
+                state,
+                status=StepStatus.RUNNING,
+                attempts=attempts,
+                started_at=self.e.clock.now(),
+                error="",
+            )
+            # Durable before acting: after a crash, RUNNING means "check live state first".
+            await self._save(state)
+            await self._audit(
+                run,
+                "step.started",
+                step=step,
+                args=state.args,
+                actor=ctx.actor,
+                result={"attempt": attempts},
+            )
+            try:
+                output = await asyncio.wait_for(spec.run(ctx, params), timeout=step.timeout)
+            except TemporaryStepError as exc:
+                if attempts <= step.retries:
+                    await self._audit(
+                        run,
+                        "step.retry",
+                        step=step,
+                        actor=ctx.actor,
+                        result={"attempt": attempts, "error": str(exc)},
+                    )
+                    await self.e.clock.sleep(exc.delay or step.retry_delay)
+                    continue
+                return await self._fail(run, runbook, step, state, str(exc))
+            except TimeoutError:
+                error = f"timed out after {step.timeout:g}s"
+                if spec.mutating and (check := await spec.check(ctx, params)).state == "done":
+                    return await self._succeed(run, step, state, dict(check.output), ctx.actor)
+                return await self._fail(run, runbook, step, state, error)
+            except GpubotError as exc:
+                return await self._fail(run, runbook, step, state, str(exc))
+            except Exception as exc:  # a bug in one action must not leave the run hanging
+                log.exception("step %s of run %s raised", step.id, run.id)
+                return await self._fail(run, runbook, step, state, f"unexpected error: {exc!r}")
+            return await self._succeed(run, step, state, output, ctx.actor)
+
+    async def _recover(
+        self,
+        run: Run,
+        runbook: Runbook,
+        step: Step,
+        spec: ActionSpec[Any],
+        state: StepState,
+        params: BaseModel,
+        ctx: ActionContext,
+    ) -> Next:
+        """A step was RUNNING when the process died: read live state before doing anything."""
+        actor = await self._actor(run, step)
+        ctx = replace(ctx, actor=actor)
+        if not spec.mutating:
+            return await self._execute(run, runbook, step, spec, state, params, ctx)
+        check = await spec.check(ctx, params)
+        await self._audit(
+            run,
+            "step.recovered",
+            step=step,
+            args=state.args,
+            result={"check": check.state, "detail": check.detail},
+        )
+        if check.state == "done":
+            await self._say(
+                run,
+                messages.text(
+                    f"Step {step.id} was interrupted by a restart; live state shows it took effect",
+                    check.detail,
+                ),
+            )
+            return await self._succeed(run, step, state, dict(check.output), actor)
+        if check.state == "not_done":
+            await self._say(
+                run,
+                messages.text(
+                    f"Step {step.id} was interrupted before it took effect; running it again",
+                    check.detail,
+                ),
+            )
+            return await self._execute(run, runbook, step, spec, state, params, ctx)
+        reason = f"step {step.id} was interrupted and its effect is unknown: {check.detail}"
+        await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
+        await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
+        await self._say(run, messages.text("A human must check this run", reason))
+        return "wait"
+
+    # -- outcomes -------------------------------------------------------------------------
+
+    async def _succeed(
+        self, run: Run, step: Step, state: StepState, output: Output, actor: str
+    ) -> Next:
+        done = replace(
+            state, status=StepStatus.SUCCEEDED, output=output, finished_at=self.e.clock.now()
+        )
+        await self._save(done)
+        await self._audit(
+            run,
+            "step.finished",
+            step=step,
+            args=state.args,
+            actor=actor,
+            result={"ok": True, **output},
+        )
+        await self._say(
+            run,
+            messages.step_message(run, done, action=step.action, text=messages._short(output, 300)),
+        )
+        return "next"
+
+    async def _fail(
+        self, run: Run, runbook: Runbook, step: Step, state: StepState, error: str
+    ) -> Next:
+        failed = replace(
+            state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
+        )
+        await self._save(failed)
+        await self._audit(
+            run,
+            "step.failed",
+            step=step,
+            args=state.args,
+            result={"ok": False, "error": error, "on_failure": step.on_failure},
+        )
+        await self._say(run, messages.step_message(run, failed, action=step.action, text=error))
+        if step.on_failure == "continue":
+            return "next"
+        if (target := step.goto) is not None:
+            states = await self.e.store.steps(run.id)
+            start = next(s.position for s in states if s.step_id == step.id)
+            stop = next(s.position for s in states if s.step_id == target)
+            for s in states:
+                if start < s.position < stop and not s.status.finished:
+                    await self._save(
+                        replace(
+                            s,
+                            status=StepStatus.SKIPPED,
+                            error=f"skipped: {step.id} failed, goto:{target}",
+                        )
+                    )
+            return "next"
+        states = await self.e.store.steps(run.id)
+        for s in states:
+            if not s.status.finished:
+                await self._save(replace(s, status=StepStatus.CANCELLED, error=f"{step.id} failed"))
+        await self._set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
+        await self._finish(await self.e.store.get_run(run.id), await self.e.store.steps(run.id))
+        return "wait"
+
+    async def _hold(self, run: Run, step: Step, state: StepState, reason: str) -> Next:
+        if state.status is not StepStatus.HELD or run.note != reason:
+            await self._save(replace(state, status=StepStatus.HELD, error=reason))
+            await self._set_run(run, RunStatus.HELD, reason)
+            await self._audit(run, "step.held", step=step, result={"reason": reason})
+            await self._say(run, messages.text(f"Step {step.id} is held", reason))
+        return "wait"
+
+    async def _cancel(self, run: Run, reason: str) -> Next:
+        for s in await self.e.store.steps(run.id):
+            if not s.status.finished:
+                await self._save(replace(s, status=StepStatus.CANCELLED, error=reason))
+        run = await self._set_run(run, RunStatus.CANCELLED, reason)
+        await self._audit(run, "run.cancelled", result={"reason": reason})
+        await self._finish(run, await self.e.store.steps(run.id))
+        return "wait"
+
+    async def _finish(self, run: Run, states: list[StepState]) -> Run:
+        if not run.status.finished:
+            failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
+            status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
+            note = f"failed step(s): {', '.join(failed)}" if failed else ""
+            run = await self._set_run(run, status, note)
+        if run.status is not RunStatus.CANCELLED:
+            await self._audit(run, "run.finished", result={"status": run.status.value})
+        actors = {
+            s.step_id: await self._actor(run, self.e.runbooks[run.runbook].step(s.step_id))
+            for s in states
+            if s.status is StepStatus.SUCCEEDED
+        }
+        await self._say(run, messages.run_summary(run, states, actors))
+        if run.incident_id:
+            events = await self.e.store.events(incident_id=run.incident_id)
+            await self._say(run, messages.audit_summary(events))
+        return run
+
+    # -- helpers --------------------------------------------------------------------------
+
+    async def _stale(self, run: Run, runbook: Runbook) -> str | None:
+        """An alert that resolved (or was replayed after recovery) must not drive a mutation."""
+        if run.incident_id is None or runbook.on_resolve == "continue":
+            return None
+        incident = await self.e.store.get_incident(run.incident_id)
+        if incident.is_open:
+            return None
+        return f"incident {incident.id} resolved before the remaining steps ran; nothing more done"
+
+    async def _hold_reason(self, spec: ActionSpec[Any], params: BaseModel, run: Run) -> str | None:
+        node = getattr(params, "node", None)
+        if spec.blast is None or not isinstance(node, str):
+            return None
+        kube = self.e.clusters[run.cluster].kube
+        if spec.blast == "cordon":
+            nodes = [n for n in await kube.list_nodes() if n.is_gpu_node]
+            cordoned = {n.name for n in nodes if n.unschedulable}
+            return check_cordon(
+                policy=self.e.policy.blast, fleet_size=len(nodes), cordoned=cordoned, node=node
+            )
+        draining: set[str] = set()
+        for other in await self.e.store.list_runs(statuses=[RunStatus.RUNNING]):
+            if other.id == run.id:
+                continue
+            for s in await self.e.store.steps(other.id):
+                action = self.e.runbooks[other.runbook].step(s.step_id).action
+                if s.status is StepStatus.RUNNING and self.e.registry.get(action).blast == "drain":
+                    draining.add(str(s.args.get("node", other.target)))
+        return check_drain(policy=self.e.policy.blast, draining=draining, node=node)
+
+    async def _actor(self, run: Run, step: Step) -> str:
+        if step.approval == "auto":
+            return SYSTEM_ACTOR
+        for request in reversed(await self.e.store.approvals_for(run.id)):
+            if request.step_id == step.id and request.status is ApprovalStatus.APPROVED:
+                return "+".join(request.approvers)
+        return SYSTEM_ACTOR
+
+    def _variables(self, run: Run, states: list[StepState]) -> dict[str, Any]:
+        return {
+            **run.context,
+            "params": dict(run.context.get("params", {})),
+            "steps": steps_context(states),
+            "run": {"id": run.id, "requested_by": run.requested_by, "dry_run": run.dry_run},
+        }
+
+    def _ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
+        async def say(text: str) -> None:
+            await self._say(run, messages.text(f"{run.runbook} > {step.id}", text))
+
+        reason = f"gpubot {run.runbook}/{step.id} run={run.id} incident={run.incident_id or '-'}"
+        return ActionContext(
+            cluster=self.e.clusters[run.cluster],
+            clock=self.e.clock,
+            actor=actor,
+            reason=reason,
+            dry_run=run.dry_run,
+            say=say,
+        )
+
+    async def _save(self, state: StepState) -> None:
+        await self.e.store.save_step(state)
+
+    async def _set_run(self, run: Run, status: RunStatus, note: str) -> Run:
+        return await self.e.store.update_run(
+            run.id, status=status, note=note, now=self.e.clock.now()
+        )
+
+    async def _audit(
+        self,
+        run: Run,
+        kind: str,
+        *,
+        step: Step | None = None,
+        args: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | None = None,
+        actor: str = SYSTEM_ACTOR,
+    ) -> None:
+        await self.e.store.append(
+            AuditDraft(
+                ts=self.e.clock.now(),
+                actor=actor,
+                kind=kind,
+                incident_id=run.incident_id,
+                run_id=run.id,
+                step=step.id if step else None,
+                action=step.action if step else None,
+                target=run.target,
+                args=dict(args or {}),
+                result=dict(result or {}),
+                reason=f"runbook {run.runbook}" + (f" step {step.id}" if step else ""),
+                dry_run=run.dry_run,
+            )
+        )
+
+    async def _say(self, run: Run, message: Message) -> None:
+        try:
+            await self.e.notifier.post(incident_id=run.incident_id, message=message)
+        except Exception:  # chat is best effort; the audit trail is the record
+            log.exception("could not post to the thread of %s", run.incident_id)
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return f"invalid args: {loc}: {err['msg']}" if loc else f"invalid args: {err['msg']}"
+    return str(exc).splitlines()[0]

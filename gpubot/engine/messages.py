@@ -1,0 +1,107 @@
+"""What the bot says in an incident thread, as neutral message blocks (pure functions)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpubot.domain.approvals import ApprovalRequest
+from gpubot.domain.audit import AuditEvent
+from gpubot.domain.incidents import Incident
+from gpubot.domain.plans import Plan
+from gpubot.domain.results import Code, Fields, Message, Table, Text
+from gpubot.domain.runs import Run, StepState
+
+
+def _short(value: Mapping[str, Any], limit: int = 120) -> str:
+    text = json.dumps(dict(value), default=str, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def incident_root(incident: Incident, *, state: str) -> Message:
+    pairs = [
+        ("Severity", incident.severity),
+        ("Cluster", incident.cluster),
+        ("Node", incident.node or "-"),
+        ("GPU", incident.labels.get("gpu", "-")),
+        ("State", state),
+    ]
+    if incident.generator_url:
+        pairs.append(("Source", incident.generator_url))
+    if runbook_url := incident.annotations.get("runbook_url"):
+        pairs.append(("Runbook", runbook_url))
+    title = (
+        f"[{incident.severity.upper()}] {incident.alertname}: {incident.summary} ({incident.id})"
+    )
+    return Message(title, (Fields(tuple(pairs)),))
+
+
+def plan_message(plan: Plan) -> Message:
+    rows = []
+    for s in plan.steps:
+        run = {True: "yes", False: "no", None: "at run time"}[s.will_run]
+        rows.append((s.id, s.action, s.approval, run, s.problem or s.summary))
+    blocks: list[Any] = [
+        Text(plan.description or f"Runbook {plan.runbook}"),
+        Fields(
+            (("Runbook", plan.runbook), ("Cluster", plan.cluster), ("Target", plan.target or "-"))
+        ),
+        Table(("step", "action", "approval", "runs", "what it would do"), tuple(rows)),
+    ]
+    if plan.problems:
+        blocks.append(Text("Problems: " + "; ".join(plan.problems)))
+    return Message(f"Plan: {plan.runbook}", tuple(blocks))
+
+
+def approval_message(run: Run, step_id: str, request: ApprovalRequest, summary: str) -> Message:
+    who = "two approvers" if request.level == "two-person" else "one approver"
+    return Message(
+        f"Approval needed: step `{step_id}` of {run.runbook}",
+        (
+            Text(summary),
+            Fields(
+                (
+                    ("Needs", f"{who} from group '{request.group}'"),
+                    ("Expires", request.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")),
+                    ("Approval id", request.id),
+                )
+            ),
+        ),
+    )
+
+
+def step_message(run: Run, state: StepState, *, action: str, text: str) -> Message:
+    return Message(
+        f"{run.runbook} > {state.step_id} ({action}): {state.status.value}", (Text(text),)
+    )
+
+
+def run_summary(run: Run, states: Sequence[StepState], actors: Mapping[str, str]) -> Message:
+    rows = tuple(
+        (s.step_id, s.status.value, actors.get(s.step_id, "-"), s.error or _short(s.output))
+        for s in states
+    )
+    return Message(
+        f"Run {run.id} ({run.runbook}) {run.status.value}" + (f": {run.note}" if run.note else ""),
+        (Table(("step", "status", "by", "result"), rows),),
+    )
+
+
+def audit_summary(events: Sequence[AuditEvent]) -> Message:
+    rows = tuple(
+        (e.ts.strftime("%H:%M:%S"), e.actor, e.kind, e.step or "-", e.target or "-") for e in events
+    )
+    chain = events[-1].hash[:12] if events else "-"
+    return Message(
+        f"Audit trail ({len(events)} events, chain head {chain})",
+        (Table(("time", "who", "what", "step", "target"), rows),),
+    )
+
+
+def text(title: str, body: str = "") -> Message:
+    return Message(title, (Text(body),) if body else ())
+
+
+def code(title: str, body: str) -> Message:
+    return Message(title, (Code(body),))

@@ -1,0 +1,96 @@
+"""Match runbooks to alerts and commands, and plan each step from live state (no side effects)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.domain.plans import Plan, PlannedStep
+from gpubot.domain.runbooks import Runbook
+from gpubot.domain.templating import evaluate, render_value
+from gpubot.engine.registry import Registry
+from gpubot.errors import GpubotError, TemplateError
+from gpubot.ports import Clock
+
+
+def match_alert(runbooks: Sequence[Runbook], labels: Mapping[str, str]) -> list[Runbook]:
+    return [rb for rb in runbooks if rb.matches_alert(labels)]
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    return f"{loc}: {err['msg']}" if loc else err["msg"]
+
+
+async def make_plan(
+    runbook: Runbook,
+    *,
+    base: Mapping[str, Any],
+    params: Mapping[str, Any],
+    cluster: ClusterPorts,
+    registry: Registry,
+    clock: Clock,
+    incident_id: str | None = None,
+) -> Plan:
+    """Describe every step; read-only steps' live results feed later `when` conditions."""
+    ctx = ActionContext(cluster=cluster, clock=clock, actor="planner", reason="plan", dry_run=True)
+    outputs: dict[str, Any] = {}
+    planned: list[PlannedStep] = []
+    problems: list[str] = []
+    for step in runbook.steps:
+        spec = registry.get(step.action)
+        variables = {**base, "params": dict(params), "steps": outputs}
+        will_run: bool | None = True
+        if step.when:
+            try:
+                will_run = evaluate(step.when, variables)
+            except TemplateError:
+                will_run = None  # needs results only known at run time
+        args: Mapping[str, Any] = step.args
+        summary, problem = "", ""
+        try:
+            args = render_value(step.args, variables)
+            typed = spec.params.model_validate(args)
+            note = await spec.plan(ctx, typed)
+            summary = note.summary
+            if not spec.mutating:
+                outputs[step.id] = {"status": "planned", "output": dict(note.facts), "error": ""}
+        except TemplateError:
+            summary = "arguments depend on earlier steps' results; rendered at run time"
+        except ValidationError as exc:
+            problem = f"invalid args: {_first_error(exc)}"
+        except GpubotError as exc:
+            problem = str(exc)
+        if problem:
+            problems.append(f"step {step.id}: {problem}")
+        if will_run is False:
+            summary = f"skipped: condition `{step.when}` is false now ({summary})"
+        planned.append(
+            PlannedStep(
+                id=step.id,
+                action=step.action,
+                approval=step.approval,
+                approvers=step.approvers,
+                mutating=spec.mutating,
+                args=dict(args),
+                summary=summary,
+                will_run=will_run,
+                when=step.when,
+                problem=problem,
+            )
+        )
+    target = params.get(runbook.target) if runbook.target else None
+    return Plan(
+        runbook=runbook.name,
+        description=runbook.description,
+        cluster=cluster.name,
+        target=str(target) if target is not None else None,
+        params=dict(params),
+        steps=tuple(planned),
+        incident_id=incident_id,
+        problems=tuple(problems),
+    )

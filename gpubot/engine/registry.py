@@ -1,0 +1,36 @@
+"""Action registry: action name → params model, risk, and its plan/run/check functions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gpubot.actions import drain, messaging, node
+from gpubot.actions.base import ActionSpec
+from gpubot.errors import RunbookError
+
+
+class Registry:
+    def __init__(self, specs: Iterable[ActionSpec[Any]]) -> None:
+        self._specs: dict[str, ActionSpec[Any]] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"action {spec.name!r} registered twice")
+            self._specs[spec.name] = spec
+
+    def get(self, name: str) -> ActionSpec[Any]:
+        try:
+            return self._specs[name]
+        except KeyError:
+            known = ", ".join(sorted(self._specs))
+            raise RunbookError(f"unknown action {name!r} (known: {known})") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def specs(self) -> list[ActionSpec[Any]]:
+        return [self._specs[n] for n in sorted(self._specs)]
+
+
+def builtin_registry() -> Registry:
+    return Registry([*node.SPECS, *drain.SPECS, *messaging.SPECS])

@@ -1,0 +1,379 @@
+"""The single entry point for the web hook, Slack, the CLI and the scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gpubot.actions.base import ClusterPorts
+from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
+from gpubot.domain.audit import AuditDraft
+from gpubot.domain.incidents import (
+    Incident,
+    IncidentStatus,
+    IntakeKind,
+    IntakeOutcome,
+    observations,
+)
+from gpubot.domain.plans import Plan
+from gpubot.domain.policy import check_attempts
+from gpubot.domain.results import Message
+from gpubot.domain.runbooks import Runbook
+from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
+from gpubot.engine import messages
+from gpubot.engine.context import alert_context, resolve_params
+from gpubot.engine.executor import Engine, Executor
+from gpubot.engine.planner import make_plan, match_alert
+from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
+
+log = logging.getLogger(__name__)
+_ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
+
+
+@dataclass(frozen=True)
+class IntakeSummary:
+    outcomes: tuple[IntakeOutcome, ...]
+
+    def count(self, kind: IntakeKind) -> int:
+        return sum(1 for o in self.outcomes if o.kind is kind)
+
+    def as_json(self) -> dict[str, Any]:
+        return {kind.value: self.count(kind) for kind in IntakeKind if self.count(kind)}
+
+
+class GpubotService:
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+        self.executor = Executor(engine)
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- intake ---------------------------------------------------------------------------
+
+    async def ingest(self, payload: AlertmanagerPayload) -> IntakeSummary:
+        """Store the alerts durably (the caller answers 2xx only after this returns)."""
+        outcomes = await self.e.store.ingest(observations(payload), now=self.e.clock.now())
+        return IntakeSummary(tuple(outcomes))
+
+    async def process(self, summary: IntakeSummary) -> None:
+        """Follow-up after intake: threads, plans, runs. Recovery redoes it after a crash."""
+        for outcome in summary.outcomes:
+            if outcome.incident_id is None:
+                continue
+            incident = await self.e.store.get_incident(outcome.incident_id)
+            if outcome.kind is IntakeKind.OPENED:
+                await self._audit_incident(incident, "incident.opened", outcome.fingerprint)
+                await self._notify(self.e.notifier.open_thread(incident=incident))
+                await self.start_incident_runs(incident)
+            elif outcome.kind is IntakeKind.ATTACHED:
+                await self._post(
+                    incident.id,
+                    messages.text(
+                        f"Another alert joined this incident (fingerprint {outcome.fingerprint})"
+                    ),
+                )
+            elif outcome.kind is IntakeKind.INCIDENT_RESOLVED:
+                await self._audit_incident(incident, "incident.resolved", outcome.fingerprint)
+                await self._notify(self.e.notifier.update_root(incident=incident, state="resolved"))
+                await self._post(incident.id, messages.text("Alert resolved"))
+                for run in await self.e.store.list_runs(incident_id=incident.id, statuses=_ACTIVE):
+                    self.spawn(self.executor.advance(run.id))
+
+    # -- runs -----------------------------------------------------------------------------
+
+    async def start_incident_runs(self, incident: Incident, *, quiet: bool = False) -> list[Run]:
+        runbooks = match_alert(list(self.e.runbooks.values()), incident.labels)
+        if not runbooks and not quiet:
+            await self._post(
+                incident.id,
+                messages.text("No runbook matches this alert", f"alertname={incident.alertname}"),
+            )
+        started = []
+        for runbook in runbooks:
+            try:
+                _plan, run = await self._create_run(
+                    runbook,
+                    incident=incident,
+                    given={},
+                    requested_by="alertmanager",
+                    cluster=incident.cluster,
+                    dry_run=False,
+                )
+            except GpubotError as exc:
+                await self._post(
+                    incident.id, messages.text(f"Runbook {runbook.name} not started", str(exc))
+                )
+                continue
+            if run is not None:
+                started.append(run)
+        return started
+
+    async def start_command_run(
+        self,
+        *,
+        runbook: str,
+        args: Mapping[str, str],
+        requested_by: str,
+        cluster: str,
+        dry_run: bool = False,
+    ) -> tuple[Plan, Run | None]:
+        """`/gpu run` and `/gpu plan`: InputError for anything wrong with what was typed."""
+        rb = self._runbook(runbook)
+        return await self._create_run(
+            rb,
+            incident=None,
+            given=args,
+            requested_by=requested_by,
+            cluster=cluster,
+            dry_run=dry_run,
+        )
+
+    async def plan(self, *, runbook: str, args: Mapping[str, str], cluster: str) -> Plan:
+        rb = self._runbook(runbook)
+        base = alert_context(None)
+        params = resolve_params(rb, base=base, given=args)
+        return await make_plan(
+            rb,
+            base=base,
+            params=params,
+            cluster=self._cluster(cluster),
+            registry=self.e.registry,
+            clock=self.e.clock,
+        )
+
+    async def plan_payload(self, payload: AlertmanagerPayload) -> list[Plan]:
+        """Plans for every alert in a payload, without storing anything (`gpubot plan`)."""
+        plans: list[Plan] = []
+        for item in observations(payload):
+            if item.status != "firing":
+                continue
+            now = self.e.clock.now()
+            incident = Incident(
+                id="(not stored)",
+                key=item.correlation_key,
+                status=IncidentStatus.OPEN,
+                alertname=item.alertname,
+                cluster=item.cluster,
+                node=item.node,
+                severity=item.severity,
+                summary=item.summary,
+                labels=item.labels,
+                annotations=item.annotations,
+                generator_url=item.generator_url,
+                created_at=now,
+                updated_at=now,
+            )
+            for rb in match_alert(list(self.e.runbooks.values()), item.labels):
+                base = alert_context(incident)
+                params = resolve_params(rb, base=base, given={})
+                plans.append(
+                    await make_plan(
+                        rb,
+                        base=base,
+                        params=params,
+                        cluster=self._cluster(item.cluster),
+                        registry=self.e.registry,
+                        clock=self.e.clock,
+                    )
+                )
+        return plans
+
+    async def _create_run(
+        self,
+        rb: Runbook,
+        *,
+        incident: Incident | None,
+        given: Mapping[str, str],
+        requested_by: str,
+        cluster: str,
+        dry_run: bool,
+    ) -> tuple[Plan, Run | None]:
+        ports = self._cluster(cluster)
+        base = alert_context(incident)
+        params = resolve_params(rb, base=base, given=given)
+        target = str(params[rb.target]) if rb.target and params.get(rb.target) else None
+        now = self.e.clock.now()
+        if target and not dry_run:
+            since = now - self.e.policy.attempts.window
+            recent = [
+                r
+                for r in await self.e.store.list_runs(runbook=rb.name, target=target, since=since)
+                if not r.dry_run
+            ]
+            if refusal := check_attempts(
+                cap=self.e.policy.attempts, recent_runs=len(recent), runbook=rb.name, node=target
+            ):
+                raise InputError(refusal)
+        plan = await make_plan(
+            rb,
+            base=base,
+            params=params,
+            cluster=ports,
+            registry=self.e.registry,
+            clock=self.e.clock,
+            incident_id=incident.id if incident else None,
+        )
+        run = Run(
+            id=new_run_id(),
+            runbook=rb.name,
+            incident_id=incident.id if incident else None,
+            cluster=cluster,
+            target=target,
+            requested_by=requested_by,
+            status=RunStatus.RUNNING,
+            dry_run=dry_run,
+            context={**base, "params": params, "args": dict(given)},
+            created_at=now,
+            updated_at=now,
+        )
+        steps = [StepState(run_id=run.id, step_id=s.id, position=i) for i, s in enumerate(rb.steps)]
+        stored, created = await self.e.store.create_run(run, steps)
+        if not created:
+            return plan, None  # this incident already has its run: never twice
+        await self.e.store.append(
+            AuditDraft(
+                ts=now,
+                actor=requested_by,
+                kind="run.created",
+                incident_id=stored.incident_id,
+                run_id=stored.id,
+                target=target,
+                args={"params": params},
+                reason=f"runbook {rb.name}",
+                dry_run=dry_run,
+            )
+        )
+        await self._post(stored.incident_id, messages.plan_message(plan))
+        self.spawn(self.executor.advance(stored.id))
+        return plan, stored
+
+    # -- approvals ------------------------------------------------------------------------
+
+    async def vote(
+        self,
+        *,
+        approval_id: str,
+        user: str,
+        decision: Literal["approve", "deny"],
+        user_groups: Sequence[str] = (),
+    ) -> VoteOutcome:
+        """One click. Refusals raise ApprovalError with the one line to show the clicker."""
+        try:
+            request = await self.e.store.get_approval(approval_id)
+        except NotFoundError:
+            raise ApprovalError("This approval request does not exist.") from None
+        run = await self.e.store.get_run(request.run_id)
+        outcome = cast_vote(
+            request,
+            user=user,
+            decision=decision,
+            now=self.e.clock.now(),
+            groups=self.e.policy.groups,
+            user_groups=user_groups,
+        )
+        if outcome.changed and not await self.e.store.replace_approval(
+            outcome.request, expected_votes=len(request.votes)
+        ):
+            raise ApprovalError("Someone else decided this request at the same moment; look again.")
+        await self.e.store.append(
+            AuditDraft(
+                ts=self.e.clock.now(),
+                actor=user,
+                kind="approval.vote" if outcome.accepted else "approval.refused",
+                incident_id=run.incident_id,
+                run_id=run.id,
+                step=request.step_id,
+                target=run.target,
+                result={
+                    "decision": decision,
+                    "accepted": outcome.accepted,
+                    "status": outcome.request.status.value,
+                    "message": outcome.message,
+                },
+                reason=f"approval {request.id}",
+            )
+        )
+        if not outcome.accepted:
+            if outcome.request.status is ApprovalStatus.EXPIRED:
+                self.spawn(self.executor.advance(run.id))
+            raise ApprovalError(outcome.message)
+        await self._notify(
+            self.e.notifier.approval_decided(
+                incident_id=run.incident_id,
+                request=outcome.request,
+                message=messages.text(outcome.message),
+            )
+        )
+        if outcome.request.status is not ApprovalStatus.PENDING:
+            self.spawn(self.executor.advance(run.id))
+        return outcome
+
+    # -- background -----------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """After a start: finish what a crash interrupted, from the store and live state."""
+        for run in await self.e.store.list_runs(statuses=_ACTIVE):
+            self.spawn(self.executor.advance(run.id))
+        for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
+            if not await self.e.store.list_runs(incident_id=incident.id):
+                await self.start_incident_runs(incident, quiet=True)
+
+    async def tick(self) -> None:
+        """Periodic: expire approvals, retry held steps."""
+        for run in await self.e.store.list_runs(
+            statuses=(RunStatus.WAITING_APPROVAL, RunStatus.HELD)
+        ):
+            self.spawn(self.executor.advance(run.id))
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("background task failed: %s", exc, exc_info=exc)
+
+    async def wait_idle(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def _runbook(self, name: str) -> Runbook:
+        if name not in self.e.runbooks:
+            known = ", ".join(sorted(self.e.runbooks)) or "none"
+            raise InputError(f"unknown runbook {name!r} (known: {known})")
+        return self.e.runbooks[name]
+
+    def _cluster(self, name: str) -> ClusterPorts:
+        if name not in self.e.clusters:
+            known = ", ".join(sorted(self.e.clusters)) or "none"
+            raise InputError(f"unknown cluster {name!r} (configured: {known}); no action taken")
+        return self.e.clusters[name]
+
+    async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str) -> None:
+        await self.e.store.append(
+            AuditDraft(
+                ts=self.e.clock.now(),
+                actor="alertmanager",
+                kind=kind,
+                incident_id=incident.id,
+                target=incident.node,
+                result={"status": incident.status.value},
+                reason=f"alert {incident.alertname} fingerprint {fingerprint}",
+            )
+        )
+
+    async def _post(self, incident_id: str | None, message: Message) -> None:
+        await self._notify(self.e.notifier.post(incident_id=incident_id, message=message))
+
+    async def _notify(self, call: Coroutine[Any, Any, None]) -> None:
+        try:
+            await call
+        except Exception:  # chat is best effort; the store and the audit trail are the record
+            log.exception("chat notification failed")

@@ -1,0 +1,55 @@
+"""Error kinds: what went wrong, phrased for the person who has to act on it."""
+
+from __future__ import annotations
+
+
+class GpubotError(Exception):
+    """Base of every error gpubot raises on purpose; its message is one line for a human."""
+
+
+class ConfigError(GpubotError):
+    """The configuration file or environment is missing or invalid."""
+
+
+class RunbookError(GpubotError):
+    """A runbook file is invalid; the message names the file, the line and the field."""
+
+
+class TemplateError(GpubotError):
+    """A runbook template or condition failed to render."""
+
+
+class ApprovalError(GpubotError):
+    """An approval click was refused (expired, already decided, not allowed)."""
+
+
+class InputError(GpubotError):
+    """Input from outside (webhook body, command arguments) is malformed."""
+
+
+class NotFoundError(GpubotError):
+    """A named thing (incident, runbook, approval) does not exist."""
+
+
+class StepError(GpubotError):
+    """A runbook step failed."""
+
+
+class TemporaryStepError(StepError):
+    """A step failed in a way that may succeed later; the executor retries it after `delay`."""
+
+    def __init__(self, message: str, *, delay: float = 1.0) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class PermanentStepError(StepError):
+    """A step failed in a way that retrying will not fix."""
+
+
+class DisruptionBlockedError(GpubotError):
+    """An eviction was refused because a PodDisruptionBudget allows no disruption now."""
+
+    def __init__(self, message: str, *, budget: str = "") -> None:
+        super().__init__(message)
+        self.budget = budget

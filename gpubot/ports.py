@@ -1,0 +1,142 @@
+"""Protocols the engine talks to; real, simulated and fake adapters implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from gpubot.domain.approvals import ApprovalRequest
+from gpubot.domain.audit import AuditDraft, AuditEvent, ChainProblem
+from gpubot.domain.cluster import GpuState, NodeInfo, PodDisruptionBudget, PodInfo, Sample, Taint
+from gpubot.domain.incidents import (
+    AlertObservation,
+    AlertRecord,
+    Incident,
+    IncidentStatus,
+    IntakeOutcome,
+)
+from gpubot.domain.results import Message
+from gpubot.domain.runs import Run, RunStatus, StepState
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class KubeApi(Protocol):
+    """The Kubernetes operations runbooks need (official client, simulated, fake)."""
+
+    async def list_nodes(self) -> list[NodeInfo]: ...
+
+    async def get_node(self, *, node: str) -> NodeInfo: ...
+
+    async def set_unschedulable(
+        self, *, node: str, value: bool, actor: str, reason: str
+    ) -> None: ...
+
+    async def set_taint(self, *, node: str, taint: Taint, present: bool) -> None: ...
+
+    async def list_pods(
+        self, *, node: str | None = None, namespace: str | None = None
+    ) -> list[PodInfo]: ...
+
+    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]: ...
+
+    async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """Evict through the Eviction API; DisruptionBlockedError when a PDB says no."""
+        ...
+
+
+class NodeAgent(Protocol):
+    """GPU reads and actions on one node, through the node agent (NVML)."""
+
+    async def gpus(self, *, node: str) -> list[GpuState]: ...
+
+
+class Metrics(Protocol):
+    """Prometheus instant queries."""
+
+    async def query(self, *, promql: str) -> list[Sample]: ...
+
+
+class ChatNotifier(Protocol):
+    """Where incidents are discussed: a Slack thread per incident, or the terminal."""
+
+    async def open_thread(self, *, incident: Incident) -> None: ...
+
+    async def update_root(self, *, incident: Incident, state: str) -> None: ...
+
+    async def post(self, *, incident_id: str | None, message: Message) -> None: ...
+
+    async def ask_approval(
+        self, *, incident_id: str | None, request: ApprovalRequest, message: Message
+    ) -> None: ...
+
+    async def approval_decided(
+        self, *, incident_id: str | None, request: ApprovalRequest, message: Message
+    ) -> None: ...
+
+
+class IncidentStore(Protocol):
+    async def ingest(
+        self, items: Sequence[AlertObservation], *, now: datetime
+    ) -> list[IntakeOutcome]: ...
+
+    async def get_incident(self, incident_id: str) -> Incident: ...
+
+    async def list_incidents(
+        self, *, status: IncidentStatus | None = None, limit: int = 100
+    ) -> list[Incident]: ...
+
+    async def alerts_for(self, incident_id: str) -> list[AlertRecord]: ...
+
+
+class RunStore(Protocol):
+    async def create_run(self, run: Run, steps: Sequence[StepState]) -> tuple[Run, bool]: ...
+
+    async def get_run(self, run_id: str) -> Run: ...
+
+    async def list_runs(
+        self,
+        *,
+        statuses: Sequence[RunStatus] | None = None,
+        incident_id: str | None = None,
+        runbook: str | None = None,
+        target: str | None = None,
+        since: datetime | None = None,
+    ) -> list[Run]: ...
+
+    async def update_run(
+        self, run_id: str, *, status: RunStatus, note: str, now: datetime
+    ) -> Run: ...
+
+    async def steps(self, run_id: str) -> list[StepState]: ...
+
+    async def save_step(self, state: StepState) -> None: ...
+
+
+class ApprovalStore(Protocol):
+    async def create_approval(self, request: ApprovalRequest) -> None: ...
+
+    async def get_approval(self, approval_id: str) -> ApprovalRequest: ...
+
+    async def replace_approval(self, request: ApprovalRequest, *, expected_votes: int) -> bool: ...
+
+    async def approvals_for(self, run_id: str) -> list[ApprovalRequest]: ...
+
+
+class AuditLog(Protocol):
+    async def append(self, draft: AuditDraft) -> AuditEvent: ...
+
+    async def events(self, *, incident_id: str | None = None) -> list[AuditEvent]: ...
+
+    async def verify(self) -> list[ChainProblem]: ...
+
+
+class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, Protocol):
+    """Everything that must survive a restart, in one database."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Scheduled reports (APScheduler): arrive with the idle-GPU issue."""

@@ -1,0 +1,1 @@
+"""HTTP service: Alertmanager webhook, probes and metrics (Starlette)."""

@@ -1,0 +1,106 @@
+"""Starlette app: POST /alertmanager, GET /healthz, /readyz, /metrics."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.engine.service import GpubotService
+from gpubot.web.metrics import WebMetrics
+
+log = logging.getLogger(__name__)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _error(code: int, reason: str) -> JSONResponse:
+    return JSONResponse({"error": reason}, status_code=code)
+
+
+def _reason(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return (f"{loc}: {err['msg']}" if loc else err["msg"]) + more
+
+
+async def _read_capped(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > limit:
+            raise _TooLarge
+    return bytes(body)
+
+
+def create_app(
+    service: GpubotService, *, webhook_token: str | None = None, max_body_bytes: int = 1 << 20
+) -> Starlette:
+    metrics = WebMetrics()
+    expected = f"Bearer {webhook_token}".encode() if webhook_token else None
+
+    async def alertmanager(request: Request) -> Response:
+        started = time.perf_counter()
+        response = await _alertmanager(request)
+        metrics.requests.labels(str(response.status_code)).inc()
+        metrics.latency.observe(time.perf_counter() - started)
+        return response
+
+    async def _alertmanager(request: Request) -> Response:
+        if expected is not None:
+            given = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return _error(401, "missing or wrong bearer token")
+        try:
+            body = await _read_capped(request, max_body_bytes)
+        except _TooLarge:
+            return _error(413, f"body larger than {max_body_bytes} bytes")
+        try:
+            payload = AlertmanagerPayload.model_validate_json(body)
+        except ValidationError as exc:
+            return _error(400, _reason(exc))
+        try:
+            summary = await service.ingest(payload)
+        except Exception:  # the edge: Alertmanager retries on 5xx, so nothing is lost
+            log.exception("could not store alerts")
+            return _error(503, "alerts could not be stored; retry")
+        for outcome in summary.outcomes:
+            metrics.alerts.labels(outcome.kind.value).inc()
+        service.spawn(service.process(summary))
+        return JSONResponse({"status": "stored", **summary.as_json()})
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await service.e.store.list_incidents(limit=1)
+        except Exception as exc:  # the probe reports, it does not crash
+            return PlainTextResponse(f"store unavailable: {type(exc).__name__}", status_code=503)
+        return PlainTextResponse("ready")
+
+    async def prometheus(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(
+        routes=[
+            Route("/alertmanager", alertmanager, methods=["POST"]),
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/metrics", prometheus),
+        ]
+    )
