@@ -115,7 +115,7 @@ def build_app(
     )
     return App(
         settings=settings,
-        service=GpubotService(engine),
+        service=GpubotService(engine, dry_run=settings.dry_run),
         store=store,
         notifier=notifier,
         clusters=clusters,

@@ -18,6 +18,7 @@ class ApprovalStatus(StrEnum):
     APPROVED = "approved"
     DENIED = "denied"
     EXPIRED = "expired"
+    CANCELLED = "cancelled"  # the run ended (denied elsewhere, incident resolved, step failed)
 
 
 @dataclass(frozen=True)

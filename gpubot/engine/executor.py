@@ -349,6 +349,7 @@ class Executor:
             if not s.status.finished:
                 await self._save(replace(s, status=StepStatus.CANCELLED, error=f"{step.id} failed"))
         await self._set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
+        await self._close_approvals(run)
         await self._finish(await self.e.store.get_run(run.id), await self.e.store.steps(run.id))
         return "wait"
 
@@ -364,10 +365,18 @@ class Executor:
         for s in await self.e.store.steps(run.id):
             if not s.status.finished:
                 await self._save(replace(s, status=StepStatus.CANCELLED, error=reason))
+        await self._close_approvals(run)
         run = await self._set_run(run, RunStatus.CANCELLED, reason)
         await self._audit(run, "run.cancelled", result={"reason": reason})
         await self._finish(run, await self.e.store.steps(run.id))
         return "wait"
+
+    async def _close_approvals(self, run: Run) -> None:
+        """A run that ended leaves no live buttons: a later click is refused, not obeyed."""
+        for request in await self.e.store.approvals_for(run.id):
+            if request.status is ApprovalStatus.PENDING:
+                closed = replace(request, status=ApprovalStatus.CANCELLED)
+                await self.e.store.replace_approval(closed, expected_votes=len(request.votes))
 
     async def _finish(self, run: Run, states: list[StepState]) -> Run:
         if not run.status.finished:

@@ -46,8 +46,9 @@ class IntakeSummary:
 
 
 class GpubotService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, dry_run: bool = False) -> None:
         self.e = engine
+        self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
         self.executor = Executor(engine)
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -192,6 +193,7 @@ class GpubotService:
         dry_run: bool,
     ) -> tuple[Plan, Run | None]:
         ports = self._cluster(cluster)
+        dry_run = dry_run or self.dry_run
         base = alert_context(incident)
         params = resolve_params(rb, base=base, given=given)
         target = str(params[rb.target]) if rb.target and params.get(rb.target) else None
