@@ -120,11 +120,14 @@ async def _plan(args: argparse.Namespace) -> int:
         payload = AlertmanagerPayload.model_validate_json(body)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise InputError(
-            f"{args.alert}: not an Alertmanager payload: {where}: {err['msg']}"
-        ) from exc
-    app = _app(args.config)
+        where = ".".join(str(p) for p in err["loc"]) + ": " if err["loc"] else ""
+        raise InputError(f"{args.alert}: not an Alertmanager payload: {where}{err['msg']}") from exc
+    from gpubot.config import StoreSettings
+    from gpubot.wiring import build_app
+
+    # A plan stores nothing: an in-memory database, not the configured one.
+    settings = _settings(args.config).model_copy(update={"store": StoreSettings(url="sqlite://")})
+    app = build_app(settings)
     try:
         plans = await app.service.plan_payload(payload)
     finally:

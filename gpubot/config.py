@@ -73,9 +73,14 @@ class AttemptSettings(_Section):
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
 
 
+def _default_groups() -> dict[str, GroupSettings]:
+    # The shipped runbooks name `oncall`; empty until configured, so nobody can approve yet.
+    return {"oncall": GroupSettings()}
+
+
 class PolicySettings(_Section):
     default_group: str = "oncall"
-    groups: dict[str, GroupSettings] = Field(default_factory=dict)
+    groups: dict[str, GroupSettings] = Field(default_factory=_default_groups)
     approval_expiry: timedelta = timedelta(minutes=30)
     blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
     attempts: AttemptSettings = Field(default_factory=AttemptSettings)

@@ -31,7 +31,7 @@ class Alert(_Model):
     def _zero_time_is_none(cls, value: datetime | None) -> datetime | None:
         if value is None or value.year <= _GO_ZERO_YEAR:
             return None
-        return value
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
 
     @field_validator("starts_at", mode="after")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -13,7 +14,7 @@ def parse_duration(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise ValueError(f"not a duration: {value!r}")
     if isinstance(value, int | float):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise ValueError(f"duration must not be negative: {value}")
         return float(value)
     text = value.strip()

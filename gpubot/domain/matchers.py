@@ -43,7 +43,7 @@ def parse_matcher(text: str) -> Matcher:
         raise ValueError(f'not a label matcher: {text!r} (expected e.g. xid="79" or gpu=~"[0-3]")')
     name, op, value = found["name"], found["op"], found["value"]
     if value.startswith('"'):
-        value = bytes(value[1:-1], "utf-8").decode("unicode_escape")
+        value = _unquote(value[1:-1])
     pattern = None
     if op in ("=~", "!~"):
         try:
@@ -52,6 +52,16 @@ def parse_matcher(text: str) -> Matcher:
         except re.error as exc:
             raise ValueError(f"bad regular expression in {text!r}: {exc}") from exc
     return Matcher(name=name, op=op, value=value, pattern=pattern)  # type: ignore[arg-type]
+
+
+def _unquote(text: str) -> str:
+    """Undo only the escapes a quoted matcher value uses; keep regex escapes such as \\d."""
+
+    def one(found: re.Match[str]) -> str:
+        char = found[1]
+        return {"\\": "\\", '"': '"', "n": "\n"}.get(char, "\\" + char)
+
+    return re.sub(r"\\(.)", one, text)
 
 
 def all_match(matchers: tuple[Matcher, ...], labels: Mapping[str, str]) -> bool:

@@ -19,7 +19,8 @@ class BlastRadius:
     max_concurrent_drains: int = 1
 
     def cordon_limit(self, fleet_size: int) -> int:
-        by_fraction = math.floor(fleet_size * self.max_cordoned_fraction)
+        # The epsilon keeps 100 x 0.29 (28.999999999999996 in binary) at 29 nodes.
+        by_fraction = math.floor(fleet_size * self.max_cordoned_fraction + 1e-9)
         return max(0, min(self.max_cordoned_count, by_fraction))
 
 

@@ -99,8 +99,9 @@ def load_dirs(directories: Iterable[Path]) -> list[LoadedRunbook]:
             item = load_file(path)
             name = item.runbook.name
             if name in seen:
+                line = item.line(("name",))
                 raise RunbookError(
-                    f"{path}:1: name: runbook {name!r} is also defined in {seen[name]}"
+                    f"{path}:{line}: name: runbook {name!r} is also defined in {seen[name]}"
                 )
             seen[name] = path
             loaded.append(item)

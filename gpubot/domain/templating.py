@@ -17,6 +17,11 @@ from gpubot.errors import TemplateError
 _ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
+# What an operator's expression can raise at render time: `1 / 0`, `'a' + 1`, `None > 0`,
+# the sandbox's range limit. All become one TemplateError that fails the step cleanly.
+_RENDER_ERRORS = (JinjaError, ArithmeticError, TypeError, ValueError, LookupError)
+
+
 @lru_cache(maxsize=512)
 def _template(source: str) -> Any:
     return _ENV.from_string(source)
@@ -34,7 +39,7 @@ def render_value(value: Any, context: Mapping[str, Any]) -> Any:
             return value
         try:
             return _template(value).render(**context)
-        except JinjaError as exc:
+        except _RENDER_ERRORS as exc:
             raise TemplateError(f"cannot render {value!r}: {exc}") from exc
     if isinstance(value, Mapping):
         return {k: render_value(v, context) for k, v in value.items()}
@@ -47,7 +52,7 @@ def evaluate(condition: str, context: Mapping[str, Any]) -> bool:
     """Evaluate a `when` expression such as `steps.check.output.lost_gpus > 0`."""
     try:
         return bool(_expression(condition)(**context))
-    except JinjaError as exc:
+    except _RENDER_ERRORS as exc:
         raise TemplateError(f"cannot evaluate when: {condition!r}: {exc}") from exc
 
 

@@ -150,7 +150,9 @@ class Executor:
             result={"approval_id": request.id, "level": request.level, "group": request.group},
         )
         note = await spec.plan(ctx, params)
-        message = messages.approval_message(run, step.id, request, note.summary)
+        group = self.e.policy.groups.get(request.group)
+        empty = group is None or not (group.users or group.usergroups)
+        message = messages.approval_message(run, step.id, request, note.summary, group_empty=empty)
         try:
             await self.e.notifier.ask_approval(
                 incident_id=run.incident_id, request=request, message=message

@@ -54,11 +54,24 @@ def plan_message(plan: Plan) -> Message:
     return Message(f"Plan: {plan.runbook}", tuple(blocks))
 
 
-def approval_message(run: Run, step_id: str, request: ApprovalRequest, summary: str) -> Message:
+def approval_message(
+    run: Run, step_id: str, request: ApprovalRequest, summary: str, *, group_empty: bool = False
+) -> Message:
     who = "two approvers" if request.level == "two-person" else "one approver"
+    warning = (
+        (
+            Text(
+                f"Nobody is in approver group '{request.group}' yet: configure "
+                f"policy.groups.{request.group}."
+            ),
+        )
+        if group_empty
+        else ()
+    )
     return Message(
         f"Approval needed: step `{step_id}` of {run.runbook}",
         (
+            *warning,
             Text(summary),
             Fields(
                 (
