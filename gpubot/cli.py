@@ -146,17 +146,36 @@ async def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from gpubot.domain.runbook_loader import load_dirs
+    from gpubot.domain.runbook_loader import LoadedRunbook, load_file, runbook_files
     from gpubot.engine.registry import builtin_registry
     from gpubot.engine.validation import validate
+    from gpubot.errors import RunbookError
     from gpubot.wiring import load_runbooks
 
     registry = builtin_registry()
     if args.dir is not None:
-        loaded = load_dirs([args.dir])
-        problems = [p for item in loaded for p in validate(item, registry=registry)]
+        files = runbook_files(args.dir)
+        if not files:
+            raise InputError(f"{args.dir}: no runbook files (*.yaml, *.yml)")
+        # Check every file and report every problem, one line each, in one format.
+        loaded: list[LoadedRunbook] = []
+        problems: list[str] = []
+        for path in files:
+            try:
+                item = load_file(path)
+            except RunbookError as exc:
+                problems.append(str(exc))
+                continue
+            loaded.append(item)
+            problems.extend(validate(item, registry=registry))
+        names = [item.runbook.name for item in loaded]
+        problems += [
+            f"{i.path}:{i.line(('name',))}: name: runbook {i.runbook.name!r} defined twice"
+            for i in loaded
+            if names.count(i.runbook.name) > 1
+        ]
         if problems:
-            print("\n".join(problems), file=sys.stderr)
+            print("\n".join(f"gpubot: error: {p}" for p in problems), file=sys.stderr)
             return 1
     else:
         loaded = load_runbooks(_settings(args.config), registry=registry)

@@ -101,9 +101,9 @@ def build_app(
     policy = build_policy(settings)
     loaded = load_runbooks(settings, registry=registry, policy=policy)
     key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
+    clusters = clusters or build_clusters(settings)  # refuse a bad config before writing
     store = store or open_store(settings.store.url, audit_key=key)
     notifier = notifier or ConsoleNotifier(out or sys.stdout)
-    clusters = clusters or build_clusters(settings)
     engine = Engine(
         store=store,
         registry=registry,

@@ -51,7 +51,7 @@ def create_app(
     service: GpubotService, *, webhook_token: str | None = None, max_body_bytes: int = 1 << 20
 ) -> Starlette:
     metrics = WebMetrics()
-    expected = f"Bearer {webhook_token}".encode() if webhook_token else None
+    expected = webhook_token.encode() if webhook_token else None
 
     async def alertmanager(request: Request) -> Response:
         started = time.perf_counter()
@@ -62,8 +62,12 @@ def create_app(
 
     async def _alertmanager(request: Request) -> Response:
         if expected is not None:
-            given = request.headers.get("authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            # The scheme name is case-insensitive (RFC 9110); the token is compared in
+            # constant time.
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                token.strip().encode(), expected
+            ):
                 return _error(401, "missing or wrong bearer token")
         try:
             body = await _read_capped(request, max_body_bytes)

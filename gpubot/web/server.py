@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
+import threading
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -14,6 +17,24 @@ from gpubot.web.app import create_app
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 15.0
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn re-raises SIGTERM/SIGINT after its own shutdown, which would kill the process
+    before gpubot finishes its runs and closes the store; here a signal only asks to exit."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in _SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
 
 
 def make_server(
@@ -29,7 +50,7 @@ def make_server(
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
     )
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 async def _ticker(service: GpubotService) -> None:
