@@ -119,9 +119,10 @@ async def _plan(args: argparse.Namespace) -> int:
     try:
         payload = AlertmanagerPayload.model_validate_json(body)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) + ": " if err["loc"] else ""
-        raise InputError(f"{args.alert}: not an Alertmanager payload: {where}{err['msg']}") from exc
+        from gpubot.domain.problems import first_problem
+
+        reason = first_problem(exc)
+        raise InputError(f"{args.alert}: not an Alertmanager payload: {reason}") from exc
     from gpubot.config import StoreSettings
     from gpubot.wiring import build_app
 

@@ -19,6 +19,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gpubot.domain.durations import parse_duration
+from gpubot.domain.problems import first_problem
 from gpubot.errors import ConfigError
 
 
@@ -168,7 +169,5 @@ def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
     try:
         return Settings(**data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(config)"
         source = f"{path}: " if path else ""
-        raise ConfigError(f"{source}{where}: {err['msg']}") from exc
+        raise ConfigError(first_problem(exc, prefix=source)) from exc

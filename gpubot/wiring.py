@@ -18,7 +18,7 @@ from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
 from gpubot.engine.clock import SystemClock
-from gpubot.engine.executor import Engine
+from gpubot.engine.recorder import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.engine.validation import validate

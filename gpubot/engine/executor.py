@@ -4,47 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from gpubot.actions.base import ActionContext, ActionSpec, ClusterPorts, Output
+from gpubot.actions.base import ActionContext, ActionSpec, Output
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
-from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft
-from gpubot.domain.policy import Policy, check_cordon, check_drain
-from gpubot.domain.results import Message
+from gpubot.domain.audit import SYSTEM_ACTOR
+from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
-from gpubot.engine.context import steps_context
-from gpubot.engine.registry import Registry
+from gpubot.engine.gates import hold_reason, stale_reason
+from gpubot.engine.recorder import Engine, RunRecorder
 from gpubot.errors import GpubotError, TemplateError, TemporaryStepError
-from gpubot.ports import ChatNotifier, Clock, Store
 
 log = logging.getLogger(__name__)
 Next = Literal["next", "wait"]
 _WAITING = (StepStatus.PENDING, StepStatus.WAITING_APPROVAL, StepStatus.APPROVED, StepStatus.HELD)
 
 
-@dataclass(frozen=True)
-class Engine:
-    """Everything the executor and the service act through."""
+class Executor(RunRecorder):
+    """Runs steps until a run finishes or must wait; every decision is recorded."""
 
-    store: Store
-    registry: Registry
-    runbooks: Mapping[str, Runbook]
-    clusters: Mapping[str, ClusterPorts]
-    notifier: ChatNotifier
-    clock: Clock
-    policy: Policy
-
-
-class Executor:
     def __init__(self, engine: Engine) -> None:
-        self.e = engine
+        super().__init__(engine)
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def advance(self, run_id: str) -> Run:
@@ -69,7 +55,7 @@ class Executor:
         step = runbook.step(state.step_id)
         spec = self.e.registry.get(step.action)
         stale = state.status in _WAITING and spec.mutating and not run.dry_run
-        if stale and (reason := await self._stale(run, runbook)):
+        if stale and (reason := await stale_reason(self.e, run, runbook)):
             return await self._cancel(run, reason)
         variables = self._variables(run, states)
         try:
@@ -115,7 +101,7 @@ class Executor:
             state = decided
         actor = await self._actor(run, step)
         ctx = self._ctx(run, step, actor=actor)
-        if hold := await self._hold_reason(spec, params, run):
+        if hold := await hold_reason(self.e, spec, params, run):
             return await self._hold(run, step, state, hold)
         return await self._execute(run, runbook, step, spec, state, params, ctx)
 
@@ -373,13 +359,6 @@ class Executor:
         await self._finish(run, await self.e.store.steps(run.id))
         return "wait"
 
-    async def _close_approvals(self, run: Run) -> None:
-        """A run that ended leaves no live buttons: a later click is refused, not obeyed."""
-        for request in await self.e.store.approvals_for(run.id):
-            if request.status is ApprovalStatus.PENDING:
-                closed = replace(request, status=ApprovalStatus.CANCELLED)
-                await self.e.store.replace_approval(closed, expected_votes=len(request.votes))
-
     async def _finish(self, run: Run, states: list[StepState]) -> Run:
         if not run.status.finished:
             failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
@@ -399,113 +378,8 @@ class Executor:
             await self._say(run, messages.audit_summary(events))
         return run
 
-    # -- helpers --------------------------------------------------------------------------
-
-    async def _stale(self, run: Run, runbook: Runbook) -> str | None:
-        """An alert that resolved (or was replayed after recovery) must not drive a mutation."""
-        if run.incident_id is None or runbook.on_resolve == "continue":
-            return None
-        incident = await self.e.store.get_incident(run.incident_id)
-        if incident.is_open:
-            return None
-        return f"incident {incident.id} resolved before the remaining steps ran; nothing more done"
-
-    async def _hold_reason(self, spec: ActionSpec[Any], params: BaseModel, run: Run) -> str | None:
-        node = getattr(params, "node", None)
-        if spec.blast is None or not isinstance(node, str):
-            return None
-        kube = self.e.clusters[run.cluster].kube
-        if spec.blast == "cordon":
-            nodes = [n for n in await kube.list_nodes() if n.is_gpu_node]
-            cordoned = {n.name for n in nodes if n.unschedulable}
-            return check_cordon(
-                policy=self.e.policy.blast, fleet_size=len(nodes), cordoned=cordoned, node=node
-            )
-        draining: set[str] = set()
-        for other in await self.e.store.list_runs(statuses=[RunStatus.RUNNING]):
-            if other.id == run.id:
-                continue
-            for s in await self.e.store.steps(other.id):
-                action = self.e.runbooks[other.runbook].step(s.step_id).action
-                if s.status is StepStatus.RUNNING and self.e.registry.get(action).blast == "drain":
-                    draining.add(str(s.args.get("node", other.target)))
-        return check_drain(policy=self.e.policy.blast, draining=draining, node=node)
-
-    async def _actor(self, run: Run, step: Step) -> str:
-        if step.approval == "auto":
-            return SYSTEM_ACTOR
-        for request in reversed(await self.e.store.approvals_for(run.id)):
-            if request.step_id == step.id and request.status is ApprovalStatus.APPROVED:
-                return "+".join(request.approvers)
-        return SYSTEM_ACTOR
-
-    def _variables(self, run: Run, states: list[StepState]) -> dict[str, Any]:
-        return {
-            **run.context,
-            "params": dict(run.context.get("params", {})),
-            "steps": steps_context(states),
-            "run": {"id": run.id, "requested_by": run.requested_by, "dry_run": run.dry_run},
-        }
-
-    def _ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
-        async def say(text: str) -> None:
-            await self._say(run, messages.text(f"{run.runbook} > {step.id}", text))
-
-        reason = f"gpubot {run.runbook}/{step.id} run={run.id} incident={run.incident_id or '-'}"
-        return ActionContext(
-            cluster=self.e.clusters[run.cluster],
-            clock=self.e.clock,
-            actor=actor,
-            reason=reason,
-            dry_run=run.dry_run,
-            say=say,
-        )
-
-    async def _save(self, state: StepState) -> None:
-        await self.e.store.save_step(state)
-
-    async def _set_run(self, run: Run, status: RunStatus, note: str) -> Run:
-        return await self.e.store.update_run(
-            run.id, status=status, note=note, now=self.e.clock.now()
-        )
-
-    async def _audit(
-        self,
-        run: Run,
-        kind: str,
-        *,
-        step: Step | None = None,
-        args: Mapping[str, Any] | None = None,
-        result: Mapping[str, Any] | None = None,
-        actor: str = SYSTEM_ACTOR,
-    ) -> None:
-        await self.e.store.append(
-            AuditDraft(
-                ts=self.e.clock.now(),
-                actor=actor,
-                kind=kind,
-                incident_id=run.incident_id,
-                run_id=run.id,
-                step=step.id if step else None,
-                action=step.action if step else None,
-                target=run.target,
-                args=dict(args or {}),
-                result=dict(result or {}),
-                reason=f"runbook {run.runbook}" + (f" step {step.id}" if step else ""),
-                dry_run=run.dry_run,
-            )
-        )
-
-    async def _say(self, run: Run, message: Message) -> None:
-        try:
-            await self.e.notifier.post(incident_id=run.incident_id, message=message)
-        except Exception:  # chat is best effort; the audit trail is the record
-            log.exception("could not post to the thread of %s", run.incident_id)
-
 
 def _one_line(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        return f"invalid args: {loc}: {err['msg']}" if loc else f"invalid args: {err['msg']}"
+        return first_problem(exc, prefix="invalid args: ")
     return str(exc).splitlines()[0]

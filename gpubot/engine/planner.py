@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from gpubot.actions.base import ActionContext, ClusterPorts
 from gpubot.domain.plans import Plan, PlannedStep
+from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine.registry import Registry
@@ -18,12 +19,6 @@ from gpubot.ports import Clock
 
 def match_alert(runbooks: Sequence[Runbook], labels: Mapping[str, str]) -> list[Runbook]:
     return [rb for rb in runbooks if rb.matches_alert(labels)]
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    return f"{loc}: {err['msg']}" if loc else err["msg"]
 
 
 async def make_plan(
@@ -62,7 +57,7 @@ async def make_plan(
         except TemplateError:
             summary = "arguments depend on earlier steps' results; rendered at run time"
         except ValidationError as exc:
-            problem = f"invalid args: {_first_error(exc)}"
+            problem = first_problem(exc, prefix="invalid args: ")
         except GpubotError as exc:
             problem = str(exc)
         if problem:

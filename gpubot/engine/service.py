@@ -26,8 +26,9 @@ from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine import messages
 from gpubot.engine.context import alert_context, resolve_params
-from gpubot.engine.executor import Engine, Executor
+from gpubot.engine.executor import Executor
 from gpubot.engine.planner import make_plan, match_alert
+from gpubot.engine.recorder import Engine
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
 
 log = logging.getLogger(__name__)

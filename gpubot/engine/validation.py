@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpubot.domain.policy import Policy
+from gpubot.domain.problems import first_problem
 from gpubot.domain.runbook_loader import LoadedRunbook
 from gpubot.domain.templating import check_syntax
 from gpubot.engine.registry import Registry
@@ -71,7 +72,5 @@ def validate(
             try:
                 spec.params.model_validate(step.args)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first["loc"])
-                report((*where, "args"), f"{loc}: {first['msg']}")
+                report((*where, "args"), first_problem(exc))
     return problems

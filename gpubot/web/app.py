@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.metrics import WebMetrics
 
@@ -26,13 +27,6 @@ class _TooLarge(Exception):
 
 def _error(code: int, reason: str) -> JSONResponse:
     return JSONResponse({"error": reason}, status_code=code)
-
-
-def _reason(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return (f"{loc}: {err['msg']}" if loc else err["msg"]) + more
 
 
 async def _read_capped(request: Request, limit: int) -> bytes:
@@ -76,7 +70,7 @@ def create_app(
         try:
             payload = AlertmanagerPayload.model_validate_json(body)
         except ValidationError as exc:
-            return _error(400, _reason(exc))
+            return _error(400, first_problem(exc))
         try:
             summary = await service.ingest(payload)
         except Exception:  # the edge: Alertmanager retries on 5xx, so nothing is lost

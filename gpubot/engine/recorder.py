@@ -1,0 +1,120 @@
+"""The record of a run: step and run state in the store, audit events, thread messages."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.domain.approvals import ApprovalStatus
+from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft
+from gpubot.domain.policy import Policy
+from gpubot.domain.results import Message
+from gpubot.domain.runbooks import Runbook, Step
+from gpubot.domain.runs import Run, RunStatus, StepState
+from gpubot.engine import messages
+from gpubot.engine.context import steps_context
+from gpubot.engine.registry import Registry
+from gpubot.ports import ChatNotifier, Clock, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Everything the executor and the service act through."""
+
+    store: Store
+    registry: Registry
+    runbooks: Mapping[str, Runbook]
+    clusters: Mapping[str, ClusterPorts]
+    notifier: ChatNotifier
+    clock: Clock
+    policy: Policy
+
+
+class RunRecorder:
+    """Writes what happens to a run where it must be kept and where people read it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+
+    async def _actor(self, run: Run, step: Step) -> str:
+        if step.approval == "auto":
+            return SYSTEM_ACTOR
+        for request in reversed(await self.e.store.approvals_for(run.id)):
+            if request.step_id == step.id and request.status is ApprovalStatus.APPROVED:
+                return "+".join(request.approvers)
+        return SYSTEM_ACTOR
+
+    def _variables(self, run: Run, states: list[StepState]) -> dict[str, Any]:
+        return {
+            **run.context,
+            "params": dict(run.context.get("params", {})),
+            "steps": steps_context(states),
+            "run": {"id": run.id, "requested_by": run.requested_by, "dry_run": run.dry_run},
+        }
+
+    def _ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
+        async def say(text: str) -> None:
+            await self._say(run, messages.text(f"{run.runbook} > {step.id}", text))
+
+        reason = f"gpubot {run.runbook}/{step.id} run={run.id} incident={run.incident_id or '-'}"
+        return ActionContext(
+            cluster=self.e.clusters[run.cluster],
+            clock=self.e.clock,
+            actor=actor,
+            reason=reason,
+            dry_run=run.dry_run,
+            say=say,
+        )
+
+    async def _save(self, state: StepState) -> None:
+        await self.e.store.save_step(state)
+
+    async def _set_run(self, run: Run, status: RunStatus, note: str) -> Run:
+        return await self.e.store.update_run(
+            run.id, status=status, note=note, now=self.e.clock.now()
+        )
+
+    async def _audit(
+        self,
+        run: Run,
+        kind: str,
+        *,
+        step: Step | None = None,
+        args: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | None = None,
+        actor: str = SYSTEM_ACTOR,
+    ) -> None:
+        await self.e.store.append(
+            AuditDraft(
+                ts=self.e.clock.now(),
+                actor=actor,
+                kind=kind,
+                incident_id=run.incident_id,
+                run_id=run.id,
+                step=step.id if step else None,
+                action=step.action if step else None,
+                target=run.target,
+                args=dict(args or {}),
+                result=dict(result or {}),
+                reason=f"runbook {run.runbook}" + (f" step {step.id}" if step else ""),
+                dry_run=run.dry_run,
+            )
+        )
+
+    async def _say(self, run: Run, message: Message) -> None:
+        try:
+            await self.e.notifier.post(incident_id=run.incident_id, message=message)
+        except Exception:  # chat is best effort; the audit trail is the record
+            log.exception("could not post to the thread of %s", run.incident_id)
+
+    async def _close_approvals(self, run: Run) -> None:
+        """A run that ended leaves no live buttons: a later click is refused, not obeyed."""
+        for request in await self.e.store.approvals_for(run.id):
+            if request.status is ApprovalStatus.PENDING:
+                closed = replace(request, status=ApprovalStatus.CANCELLED)
+                await self.e.store.replace_approval(closed, expected_votes=len(request.votes))
