@@ -44,7 +44,11 @@ def _decide(interactive: bool) -> tuple[str, str]:
         _say(f"Simulated approver <@{APPROVER}> (labelled as such; not a person) clicks Approve")
         return APPROVER, "approve"
     while True:
-        answer = input("\nApprove the drain? [approve/deny] ").strip().lower()
+        try:
+            answer = input("\nApprove the drain? [approve/deny] ").strip().lower()
+        except EOFError:  # no terminal to ask: the safe answer
+            print("\n  (no input: denying)")
+            return APPROVER, "deny"
         if answer in ("approve", "a", "yes", "y"):
             return APPROVER, "approve"
         if answer in ("deny", "d", "no", "n"):
@@ -118,8 +122,8 @@ async def _scenario(app: App, *, interactive: bool) -> int:
                 print(f"  {outcome.message}")
                 run = await _wait_for(app, _FINAL)
             _say(
-                f"Run {run.id} finished: {run.status.value}. The GPU is reset by hand; "
-                "the alert resolves."
+                f"Run {run.id} finished: {run.status.value}. Later the GPU is reset by hand "
+                "and the alert resolves."
             )
             recover_node(cluster, node=NODE)
             resolved = json.loads(body)

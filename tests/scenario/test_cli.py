@@ -504,6 +504,30 @@ def test_demo_runs_end_to_end_and_verifies_its_audit_trail(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [("deny\n", "Denied by"), ("approve\n", "Approved by"), ("", "no input: denying")],
+)
+def test_interactive_demo_asks_a_person(tmp_path: Path, answer: str, expected: str) -> None:
+    """`--interactive` takes the decision from stdin; no input at all is a deny, not a crash."""
+    result = subprocess.run(
+        [*GPUBOT, "demo", "--interactive"],
+        cwd=tmp_path,
+        env=ENV,
+        input=answer,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert expected in result.stdout
+    assert "audit trail verified" in result.stdout
+    status = "succeeded" if answer.startswith("approve") else "cancelled"
+    assert f"finished: {status}" in result.stdout
+
+
 # -- serve -----------------------------------------------------------------------------------
 
 
