@@ -5,33 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from runbook_samples import VALID, line_of, write
 
 from gpubot.domain.runbook_loader import load_file, parse_runbook
 from gpubot.errors import RunbookError
-
-VALID = """\
-# A comment first, as in the shipped runbooks.
-name: demo
-triggers:
-  - alertname: GPUXidError
-    matchers: ['xid="79"']
-steps:
-  - id: check
-    action: node.gpu_health
-  - id: cordon
-    action: node.cordon
-"""
-
-
-def write(directory: Path, text: str, name: str = "demo.yaml") -> Path:
-    path = directory / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def line_of(text: str, marker: str) -> int:
-    """1-based number of the first line of `text` containing `marker`."""
-    return next(i for i, line in enumerate(text.splitlines(), 1) if marker in line)
 
 
 def load_error(tmp_path: Path, text: str) -> tuple[Path, str]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from runbook_samples import VALID, line_of, write
 
 from gpubot.domain.runbook_loader import load_dirs, load_file
 from gpubot.domain.runbooks import Runbook
@@ -14,30 +15,6 @@ from gpubot.errors import RunbookError
 
 SHIPPED = Path(__file__).parents[3] / "runbooks"
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "alertmanager"
-
-VALID = """\
-# A comment first, as in the shipped runbooks.
-name: demo
-triggers:
-  - alertname: GPUXidError
-    matchers: ['xid="79"']
-steps:
-  - id: check
-    action: node.gpu_health
-  - id: cordon
-    action: node.cordon
-"""
-
-
-def write(directory: Path, text: str, name: str = "demo.yaml") -> Path:
-    path = directory / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def line_of(text: str, marker: str) -> int:
-    """1-based number of the first line of `text` containing `marker`."""
-    return next(i for i, line in enumerate(text.splitlines(), 1) if marker in line)
 
 
 def xid_labels(**override: str) -> dict[str, str]:
