@@ -70,13 +70,8 @@ class GpubotService:
                 await self._audit_incident(incident, "incident.opened", outcome.fingerprint)
                 await self._notify(self.e.notifier.open_thread(incident=incident))
                 await self.start_incident_runs(incident)
-            elif outcome.kind is IntakeKind.ATTACHED:
-                await self._post(
-                    incident.id,
-                    messages.text(
-                        f"Another alert joined this incident (fingerprint {outcome.fingerprint})"
-                    ),
-                )
+            # ATTACHED alerts join the incident's run silently: in a storm, one message per
+            # alert would bury the thread (the alerts stay listed in the store).
             elif outcome.kind is IntakeKind.INCIDENT_RESOLVED:
                 await self._audit_incident(incident, "incident.resolved", outcome.fingerprint)
                 await self._notify(self.e.notifier.update_root(incident=incident, state="resolved"))
