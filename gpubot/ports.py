@@ -55,6 +55,14 @@ class NodeAgent(Protocol):
 
     async def gpus(self, *, node: str) -> list[GpuState]: ...
 
+    async def set_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
+        """Within the device's min/max; InputError naming the range otherwise."""
+        ...
+
+    async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
+        """Reset one GPU; PermanentStepError while a process holds it."""
+        ...
+
 
 class Metrics(Protocol):
     """Prometheus instant queries."""

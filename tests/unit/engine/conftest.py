@@ -20,9 +20,6 @@ from gpubot.actions.base import (
     Params,
     PlanNote,
 )
-from gpubot.actions.drain import SPECS as DRAIN
-from gpubot.actions.messaging import SPECS as MESSAGING
-from gpubot.actions.node import SPECS as NODE
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
@@ -32,7 +29,7 @@ from gpubot.domain.runbook_loader import parse_runbook
 from gpubot.domain.runs import Run
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.recorder import Engine
-from gpubot.engine.registry import Registry
+from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import PermanentStepError, TemporaryStepError
 
@@ -112,7 +109,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[MakeHarness]:
         clock: FakeClock | None = None,
     ) -> Harness:
         probe = probe or Probe()
-        registry = Registry([*NODE, *DRAIN, *MESSAGING, *probe.specs()])
+        registry = Registry([*builtin_registry().specs(), *probe.specs()])
         loaded = [
             parse_runbook(text, path=tmp_path / f"rb{i}.yaml").runbook
             for i, text in enumerate(runbooks)

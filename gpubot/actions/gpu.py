@@ -1,0 +1,73 @@
+"""GPU steps through the node agent: reset a GPU (only when nothing holds it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.domain.cluster import GpuState
+from gpubot.domain.names import NodeName
+from gpubot.errors import NotFoundError, PermanentStepError
+
+
+class GpuParams(Params):
+    node: NodeName
+    gpu: int = Field(ge=0, le=63)
+
+
+async def _gpu(ctx: ActionContext, p: GpuParams) -> GpuState:
+    for gpu in await ctx.cluster.agent.gpus(node=p.node):
+        if gpu.index == p.gpu:
+            return gpu
+    raise NotFoundError(f"{p.node} has no GPU {p.gpu}")
+
+
+async def plan_reset(ctx: ActionContext, p: GpuParams) -> PlanNote:
+    gpu = await _gpu(ctx, p)
+    holders = [
+        pod.ref for pod in await ctx.cluster.kube.list_pods(node=p.node) if pod.gpu_request > 0
+    ]
+    state = "lost" if gpu.lost else ("healthy" if gpu.healthy else f"XID {list(gpu.xid_errors)}")
+    note = f"reset GPU {p.gpu} ({gpu.uuid}) on {p.node}, now {state}"
+    if holders:
+        note += f"; refused while GPU pods run on the node ({', '.join(holders[:5])})"
+    return PlanNote(note, facts={"state": state, "gpu_pods": holders})
+
+
+async def run_reset(ctx: ActionContext, p: GpuParams) -> Output:
+    before = await _gpu(ctx, p)
+    after = await ctx.cluster.agent.reset_gpu(node=p.node, gpu=p.gpu)
+    if not after.healthy:
+        raise PermanentStepError(
+            f"{p.node} GPU {p.gpu} is still unhealthy after the reset (lost={after.lost}, "
+            f"xid={list(after.xid_errors)}); the node needs a reboot"
+        )
+    return {"node": p.node, "gpu": p.gpu, "was_lost": before.lost, "healthy": after.healthy}
+
+
+async def check_reset(ctx: ActionContext, p: GpuParams) -> CheckResult:
+    gpu = await _gpu(ctx, p)
+    if gpu.healthy:
+        return CheckResult(
+            "done",
+            f"{p.node} GPU {p.gpu} reads healthy",
+            {"node": p.node, "gpu": p.gpu, "healthy": True},
+        )
+    # A reset that never ran and one that failed look the same from here: try again.
+    return CheckResult("not_done", f"{p.node} GPU {p.gpu} is still unhealthy")
+
+
+SPECS: tuple[ActionSpec[Any], ...] = (
+    ActionSpec(
+        "gpu.reset",
+        "Reset one GPU through the node agent (refused while it is in use).",
+        GpuParams,
+        True,
+        plan_reset,
+        run_reset,
+        check_reset,
+        auto_allowed=False,
+    ),
+)
