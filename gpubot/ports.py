@@ -8,7 +8,15 @@ from typing import Protocol
 
 from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.audit import AuditDraft, AuditEvent, ChainProblem
-from gpubot.domain.cluster import GpuState, NodeInfo, PodDisruptionBudget, PodInfo, Sample, Taint
+from gpubot.domain.cluster import (
+    GpuState,
+    NodeInfo,
+    PodDisruptionBudget,
+    PodEvent,
+    PodInfo,
+    Sample,
+    Taint,
+)
 from gpubot.domain.incidents import (
     AlertObservation,
     AlertRecord,
@@ -48,6 +56,21 @@ class KubeApi(Protocol):
     async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         """Evict through the Eviction API; DisruptionBlockedError when a PDB says no."""
         ...
+
+    # Pod reads for triage. One port on purpose: a runbook sees one cluster.
+    async def get_pod(self, *, namespace: str, name: str) -> PodInfo: ...
+
+    async def pod_logs(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        container: str | None = None,
+        previous: bool = False,
+        tail_lines: int = 100,
+    ) -> str: ...
+
+    async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]: ...
 
 
 class NodeAgent(Protocol):

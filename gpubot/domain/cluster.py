@@ -47,6 +47,30 @@ class NodeInfo:
 
 
 @dataclass(frozen=True)
+class ContainerTermination:
+    """A container's last terminated state, as the pod status reports it."""
+
+    container: str
+    reason: str  # OOMKilled, Error, Completed, ...
+    exit_code: int
+    signal: int | None = None
+    message: str = ""
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PodEvent:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+    count: int = 1
+    last_seen: datetime | None = None
+
+
+DEFAULT_SHM_BYTES = 64 * 1024 * 1024  # a container's /dev/shm without an emptyDir mount
+
+
+@dataclass(frozen=True)
 class PodInfo:
     namespace: str
     name: str
@@ -58,6 +82,11 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     created_at: datetime | None = None
+    container: str = ""  # the main (first GPU-requesting) container
+    restart_count: int = 0
+    last_terminated: ContainerTermination | None = None
+    memory_limit_bytes: int | None = None
+    shm_size_bytes: int = DEFAULT_SHM_BYTES  # emptyDir medium: Memory sizeLimit when mounted
 
     @property
     def ref(self) -> str:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gpubot.backends.simulated.pods import SimulatedPodReads
 from gpubot.backends.simulated.state import (
     ClusterState,
     SimPod,
@@ -53,7 +54,7 @@ _UNSUPPORTED = (
 )
 
 
-class SimulatedCluster:
+class SimulatedCluster(SimulatedPodReads):
     """A GPU cluster in memory, optionally backed by a JSON file that outlives the process.
 
     When `state_path` exists it wins over `state`: the file is the live cluster, and a

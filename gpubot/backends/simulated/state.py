@@ -8,7 +8,15 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from gpubot.domain.cluster import GpuState, NodeInfo, PodDisruptionBudget, PodInfo, Taint
+from gpubot.domain.cluster import (
+    DEFAULT_SHM_BYTES,
+    ContainerTermination,
+    GpuState,
+    NodeInfo,
+    PodDisruptionBudget,
+    PodInfo,
+    Taint,
+)
 from gpubot.errors import ConfigError, NotFoundError
 
 # What a pod does to the GPUs it holds; "idle" holds GPUs and leaves them at ~0 % utilisation.
@@ -92,6 +100,27 @@ class SimPod:
             labels=dict(self.labels),
             annotations=dict(self.annotations),
             created_at=self.created_at,
+            container=self.container,
+            restart_count=self.restart_count,
+            last_terminated=self.termination(),
+            # Training pods in the fleet mount a 16 GiB /dev/shm; the rest keep the default.
+            shm_size_bytes=16 << 30 if self.workload == "training" else DEFAULT_SHM_BYTES,
+            memory_limit_bytes=(256 << 30) if self.workload == "training" else (64 << 30),
+        )
+
+    def termination(self) -> ContainerTermination | None:
+        if not self.last_state:
+            return None
+        last = self.last_state
+        finished = last.get("finishedAt")
+        signal = last.get("signal")
+        return ContainerTermination(
+            container=str(last.get("container", self.container)),
+            reason=str(last.get("reason", "")),
+            exit_code=int(last.get("exitCode", 0)),
+            signal=int(signal) if signal is not None else None,
+            message=str(last.get("message", "")),
+            finished_at=datetime.fromisoformat(str(finished)) if finished else None,
         )
 
 
