@@ -9,6 +9,10 @@ from datetime import datetime
 from enum import StrEnum
 
 from gpubot.domain.alerts import Alert, AlertmanagerPayload
+from gpubot.domain.xid import explain
+
+# Added to XID alerts by the bot, from NVIDIA's catalog; never sent by Alertmanager.
+XID_ACTION_LABEL = "gpubot_xid_action"
 
 # Labels that name the node an alert is about, in order of preference (DCGM exporter first).
 NODE_LABELS = ("Hostname", "node", "kubernetes_node", "instance_node")
@@ -51,8 +55,14 @@ class AlertObservation:
 
     @property
     def correlation_key(self) -> str:
-        """Alerts about the same problem on the same node share one incident (one run)."""
-        return f"{self.cluster}/{self.alertname}/{self.node or '-'}"
+        """Alerts about the same problem on the same node share one incident (one run).
+
+        Pod alerts without a node label (kube-state-metrics' OOMKilled) key on the pod, so
+        two pods' OOMs are two incidents, not one per cluster.
+        """
+        ns, pod = self.labels.get("namespace"), self.labels.get("pod")
+        subject = self.node or (f"{ns}/{pod}" if ns and pod else "-")
+        return f"{self.cluster}/{self.alertname}/{subject}"
 
 
 def observations(payload: AlertmanagerPayload) -> list[AlertObservation]:
@@ -63,6 +73,9 @@ def observations(payload: AlertmanagerPayload) -> list[AlertObservation]:
 def observe(alert: Alert, *, group_key: str) -> AlertObservation:
     labels = dict(alert.labels)
     annotations = dict(alert.annotations)
+    if (action := xid_action(labels.get("xid", ""))) is not None:
+        # Derived, so runbooks can route by NVIDIA's bucket: xid_action=~"RESET_GPU|…".
+        labels[XID_ACTION_LABEL] = action
     node = next((labels[name] for name in NODE_LABELS if labels.get(name)), None)
     summary = annotations.get("summary") or annotations.get("description") or alert.alertname
     return AlertObservation(
@@ -80,6 +93,14 @@ def observe(alert: Alert, *, group_key: str) -> AlertObservation:
         generator_url=alert.generator_url,
         group_key=group_key,
     )
+
+
+def xid_action(code: str) -> str | None:
+    """NVIDIA's immediate-action bucket for an XID label value, or None."""
+    if not code.isdigit():
+        return None
+    info = explain(int(code))
+    return info.action if info is not None else None
 
 
 def new_incident_id() -> str:

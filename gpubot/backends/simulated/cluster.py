@@ -291,7 +291,14 @@ class SimulatedCluster(SimulatedPodReads):
         self._seen = (stat.st_ino, stat.st_mtime_ns)
 
 
+# The simulation keeps no history: `max_over_time(x[10m])` and friends read the current
+# value of `x`, which is what a steady series would give.
+_OVER_TIME = re.compile(r"^\s*(?:max|min|avg|last)_over_time\((.*)\[\d+[smhd]\]\)\s*$", re.S)
+
+
 def _parse_selector(promql: str) -> tuple[str, dict[str, str]]:
+    if over := _OVER_TIME.match(promql):
+        promql = over.group(1)
     whole = _SELECTOR.fullmatch(promql)
     if whole is None or whole.group(1) not in _METRICS:
         raise InputError(_UNSUPPORTED.format(promql=promql))

@@ -1,0 +1,159 @@
+"""Read-only triage steps: why a pod died of memory, and what an XID means."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from gpubot.actions.base import (
+    ActionContext,
+    ActionSpec,
+    Output,
+    Params,
+    PlanNote,
+    nothing_to_check,
+)
+from gpubot.domain.durations import parse_duration
+from gpubot.domain.names import Namespace, PodName
+from gpubot.domain.oom import classify
+from gpubot.domain.xid import explain
+from gpubot.errors import GpubotError
+
+LOG_LINES = 200
+MIB = 1024 * 1024
+
+
+class OomParams(Params):
+    namespace: Namespace
+    pod: PodName
+    window: str = "15m"  # how far back to look for the pod's GPU memory peak
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        seconds = parse_duration(value)
+        if not 60 <= seconds <= 86400:
+            raise ValueError("window must be between 1m and 24h")
+        return value
+
+
+async def _gpu_peak_mib(ctx: ActionContext, p: OomParams) -> float | None:
+    """The pod's highest GPU memory use over the window (DCGM_FI_DEV_FB_USED, MiB)."""
+    selector = f'DCGM_FI_DEV_FB_USED{{namespace="{p.namespace}",pod="{p.pod}"}}'
+    try:
+        samples = await ctx.cluster.metrics.query(promql=f"max_over_time({selector}[{p.window}])")
+    except GpubotError:
+        return None  # Prometheus unreachable or no data: the triage goes on without it
+    return max((s.value for s in samples), default=None)
+
+
+async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
+    kube = ctx.cluster.kube
+    pod = await kube.get_pod(namespace=p.namespace, name=p.pod)
+    last = pod.last_terminated
+    logs = await kube.pod_logs(
+        namespace=p.namespace,
+        name=p.pod,
+        container=pod.container or None,
+        previous=last is not None,
+        tail_lines=LOG_LINES,
+    )
+    events = await kube.pod_events(namespace=p.namespace, name=p.pod)
+    liveness = any("Liveness probe failed" in e.message for e in events)
+    text = "\n".join(x for x in (logs, last.message if last else "") if x)
+    verdict = classify(
+        text,
+        exit_code=last.exit_code if last else None,
+        reason=last.reason if last else None,
+        shm_bytes=pod.shm_size_bytes,
+        liveness_failed=liveness,
+    )
+    peak = await _gpu_peak_mib(ctx, p)
+    return {
+        **verdict.as_json(),
+        "pod": pod.ref,
+        "node": pod.node,
+        "container": last.container if last else pod.container,
+        "restart_count": pod.restart_count,
+        "last_state": {"reason": last.reason, "exit_code": last.exit_code} if last else None,
+        "memory_limit_mib": pod.memory_limit_bytes // MIB if pod.memory_limit_bytes else None,
+        "shm_mib": pod.shm_size_bytes // MIB,
+        "gpu_memory_peak_mib": peak,
+        "gpu_request": pod.gpu_request,
+        "warning_events": [f"{e.reason}: {e.message}" for e in events if e.type == "Warning"],
+    }
+
+
+def oom_report(out: Output) -> str:
+    """The thread message: class first, then the evidence and what to do."""
+    facts = [
+        f"pod {out['pod']} on {out['node'] or '?'}",
+        f"restarts {out['restart_count']}",
+        f"last state {out['last_state']}" if out["last_state"] else "no terminated state",
+        f"memory limit {out['memory_limit_mib']} MiB" if out["memory_limit_mib"] else "",
+        f"/dev/shm {out['shm_mib']} MiB",  # noqa: S108 (a size, not a path)
+        f"GPU memory peak {out['gpu_memory_peak_mib']:.0f} MiB"
+        if out["gpu_memory_peak_mib"] is not None
+        else "",
+    ]
+    lines = [f"*Class: {out['class']}*", " · ".join(f for f in facts if f)]
+    lines += [f"> {line[:300]}" for line in out["evidence"][:5]]
+    lines += [f"• {advice}" for advice in out["advice"]]
+    return "\n".join(lines)
+
+
+async def plan_oom(ctx: ActionContext, p: OomParams) -> PlanNote:
+    return PlanNote(
+        f"read {p.namespace}/{p.pod}: last state, previous logs ({LOG_LINES} lines), events, "
+        f"GPU memory peak over {p.window}; classify and advise",
+        changes=False,
+    )
+
+
+async def run_oom(ctx: ActionContext, p: OomParams) -> Output:
+    out = await gather_oom(ctx, p)
+    await ctx.progress(oom_report(out))
+    return out
+
+
+class XidParams(Params):
+    xid: int = Field(ge=0, le=10_000)
+    node: str = ""
+    gpu: str = ""
+
+
+async def plan_xid(ctx: ActionContext, p: XidParams) -> PlanNote:
+    info = explain(p.xid)
+    what = f"{info.name}: {info.action or 'no published action'}" if info else "not in the catalog"
+    return PlanNote(f"look up XID {p.xid} in NVIDIA's catalog ({what})", changes=False)
+
+
+async def run_xid(ctx: ActionContext, p: XidParams) -> Output:
+    info = explain(p.xid)
+    if info is None:
+        return {"xid": p.xid, "known": False, "action": None, "runbook": None}
+    return {**info.as_json(), "known": True, "node": p.node, "gpu": p.gpu}
+
+
+SPECS: tuple[ActionSpec[Any], ...] = (
+    ActionSpec(
+        "triage.oom",
+        "Gather a pod's OOM evidence (state, logs, events, GPU memory) "
+        "and classify it with advice (read-only).",
+        OomParams,
+        False,
+        plan_oom,
+        run_oom,
+        nothing_to_check,
+    ),
+    ActionSpec(
+        "triage.xid",
+        "Explain an XID code from NVIDIA's catalog (read-only).",
+        XidParams,
+        False,
+        plan_xid,
+        run_xid,
+        nothing_to_check,
+    ),
+)
