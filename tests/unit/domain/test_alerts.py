@@ -17,7 +17,12 @@ from gpubot.domain.incidents import observations
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "alertmanager"
 ALL_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.json"))
-FIRING = ["alertmanager_firing.json", "grouped_two_alerts.json", "xid79_firing.json"]
+FIRING = [
+    "alertmanager_firing.json",
+    "grouped_two_alerts.json",
+    "pod_oomkilled_firing.json",
+    "xid79_firing.json",
+]
 RESOLVED = ["alertmanager_resolved.json", "xid79_resolved.json"]
 
 
