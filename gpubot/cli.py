@@ -46,6 +46,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default from config: 8080)")
 
     p = sub.add_parser(
+        "agent",
+        help="run the node agent (GPU reads and actions over HTTP, XID watcher)",
+        description="The per-node agent (a DaemonSet): reads the node's GPUs through NVML, "
+        "sets power limits within the device's range, resets a GPU no process holds, and "
+        "forwards critical XID events to the bot (agent.bot_url). The bearer token comes from "
+        "GPUBOT_AGENT_TOKEN or agent.token_file.",
+    )
+    _config_arg(p)
+    p.add_argument(
+        "--driver",
+        choices=["nvml", "simulated"],
+        default="nvml",
+        help="nvml (the real GPUs, default) or simulated (one node of the simulated cluster)",
+    )
+    p.add_argument("--listen", metavar="HOST:PORT", help="bind (default from config: 0.0.0.0:9400)")
+    p.add_argument("--node", help="this node's name (default: agent.node, else the host name)")
+
+    p = sub.add_parser(
         "demo",
         help="an XID 79 incident end to end on the simulated cluster",
         description="Start the service on the simulated cluster with SQLite in a "
@@ -266,12 +284,58 @@ async def _serve(args: argparse.Namespace) -> int:
         host=args.host or s.web.host,
         port=args.port or s.web.port,
         webhook_token=token,
+        agent_token=s.agent_token_value(),  # XID events from node agents (POST /agent/events)
         max_body_bytes=s.web.max_body_bytes,
+        slack_events=app.slack.handle_http if app.slack and s.slack.mode == "http" else None,
     )
     try:
-        await serve(app.service, server)
+        await serve(app.service, server, companions=[app.slack] if app.slack else [])
     finally:
         await app.aclose()
+    return 0
+
+
+async def _agent(args: argparse.Namespace) -> int:
+    import socket
+
+    from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
+    from gpubot.config import load_settings
+    from gpubot.errors import ConfigError
+
+    s = load_settings(args.config)
+    token = s.agent_token_value()
+    if token is None:
+        raise ConfigError(
+            "the agent needs a bearer token: set GPUBOT_AGENT_TOKEN or agent.token_file"
+        )
+    host, port = parse_listen(args.listen or s.agent.listen)
+    node = args.node or s.agent.node or socket.gethostname()
+    if args.driver == "simulated":
+        from gpubot.agent.simulated import SimulatedDriver
+        from gpubot.backends.simulated import SimulatedCluster
+
+        cluster = s.cluster(s.agent.cluster)
+        sim = SimulatedCluster.default(
+            name=s.agent.cluster, state_path=cluster.state_file if cluster else None
+        )
+        if node not in sim.node_names():
+            raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
+        driver = SimulatedDriver(sim, node=node)
+    else:
+        from gpubot.agent.nvml import NvmlDriver
+
+        driver = NvmlDriver()  # type: ignore[assignment]
+    opts = AgentOptions(
+        token=token,
+        node=node,
+        cluster=s.agent.cluster,
+        host=host,
+        port=port,
+        bot_url=s.agent.bot_url,
+        xid_window_s=s.agent.xid_window_seconds,
+        reset_timeout_s=s.agent.reset_timeout_seconds,
+    )
+    await serve_agent(driver, driver, opts)
     return 0
 
 
@@ -337,6 +401,8 @@ def _xid(args: argparse.Namespace) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "agent":
+        return asyncio.run(_agent(args))
     if args.command == "demo":
         from gpubot.demo.run import demo
 

@@ -27,12 +27,28 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class SlackRoute(_Section):
+    cluster: str | None = Field(None, description="cluster name; unset matches any")
+    severity: str | None = Field(None, description="alert severity label; unset matches any")
+    channel: str = Field(description="channel name or id for matching incidents")
+
+
 class SlackSettings(_Section):
     mode: Literal["socket", "http", "off"] = Field(
         "socket", description="socket (no ingress), http, or off"
     )
     channel: str = Field("#gpu-incidents", description="default channel for incident threads")
     api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL")
+    routes: list[SlackRoute] = Field(
+        default_factory=list,
+        description="incident channel by cluster and severity; first match wins, else `channel`",
+    )
+    rate_per_second: float = Field(
+        1.0, gt=0, description="outbound messages per second per channel (Slack allows ~1)"
+    )
+    usergroup_cache_seconds: float = Field(
+        300.0, ge=0, description="how long user-group members from Slack are cached"
+    )
 
 
 class StoreSettings(_Section):
@@ -48,6 +64,10 @@ class ClusterSettings(_Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     backend: Literal["simulated", "kubernetes"] = "simulated"
     context: str | None = Field(None, description="kubeconfig context (kubernetes backend)")
+    kubeconfig: Path | None = Field(
+        None, description="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)"
+    )
+    in_cluster: bool = Field(False, description="use the pod's service account, not a kubeconfig")
     state_file: Path | None = Field(None, description="simulated cluster: persist its state here")
     prometheus_url: str | None = None
     agent_url: str | None = Field(None, description="node agent URL template, {node} is replaced")
@@ -98,6 +118,25 @@ class WebSettings(_Section):
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
 
 
+class AgentSettings(_Section):
+    """The node agent (`gpubot agent`), one per GPU node."""
+
+    # All interfaces by default: the bot reaches a DaemonSet pod over the pod network.
+    listen: str = Field("0.0.0.0:9400", description="HOST:PORT the agent's HTTP API binds")
+    node: str | None = Field(None, description="this node's name (default: the host name)")
+    cluster: str = Field("sim", description="the cluster label on forwarded XID events")
+    token_file: Path | None = Field(
+        None, description="file holding the bearer token, when GPUBOT_AGENT_TOKEN is unset"
+    )
+    bot_url: str | None = Field(
+        None, description="bot base URL for XID events (POST {bot_url}/agent/events); off if unset"
+    )
+    xid_window_seconds: float = Field(
+        300.0, gt=0, description="repeat XIDs of one GPU within this window are one incident"
+    )
+    reset_timeout_seconds: float = Field(120.0, gt=0, description="limit for nvidia-smi -r")
+
+
 def _default_clusters() -> list[ClusterSettings]:
     return [ClusterSettings(name="sim", backend="simulated")]
 
@@ -115,6 +154,7 @@ class Settings(BaseSettings):
     clusters: list[ClusterSettings] = Field(default_factory=_default_clusters, min_length=1)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
     dry_run: bool = Field(False, description="plan and record every step, change nothing")
 
     slack_bot_token: SecretStr | None = Field(
@@ -143,6 +183,21 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The environment overrides the file, so a Secret or a Helm value can patch one key.
         return env_settings, init_settings, file_secret_settings
+
+    def agent_token_value(self) -> str | None:
+        """The agent's bearer token: GPUBOT_AGENT_TOKEN, else the first line of agent.token_file."""
+        if self.agent_token is not None:
+            return self.agent_token.get_secret_value() or None
+        path = self.agent.token_file
+        if path is None:
+            return None
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"agent.token_file: cannot read {path}: {exc.strerror}") from exc
+        if not token:
+            raise ConfigError(f"agent.token_file: {path} is empty")
+        return token
 
     def cluster(self, name: str) -> ClusterSettings | None:
         return next((c for c in self.clusters if c.name == name), None)

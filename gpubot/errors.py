@@ -47,6 +47,11 @@ class PermanentStepError(StepError):
     """A step failed in a way that retrying will not fix."""
 
 
+class NeedsHumanError(StepError):
+    """Someone changed what the step acts on (e.g. uncordoned the node mid-drain): the run
+    pauses for a human instead of fighting them or failing."""
+
+
 class DisruptionBlockedError(GpubotError):
     """An eviction was refused because a PodDisruptionBudget allows no disruption now."""
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.audit import AuditDraft, AuditEvent, ChainProblem
@@ -72,6 +72,26 @@ class KubeApi(Protocol):
 
     async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]: ...
 
+    # Notes the bot leaves on a node: labels/annotations (None deletes one) and Events.
+    async def set_node_metadata(
+        self,
+        *,
+        node: str,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None: ...
+
+    async def post_node_event(
+        self,
+        *,
+        node: str,
+        reason: str,
+        message: str,
+        event_type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        """A Kubernetes Event on the Node, so `kubectl describe node` shows what the bot did."""
+        ...
+
 
 class NodeAgent(Protocol):
     """GPU reads and actions on one node, through the node agent (NVML)."""
@@ -85,6 +105,12 @@ class NodeAgent(Protocol):
     async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
         """Reset one GPU; PermanentStepError while a process holds it."""
         ...
+
+
+class Leadership(Protocol):
+    """Which replica may start steps: the one holding the Lease (always this one when alone)."""
+
+    def is_leader(self) -> bool: ...
 
 
 class Metrics(Protocol):

@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 from gpubot.actions.base import ClusterPorts
 from gpubot.backends.console import ConsoleNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import open_store
-from gpubot.config import Settings
+from gpubot.config import ClusterSettings, Settings
 from gpubot.domain.approvals import ApproverGroup
+from gpubot.domain.cluster import Sample
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
 from gpubot.engine.clock import SystemClock
@@ -22,8 +23,11 @@ from gpubot.engine.recorder import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.engine.validation import validate
-from gpubot.errors import ConfigError, RunbookError
-from gpubot.ports import ChatNotifier, Clock, Store
+from gpubot.errors import ConfigError, PermanentStepError, RunbookError
+from gpubot.ports import ChatNotifier, Clock, NodeAgent, Store
+
+if TYPE_CHECKING:
+    from gpubot.slack.app import SlackParts
 
 
 def shipped_runbooks_dir() -> Path:
@@ -63,14 +67,56 @@ def load_runbooks(
 def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:
     clusters: dict[str, ClusterPorts] = {}
     for c in settings.clusters:
-        if c.backend != "simulated":
-            raise ConfigError(
-                f"clusters.{c.name}.backend: {c.backend!r} is not available in this build; "
-                "use backend: simulated"
-            )
+        if c.backend == "kubernetes":
+            clusters[c.name] = kubernetes_cluster(settings, c)
+            continue
         sim = SimulatedCluster.default(name=c.name, state_path=c.state_file)
-        clusters[c.name] = ClusterPorts(name=c.name, kube=sim, agent=sim, metrics=sim)
+        clusters[c.name] = ClusterPorts(
+            name=c.name, kube=sim, agent=node_agent(settings, c) or sim, metrics=sim
+        )
     return clusters
+
+
+def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
+    """The official client for the cluster's context; its GPUs through the node agents."""
+    from gpubot.backends.kube import KubernetesKubeApi, api_client_for
+
+    agent = node_agent(settings, c)
+    if agent is None:
+        raise ConfigError(
+            f"clusters.{c.name}: a kubernetes cluster needs agent_url "
+            "(e.g. http://{node}:9400) to read and reset its GPUs"
+        )
+    api = api_client_for(
+        cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
+    )
+    kube = KubernetesKubeApi(api, dry_run=settings.dry_run)
+    return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=_NoMetrics(c.name))
+
+
+class _NoMetrics:
+    """Until the Prometheus backend exists: a metrics step fails with this one line."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+
+    async def query(self, *, promql: str) -> list[Sample]:
+        raise PermanentStepError(
+            f"clusters.{self.cluster}: Prometheus queries are not available in this build"
+        )
+
+
+def node_agent(settings: Settings, cluster: ClusterSettings) -> NodeAgent | None:
+    """The HTTP node agent when the cluster names one (`agent_url`), else None."""
+    if cluster.agent_url is None:
+        return None
+    if "{node}" not in cluster.agent_url:
+        raise ConfigError(
+            f"clusters.{cluster.name}.agent_url: needs {{node}}, as http://{{node}}:9400"
+        )
+    from gpubot.backends.agent_client import HttpNodeAgent
+
+    return HttpNodeAgent(url_template=cluster.agent_url, token=settings.agent_token_value())
 
 
 @dataclass
@@ -81,9 +127,12 @@ class App:
     notifier: ChatNotifier
     clusters: Mapping[str, ClusterPorts]
     runbooks: list[LoadedRunbook] = field(default_factory=list)
+    slack: SlackParts | None = None  # the Slack app, when slack.mode is on and a token is set
 
     async def aclose(self) -> None:
         await self.service.wait_idle()
+        if self.slack is not None:
+            await self.slack.aclose()  # sends what is still queued
         await self.store.close()
 
 
@@ -103,6 +152,12 @@ def build_app(
     key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
     clusters = clusters or build_clusters(settings)  # refuse a bad config before writing
     store = store or open_store(settings.store.url, audit_key=key)
+    slack_on = settings.slack.mode != "off" and settings.slack_bot_token is not None
+    if notifier is None and slack_on:
+        from gpubot.slack.app import make_notifier, web_client
+        from gpubot.slack.notifier import NotifierStore
+
+        notifier = make_notifier(settings, web_client(settings), cast(NotifierStore, store))
     notifier = notifier or ConsoleNotifier(out or sys.stdout)
     engine = Engine(
         store=store,
@@ -113,11 +168,25 @@ def build_app(
         clock=clock or SystemClock(),
         policy=policy,
     )
+    service = GpubotService(engine, dry_run=settings.dry_run)
+    slack = None
+    if slack_on:
+        from gpubot.slack.app import make_slack_app
+        from gpubot.slack.notifier import SlackNotifier
+
+        if isinstance(notifier, SlackNotifier):  # not when a test passes its own notifier
+            slack = make_slack_app(
+                settings,
+                service=service,
+                notifier=notifier,
+                usergroups={name: g.usergroups for name, g in policy.groups.items()},
+            )
     return App(
         settings=settings,
-        service=GpubotService(engine, dry_run=settings.dry_run),
+        service=service,
         store=store,
         notifier=notifier,
         clusters=clusters,
         runbooks=loaded,
+        slack=slack,
     )

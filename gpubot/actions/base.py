@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +38,9 @@ class ActionContext:
     reason: str  # incident / run / step, written where the cluster keeps notes (annotations)
     dry_run: bool = False
     say: Callable[[str], Awaitable[None]] | None = None  # progress into the incident thread
+    deadline: datetime | None = None  # the step's timeout, on ctx.clock: loops stop by then
+    # When the step first started (kept across retries and restarts): durable waits count from it.
+    started_at: datetime | None = None
 
     async def progress(self, text: str) -> None:
         if self.say is not None:

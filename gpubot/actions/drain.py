@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import Field
@@ -9,7 +10,13 @@ from pydantic import Field
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
 from gpubot.domain.cluster import PodDisruptionBudget, PodInfo
 from gpubot.domain.names import NodeName
-from gpubot.errors import DisruptionBlockedError, PermanentStepError, TemporaryStepError
+from gpubot.errors import (
+    DisruptionBlockedError,
+    NeedsHumanError,
+    PermanentStepError,
+    TemporaryStepError,
+)
+from gpubot.ports import KubeApi
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -17,6 +24,9 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 class DrainParams(Params):
     node: NodeName
     grace_seconds: int | None = Field(default=None, ge=0, le=3600)
+    # Evictions in flight at once: enough to drain a full node in a few API round trips,
+    # few enough not to flood the API server.
+    concurrency: int = Field(default=25, ge=1, le=100)
 
 
 def evictable(pods: list[PodInfo]) -> tuple[list[PodInfo], list[tuple[PodInfo, str]]]:
@@ -63,32 +73,93 @@ async def plan_drain(ctx: ActionContext, p: DrainParams) -> PlanNote:
 
 
 async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
+    """Evict in rounds until nothing evictable is left; a PDB block waits and retries, with
+    backoff, until the step's deadline. A node made schedulable meanwhile pauses the run."""
     kube = ctx.cluster.kube
-    node = await kube.get_node(node=p.node)
-    if not node.unschedulable:
-        # Draining a schedulable node would let the evicted pods land right back on it.
-        raise PermanentStepError(f"{p.node} is not cordoned; cordon it before draining")
-    evict, _ = evictable(await kube.list_pods(node=p.node))
-    blocked: list[str] = []
     evicted: list[str] = []
-    for pod in evict:
+    skipped: list[str] = []
+    delay, first = 1.0, True
+    gate = asyncio.Semaphore(p.concurrency)
+    while True:
+        node = await kube.get_node(node=p.node)
+        if not node.unschedulable:
+            if first:
+                # Draining a schedulable node would let the evicted pods land right back on it.
+                raise PermanentStepError(f"{p.node} is not cordoned; cordon it before draining")
+            raise NeedsHumanError(
+                f"{p.node} was made schedulable by someone during the drain "
+                f"({len(evicted)} pod(s) evicted so far); the run is paused: "
+                "cordon it again and retry, or close the incident"
+            )
+        first = False
+        pods, skip = evictable(await kube.list_pods(node=p.node))
+        skipped = [f"{pod.ref} ({why})" for pod, why in skip]
+        if not pods:
+            break
+        blocked: dict[str, str] = {}
+        failed: list[str] = []
+        outcomes = await asyncio.gather(*(_evict(kube, pod, p.grace_seconds, gate) for pod in pods))
+        for pod, (outcome, detail) in zip(pods, outcomes, strict=True):
+            if outcome == "evicted":
+                evicted.append(pod.ref)
+            elif outcome == "blocked":
+                blocked[pod.ref] = detail
+            else:
+                failed.append(f"{pod.ref}: {detail}")
+        if not blocked and not failed:
+            await ctx.progress(f"evicted {len(evicted)} pod(s) from {p.node}")
+            continue  # list again: confirm nothing is left (or finish what appeared)
+        why = _waiting(blocked, failed)
+        if ctx.deadline is not None and ctx.clock.now().timestamp() + delay > (
+            ctx.deadline.timestamp()
+        ):
+            raise PermanentStepError(
+                f"drain of {p.node} stopped at the step timeout with {len(blocked) + len(failed)} "
+                f"pod(s) left: {why}"
+            )
+        await ctx.progress(
+            f"evicted {len(evicted)} pod(s) from {p.node} so far; {why}; retrying in {delay:g}s"
+        )
+        await ctx.clock.sleep(delay)
+        delay = min(delay * 2, 30.0)
+    return {"node": p.node, "evicted": evicted, "skipped": skipped}
+
+
+async def _evict(
+    kube: KubeApi, pod: PodInfo, grace: int | None, gate: asyncio.Semaphore
+) -> tuple[str, str]:
+    async with gate:
         try:
-            await kube.evict(namespace=pod.namespace, name=pod.name, grace_seconds=p.grace_seconds)
-            evicted.append(pod.ref)
+            await kube.evict(namespace=pod.namespace, name=pod.name, grace_seconds=grace)
         except DisruptionBlockedError as exc:
-            blocked.append(f"{pod.ref} (PDB {exc.budget or '?'})")
-    if evicted:
-        await ctx.progress(f"evicted {len(evicted)} pod(s) from {p.node}")
+            return "blocked", exc.budget or "?"
+        except TemporaryStepError as exc:  # one flaky call: the next round retries it
+            return "failed", str(exc)
+    return "evicted", ""
+
+
+def _waiting(blocked: dict[str, str], failed: list[str]) -> str:
+    parts = []
     if blocked:
-        raise TemporaryStepError(f"blocked by PDB: {', '.join(blocked)}", delay=10.0)
-    return {"node": p.node, "evicted": evicted}
+        budgets = sorted(set(blocked.values()))
+        pods = ", ".join(sorted(blocked)[:5]) + (" …" if len(blocked) > 5 else "")
+        parts.append(f"{len(blocked)} blocked by PDB {', '.join(budgets)} ({pods})")
+    if failed:
+        parts.append(f"{len(failed)} failed for now ({failed[0]})")
+    return "; ".join(parts)
 
 
 async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
-    evict, _ = evictable(await ctx.cluster.kube.list_pods(node=p.node))
+    kube = ctx.cluster.kube
+    evict, _ = evictable(await kube.list_pods(node=p.node))
     if not evict:
         return CheckResult("done", f"no evictable pods left on {p.node}", {"node": p.node})
-    return CheckResult("not_done", f"{len(evict)} pod(s) still on {p.node}; draining again is safe")
+    pdbs = await kube.list_pdbs()
+    budgets = sorted({b.name for pod in evict if (b := blocking(pod, pdbs))})
+    by = f", blocked by PDB {', '.join(budgets)}" if budgets else ""
+    return CheckResult(
+        "not_done", f"{len(evict)} pod(s) still on {p.node}{by}; draining again is safe"
+    )
 
 
 SPECS: tuple[ActionSpec[Any], ...] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
 
 from gpubot.actions.base import (
@@ -13,8 +14,11 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.domain.cluster import CORDON_BY_ANNOTATION, Taint
+from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, Taint
 from gpubot.domain.names import NodeName, TaintKey
+from gpubot.errors import GpubotError
+
+log = logging.getLogger(__name__)
 
 
 class NodeParams(Params):
@@ -52,19 +56,41 @@ async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
     )
 
 
+async def note(ctx: ActionContext, node: str, reason: str, message: str) -> None:
+    """A Node Event for what the bot just did; best effort (the audit trail is the record)."""
+    try:
+        await ctx.cluster.kube.post_node_event(
+            node=node, reason=reason, message=f"{message} [{ctx.actor}: {ctx.reason}]"
+        )
+    except GpubotError as exc:
+        log.warning("could not post a %s event on %s: %s", reason, node, exc)
+
+
 async def run_cordon(ctx: ActionContext, p: NodeParams) -> Output:
     node = await ctx.cluster.kube.get_node(node=p.node)
     if not node.unschedulable:
         await ctx.cluster.kube.set_unschedulable(
             node=p.node, value=True, actor=ctx.actor, reason=ctx.reason
         )
-    return {"node": p.node, "was_cordoned": node.unschedulable}
+        await note(ctx, p.node, "GpubotCordon", "cordoned by gpubot")
+    reason = node.annotations.get(CORDON_REASON_ANNOTATION, "")
+    return {
+        "node": p.node,
+        "was_cordoned": node.unschedulable,
+        "cordoned_by": node.annotations.get(CORDON_BY_ANNOTATION, "") if node.unschedulable else "",
+        # Cordoned before, and not by gpubot: someone else is working on this node.
+        "foreign": node.unschedulable and not reason.startswith("gpubot "),
+    }
 
 
 async def check_cordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
     node = await ctx.cluster.kube.get_node(node=p.node)
     if node.unschedulable:
-        return CheckResult("done", f"{p.node} is cordoned", {"node": p.node, "was_cordoned": False})
+        return CheckResult(
+            "done",
+            f"{p.node} is cordoned",
+            {"node": p.node, "was_cordoned": False, "cordoned_by": ctx.actor, "foreign": False},
+        )
     return CheckResult("not_done", f"{p.node} is still schedulable")
 
 
@@ -81,6 +107,7 @@ async def run_uncordon(ctx: ActionContext, p: NodeParams) -> Output:
         await ctx.cluster.kube.set_unschedulable(
             node=p.node, value=False, actor=ctx.actor, reason=ctx.reason
         )
+        await note(ctx, p.node, "GpubotUncordon", "uncordoned by gpubot")
     return {"node": p.node, "was_cordoned": node.unschedulable}
 
 
@@ -100,6 +127,7 @@ async def plan_taint(ctx: ActionContext, p: TaintParams) -> PlanNote:
 
 async def run_taint(ctx: ActionContext, p: TaintParams) -> Output:
     await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=True)
+    await note(ctx, p.node, "GpubotTaint", f"taint {p.taint} added by gpubot")
     return {"node": p.node, "taint": str(p.taint)}
 
 
@@ -121,6 +149,7 @@ async def plan_untaint(ctx: ActionContext, p: TaintParams) -> PlanNote:
 
 async def run_untaint(ctx: ActionContext, p: TaintParams) -> Output:
     await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=False)
+    await note(ctx, p.node, "GpubotUntaint", f"taint {p.taint} removed by gpubot")
     return {"node": p.node, "taint": str(p.taint)}
 
 
@@ -156,7 +185,43 @@ async def run_gpu_health(ctx: ActionContext, p: NodeParams) -> Output:
     return await _gpu_health(ctx, p)
 
 
+async def _status(ctx: ActionContext, p: NodeParams) -> Output:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    reason = node.annotations.get(CORDON_REASON_ANNOTATION, "")
+    return {
+        "node": p.node,
+        "unschedulable": node.unschedulable,
+        "ready": node.ready,
+        "cordoned_by": node.annotations.get(CORDON_BY_ANNOTATION, "") if node.unschedulable else "",
+        "cordon_reason": reason if node.unschedulable else "",
+        # Cordoned, and not by gpubot: a human (or another tool) is working on this node.
+        "foreign": node.unschedulable and not reason.startswith("gpubot "),
+    }
+
+
+async def plan_status(ctx: ActionContext, p: NodeParams) -> PlanNote:
+    out = await _status(ctx, p)
+    if out["foreign"]:
+        state = f"cordoned by {out['cordoned_by'] or 'someone else'}, not by gpubot"
+    else:
+        state = "cordoned by gpubot" if out["unschedulable"] else "schedulable"
+    return PlanNote(f"read {p.node}'s state (now: {state})", False, out)
+
+
+async def run_status(ctx: ActionContext, p: NodeParams) -> Output:
+    return await _status(ctx, p)
+
+
 SPECS: tuple[ActionSpec[Any], ...] = (
+    ActionSpec(
+        "node.status",
+        "Read whether the node is cordoned, and by whom (read-only).",
+        NodeParams,
+        False,
+        plan_status,
+        run_status,
+        nothing_to_check,
+    ),
     ActionSpec(
         "node.cordon",
         "Mark the node unschedulable (records who and why).",

@@ -45,7 +45,8 @@ def _decide(interactive: bool) -> tuple[str, str]:
         return APPROVER, "approve"
     while True:
         try:
-            answer = input("\nApprove the drain? [approve/deny] ").strip().lower()
+            question = "\nApprove the drain, GPU reset and release? [approve/deny] "
+            answer = input(question).strip().lower()
         except EOFError:  # no terminal to ask: the safe answer
             print("\n  (no input: denying)")
             return APPROVER, "deny"
@@ -111,20 +112,21 @@ async def _scenario(app: App, *, interactive: bool) -> int:
                 f"HTTP {reply.status_code} {reply.text}"
             )
             run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL))
-            if run.status is RunStatus.WAITING_APPROVAL:
+            # One decision for the run's approval steps (drain, GPU reset, untaint, uncordon).
+            decided: tuple[str, str] | None = None
+            while run.status is RunStatus.WAITING_APPROVAL:
                 request = (await app.store.approvals_for(run.id))[-1]
-                user, decision = _decide(interactive)
+                print(f"  step {request.step_id} waits for approval")
+                user, decision = decided = decided or _decide(interactive)
                 outcome = await app.service.vote(
                     approval_id=request.id,
                     user=user,
                     decision="approve" if decision == "approve" else "deny",
                 )
                 print(f"  {outcome.message}")
-                run = await _wait_for(app, _FINAL)
-            _say(
-                f"Run {run.id} finished: {run.status.value}. Later the GPU is reset by hand "
-                "and the alert resolves."
-            )
+                await app.service.wait_idle()
+                run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL))
+            _say(f"Run {run.id} finished: {run.status.value}. The alert then resolves.")
             recover_node(cluster, node=NODE)
             resolved = json.loads(body)
             resolved["status"] = "resolved"

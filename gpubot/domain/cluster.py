@@ -123,6 +123,8 @@ class GpuState:
     utilization_pct: int = 0
     xid_errors: tuple[int, ...] = ()
     lost: bool = False
+    # NVML clocks-event reasons (sw_thermal_slowdown, sw_power_cap, …) where the agent reads them.
+    throttle_reasons: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -19,7 +20,7 @@ from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
 from gpubot.engine.gates import hold_reason, stale_reason
 from gpubot.engine.recorder import Engine, RunRecorder
-from gpubot.errors import GpubotError, TemplateError, TemporaryStepError
+from gpubot.errors import GpubotError, NeedsHumanError, TemplateError, TemporaryStepError
 
 log = logging.getLogger(__name__)
 Next = Literal["next", "wait"]
@@ -32,6 +33,12 @@ class Executor(RunRecorder):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._blast_lock = asyncio.Lock()
+
+    def busy(self, run_id: str) -> bool:
+        """Whether this process is advancing the run right now."""
+        lock = self._locks.get(run_id)
+        return lock is not None and lock.locked()
 
     async def advance(self, run_id: str) -> Run:
         """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly."""
@@ -41,6 +48,8 @@ class Executor(RunRecorder):
                 run = await self.e.store.get_run(run_id)
                 if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
                     return run
+                if not self.e.leadership.is_leader():
+                    return run  # another replica holds the Lease and advances runs
                 states = await self.e.store.steps(run_id)
                 current = next((s for s in states if not s.status.finished), None)
                 if current is None:
@@ -101,8 +110,20 @@ class Executor(RunRecorder):
             state = decided
         actor = await self._actor(run, step)
         ctx = self._ctx(run, step, actor=actor)
-        if hold := await hold_reason(self.e, spec, params, run):
-            return await self._hold(run, step, state, hold)
+        if spec.blast is None:
+            return await self._execute(run, runbook, step, spec, state, params, ctx)
+        # Check and act as one: without the lock, 50 runs could each see room for one more
+        # cordon and all go ahead. A cordon is held for its whole (short) run; a drain only
+        # until it is recorded RUNNING, which is what the next drain's check counts.
+        async with self._blast_lock:
+            if hold := await hold_reason(self.e, spec, params, run):
+                return await self._hold(run, step, state, hold)
+            if spec.blast == "cordon":
+                return await self._execute(run, runbook, step, spec, state, params, ctx)
+            state = replace(
+                state, status=StepStatus.RUNNING, started_at=state.started_at or self.e.clock.now()
+            )
+            await self._save(state)
         return await self._execute(run, runbook, step, spec, state, params, ctx)
 
     async def _ask(
@@ -187,14 +208,20 @@ class Executor(RunRecorder):
             run = await self._set_run(run, RunStatus.RUNNING, "")
         attempts = state.attempts
         while True:
+            if not self.e.leadership.is_leader():
+                # Lost the Lease: start nothing more; the new leader picks the run up.
+                return "wait"
             attempts += 1
+            ctx = replace(ctx, deadline=self.e.clock.now() + timedelta(seconds=step.timeout))
             state = replace(
                 state,
                 status=StepStatus.RUNNING,
                 attempts=attempts,
-                started_at=self.e.clock.now(),
+                # The first start is kept: a wait after a restart counts from it.
+                started_at=state.started_at or self.e.clock.now(),
                 error="",
             )
+            ctx = replace(ctx, started_at=state.started_at)
             # Durable before acting: after a crash, RUNNING means "check live state first".
             await self._save(state)
             await self._audit(
@@ -221,9 +248,14 @@ class Executor(RunRecorder):
                 return await self._fail(run, runbook, step, state, str(exc))
             except TimeoutError:
                 error = f"timed out after {step.timeout:g}s"
-                if spec.mutating and (check := await spec.check(ctx, params)).state == "done":
-                    return await self._succeed(run, step, state, dict(check.output), ctx.actor)
+                if spec.mutating:
+                    check = await spec.check(ctx, params)
+                    if check.state == "done":
+                        return await self._succeed(run, step, state, dict(check.output), ctx.actor)
+                    error += f": {check.detail}"
                 return await self._fail(run, runbook, step, state, error)
+            except NeedsHumanError as exc:
+                return await self._needs_human(run, step, state, str(exc))
             except GpubotError as exc:
                 return await self._fail(run, runbook, step, state, str(exc))
             except Exception as exc:  # a bug in one action must not leave the run hanging
@@ -339,6 +371,13 @@ class Executor(RunRecorder):
         await self._set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
         await self._close_approvals(run)
         await self._finish(await self.e.store.get_run(run.id), await self.e.store.steps(run.id))
+        return "wait"
+
+    async def _needs_human(self, run: Run, step: Step, state: StepState, reason: str) -> Next:
+        await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
+        await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
+        await self._audit(run, "step.needs_human", step=step, result={"reason": reason})
+        await self._say(run, messages.text(f"Run paused at step {step.id}", reason))
         return "wait"
 
     async def _hold(self, run: Run, step: Step, state: StepState, reason: str) -> Next:

@@ -35,7 +35,9 @@ async def hold_reason(e: Engine, spec: ActionSpec[Any], params: BaseModel, run: 
             policy=e.policy.blast, fleet_size=len(nodes), cordoned=cordoned, node=node
         )
     draining: set[str] = set()
-    for other in await e.store.list_runs(statuses=[RunStatus.RUNNING]):
+    # Any unfinished run: a drain is recorded RUNNING before its run's own status catches up.
+    active = [RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.NEEDS_HUMAN]
+    for other in await e.store.list_runs(statuses=active):
         if other.id == run.id:
             continue
         for s in await e.store.steps(other.id):

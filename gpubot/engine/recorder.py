@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpubot.actions.base import ActionContext, ClusterPorts
@@ -16,8 +16,9 @@ from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState
 from gpubot.engine import messages
 from gpubot.engine.context import steps_context
+from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.registry import Registry
-from gpubot.ports import ChatNotifier, Clock, Store
+from gpubot.ports import ChatNotifier, Clock, Leadership, Store
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ class Engine:
     notifier: ChatNotifier
     clock: Clock
     policy: Policy
+    leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
 
 
 class RunRecorder:

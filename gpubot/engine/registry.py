@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpubot.actions import drain, gpu, messaging, node, triage
+from gpubot.actions import drain, gpu, handoff, messaging, node, power, thermal, triage
 from gpubot.actions.base import ActionSpec
 from gpubot.errors import RunbookError
 
@@ -33,4 +33,15 @@ class Registry:
 
 
 def builtin_registry() -> Registry:
-    return Registry([*node.SPECS, *drain.SPECS, *gpu.SPECS, *messaging.SPECS, *triage.SPECS])
+    return Registry(
+        [
+            *node.SPECS,
+            *drain.SPECS,
+            *handoff.SPECS,
+            *gpu.SPECS,
+            *messaging.SPECS,
+            *triage.SPECS,
+            *power.SPECS,
+            *thermal.SPECS,
+        ]
+    )

@@ -194,6 +194,7 @@ class GpubotService:
         params = resolve_params(rb, base=base, given=given)
         target = str(params[rb.target]) if rb.target and params.get(rb.target) else None
         now = self.e.clock.now()
+        recent: list[Run] = []
         if target and not dry_run:
             since = now - self.e.policy.attempts.window
             recent = [
@@ -223,7 +224,13 @@ class GpubotService:
             requested_by=requested_by,
             status=RunStatus.RUNNING,
             dry_run=dry_run,
-            context={**base, "params": params, "args": dict(given)},
+            context={
+                **base,
+                "params": params,
+                "args": dict(given),
+                # Which try on this node this is: a runbook's last try can hand the node on.
+                "attempt": {"number": len(recent) + 1, "max": self.e.policy.attempts.max_attempts},
+            },
             created_at=now,
             updated_at=now,
         )
@@ -320,11 +327,13 @@ class GpubotService:
                 await self.start_incident_runs(incident, quiet=True)
 
     async def tick(self) -> None:
-        """Periodic: expire approvals, retry held steps."""
+        """Periodic: expire approvals, retry held steps, and (on the leader) pick up runs
+        that another replica recorded but may not start."""
         for run in await self.e.store.list_runs(
-            statuses=(RunStatus.WAITING_APPROVAL, RunStatus.HELD)
+            statuses=(RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.RUNNING)
         ):
-            self.spawn(self.executor.advance(run.id))
+            if not self.executor.busy(run.id):
+                self.spawn(self.executor.advance(run.id))
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -1,1 +1,1 @@
-"""Slack app (slack-bolt): arrives with the Slack issue; the console notifier stands in."""
+"""Slack app (slack-bolt): `/gpu`, approval buttons, incident threads, a rate-limited outbox."""

@@ -1,10 +1,11 @@
-"""Starlette app: POST /alertmanager, GET /healthz, /readyz, /metrics."""
+"""Starlette app: POST /alertmanager, /slack/events (HTTP mode), GET /healthz, /readyz, /metrics."""
 
 from __future__ import annotations
 
 import hmac
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
@@ -41,9 +42,18 @@ async def _read_capped(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+SlackHandler = Callable[[Request], Awaitable[Response]]
+
+
 def create_app(
-    service: GpubotService, *, webhook_token: str | None = None, max_body_bytes: int = 1 << 20
+    service: GpubotService,
+    *,
+    webhook_token: str | None = None,
+    max_body_bytes: int = 1 << 20,
+    slack_events: SlackHandler | None = None,
+    agent_token: str | None = None,
 ) -> Starlette:
+    """`slack_events` (Slack HTTP mode) is bolt's handler: it verifies the signature."""
     metrics = WebMetrics()
     expected = webhook_token.encode() if webhook_token else None
 
@@ -63,6 +73,10 @@ def create_app(
                 token.strip().encode(), expected
             ):
                 return _error(401, "missing or wrong bearer token")
+        return await _accept(request)
+
+    async def _accept(request: Request) -> Response:
+        """Store an Alertmanager-shaped body durably, answer, then process it."""
         try:
             body = await _read_capped(request, max_body_bytes)
         except _TooLarge:
@@ -81,6 +95,19 @@ def create_app(
         service.spawn(service.process(summary))
         return JSONResponse({"status": "stored", **summary.as_json()})
 
+    agent_expected = agent_token.encode() if agent_token else None
+
+    async def agent_events(request: Request) -> Response:
+        """XID events from node agents, shaped as Alertmanager alerts: no scrape, no `for:`."""
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if (
+            agent_expected is None
+            or scheme.lower() != "bearer"
+            or not hmac.compare_digest(token.strip().encode(), agent_expected)
+        ):
+            return _error(401, "missing or wrong agent bearer token")
+        return await _accept(request)
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -94,9 +121,12 @@ def create_app(
     async def prometheus(request: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    slack_routes = [Route("/slack/events", slack_events, methods=["POST"])] if slack_events else []
     return Starlette(
         routes=[
+            *slack_routes,
             Route("/alertmanager", alertmanager, methods=["POST"]),
+            Route("/agent/events", agent_events, methods=["POST"]),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", prometheus),

@@ -8,16 +8,25 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 import uvicorn
 
 from gpubot.engine.service import GpubotService
-from gpubot.web.app import create_app
+from gpubot.web.app import SlackHandler, create_app
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 15.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Companion(Protocol):
+    """Something that runs beside the web server (Slack Socket Mode)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class _Server(uvicorn.Server):
@@ -45,8 +54,16 @@ def make_server(
     webhook_token: str | None,
     max_body_bytes: int,
     sock: socket.socket | None = None,
+    slack_events: SlackHandler | None = None,
+    agent_token: str | None = None,
 ) -> uvicorn.Server:
-    app = create_app(service, webhook_token=webhook_token, max_body_bytes=max_body_bytes)
+    app = create_app(
+        service,
+        webhook_token=webhook_token,
+        max_body_bytes=max_body_bytes,
+        slack_events=slack_events,
+        agent_token=agent_token,
+    )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
     )
@@ -62,13 +79,19 @@ async def _ticker(service: GpubotService) -> None:
             log.exception("periodic tick failed")
 
 
-async def serve(service: GpubotService, server: uvicorn.Server) -> None:
+async def serve(
+    service: GpubotService, server: uvicorn.Server, *, companions: Sequence[Companion] = ()
+) -> None:
     """Recover interrupted runs, then serve until stopped."""
+    for companion in companions:
+        await companion.start()
     await service.recover()
     ticker = asyncio.create_task(_ticker(service))
     try:
         await server.serve()
     finally:
+        for companion in companions:
+            await companion.stop()
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await ticker

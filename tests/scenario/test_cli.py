@@ -190,17 +190,35 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
     assert plan["runbook"] == "xid79"
     assert plan["cluster"] == "sim"
     assert plan["target"] == NODE
-    assert plan["params"] == {"node": NODE, "gpu": str(GPU)}
+    assert plan["params"] == {"node": NODE, "xid": "79", "gpu": str(GPU)}
     assert plan["problems"] == []
     steps = {s["id"]: s for s in plan["steps"]}
-    assert list(steps) == ["check", "cordon", "taint", "notify", "drain", "next-steps"]
+    assert list(steps) == [
+        "check",
+        "owner",
+        "leave-alone",
+        "cordon",
+        "taint",
+        "notify",
+        "drain",
+        "reset",
+        "verify",
+        "untaint",
+        "uncordon",
+        "released",
+        "reboot",
+        "rma",
+        "rma-notify",
+    ]
     assert {i: steps[i]["approval"] for i in ("check", "cordon", "taint", "notify")} == {
         "check": "auto",
         "cordon": "auto",
         "taint": "auto",
         "notify": "auto",
     }
-    assert steps["drain"]["approval"] == "required"
+    for gated in ("drain", "reset", "untaint", "uncordon", "reboot"):
+        assert steps[gated]["approval"] == "required"
+    assert steps["reset"]["args"] == {"node": NODE, "gpu": str(GPU)}
     assert steps["drain"]["approvers"] == "oncall"
     assert steps["cordon"]["args"] == {"node": NODE}
     assert steps["drain"]["args"] == {"node": NODE}
@@ -314,13 +332,13 @@ def _broken_runbook(tmp_path: Path, old: str, new: str) -> tuple[Path, int]:
         pytest.param(
             "approval: required",
             "approval: sometimes",
-            "steps[4].approval: Input should be 'auto', 'required' or 'two-person'",
+            "steps[6].approval: Input should be 'auto', 'required' or 'two-person'",
             id="approval",
         ),
         pytest.param(
             "action: node.drain",
             "action: node.explode",
-            "steps[4].action: unknown action 'node.explode'",
+            "steps[6].action: unknown action 'node.explode'",
             id="action",
         ),
     ],
@@ -648,8 +666,8 @@ def test_serve_with_a_missing_config_is_one_line(tmp_path: Path) -> None:
         pytest.param("web: {port: 99999}\n", ["web.port"], id="port-out-of-range"),
         pytest.param(
             "clusters:\n  - {name: sim, backend: kubernetes}\n",
-            ["clusters.sim.backend"],
-            id="unavailable-backend",
+            ["clusters.sim", "agent_url"],
+            id="kubernetes-without-agent",
         ),
         pytest.param("store: {url: [\n", ["cfg.yaml:", "invalid YAML"], id="broken-yaml"),
         pytest.param("- a\n- b\n", ["mapping"], id="not-a-mapping"),
@@ -674,7 +692,7 @@ def test_bad_config_is_one_line_naming_the_field(
         pytest.param("policy: {approval_expiry: soon}\n", id="bad-duration"),
         pytest.param(
             "clusters:\n  - {name: sim, backend: kubernetes}\n",
-            id="unavailable-backend",
+            id="kubernetes-without-agent",
         ),
     ],
 )

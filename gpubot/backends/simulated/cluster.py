@@ -10,10 +10,11 @@ import random
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from gpubot.backends.simulated.pods import SimulatedPodReads
 from gpubot.backends.simulated.state import (
@@ -72,6 +73,8 @@ class SimulatedCluster(SimulatedPodReads):
         self._path = state_path
         self._lock = threading.Lock()
         self._seen: tuple[int, int] | None = None
+        # Node Events the bot posted: (node, type, reason, message); not persisted.
+        self.node_events: list[tuple[str, str, str, str]] = []
         if state_path is not None and state_path.exists():
             self._state = self._load(state_path)
         else:
@@ -135,6 +138,34 @@ class SimulatedCluster(SimulatedPodReads):
             kept = [t for t in sim_node.taints if (t.key, t.effect) != (taint.key, taint.effect)]
             sim_node.taints = [*kept, taint] if present else kept
 
+    async def set_node_metadata(
+        self,
+        *,
+        node: str,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        with self.mutation() as state:
+            sim_node = state.node(node)
+            for target, changes in ((sim_node.labels, labels), (sim_node.annotations, annotations)):
+                for key, value in (changes or {}).items():
+                    if value is None:
+                        target.pop(key, None)
+                    else:
+                        target[key] = value
+
+    async def post_node_event(
+        self,
+        *,
+        node: str,
+        reason: str,
+        message: str,
+        event_type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        with self._lock:
+            self._current().node(node)  # NotFoundError for an unknown node, as the API says
+            self.node_events.append((node, event_type, reason, message))
+
     async def list_pods(
         self, *, node: str | None = None, namespace: str | None = None
     ) -> list[PodInfo]:
@@ -182,6 +213,10 @@ class SimulatedCluster(SimulatedPodReads):
             return list(self._current().node(node).gpus)
 
     async def set_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
+        return self.apply_power_limit(node=node, gpu=gpu, watts=watts)
+
+    def apply_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
+        """set_power_limit() for synchronous callers (the agent's simulated driver)."""
         with self.mutation() as state:
             sim_node = state.node(node)
             current = sim_node.gpu(gpu)
@@ -205,6 +240,10 @@ class SimulatedCluster(SimulatedPodReads):
 
     async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
         """Reset one GPU, as `nvidia-smi -r` would: only when no pod holds it."""
+        return self.apply_reset(node=node, gpu=gpu)
+
+    def apply_reset(self, *, node: str, gpu: int) -> GpuState:
+        """reset_gpu() for synchronous callers (the agent's simulated driver)."""
         with self.mutation() as state:
             sim_node = state.node(node)
             current = sim_node.gpu(gpu)

@@ -235,7 +235,16 @@ def _selects(pdb: SimPdb, pod: SimPod) -> bool:
 
 
 def _node_from_dict(data: dict[str, Any]) -> SimNode:
-    gpus = [GpuState(**{**g, "xid_errors": tuple(g["xid_errors"])}) for g in data["gpus"]]
+    gpus = [
+        GpuState(
+            **{
+                **g,
+                "xid_errors": tuple(g["xid_errors"]),
+                "throttle_reasons": tuple(g.get("throttle_reasons", ())),
+            }
+        )
+        for g in data["gpus"]
+    ]
     taints = [Taint(**t) for t in data["taints"]]
     return SimNode(**{**data, "gpus": gpus, "taints": taints})
 

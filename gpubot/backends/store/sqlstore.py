@@ -9,6 +9,7 @@ from sqlalchemy.exc import OperationalError
 
 from gpubot.backends.store.approvals import SqlApprovals
 from gpubot.backends.store.audit import SqlAuditLog
+from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from gpubot.ports import Store
 
 
-class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog):
+class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs):
     """The Store port over one SQLAlchemy engine; every call is one transaction in a thread."""
 
     async def close(self) -> None:

@@ -180,3 +180,13 @@ audit_head = Table(
     Column("seq", Integer, nullable=False),
     Column("hash", String(64), nullable=False),
 )
+
+# Where the bot's chat messages are (Slack channel id and ts), by key: "thread:<incident id>",
+# "approval:<approval id>"; so a restart keeps posting in the same thread.
+chat_refs = Table(
+    "chat_refs",
+    metadata,
+    Column("key", String(255), primary_key=True),
+    Column("channel", String(255), nullable=False),
+    Column("ts", String(64), nullable=False),
+)

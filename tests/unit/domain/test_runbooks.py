@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from runbook_samples import VALID, line_of, write
 
+from gpubot.domain.incidents import XID_ACTION_LABEL, xid_action
 from gpubot.domain.runbook_loader import load_dirs, load_file
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.templating import check_syntax
@@ -18,24 +19,36 @@ FIXTURES = Path(__file__).parents[2] / "fixtures" / "alertmanager"
 
 
 def xid_labels(**override: str) -> dict[str, str]:
+    """The fixture's labels as intake sees them, with NVIDIA's bucket added for XIDs."""
     body = json.loads((FIXTURES / "xid79_firing.json").read_bytes())
-    labels: dict[str, str] = body["alerts"][0]["labels"]
-    return labels | override
+    labels: dict[str, str] = body["alerts"][0]["labels"] | override
+    if (action := xid_action(labels.get("xid", ""))) is not None:
+        labels[XID_ACTION_LABEL] = action
+    return labels
 
 
 def test_shipped_runbooks_load() -> None:
     """runbooks/*.yaml load with load_dirs, names unique, paths kept for messages."""
     loaded = {item.runbook.name: item for item in load_dirs([SHIPPED])}
-    assert set(loaded) == {"oom-triage", "release-node", "xid-route", "xid79"}
+    assert set(loaded) == {"oom-triage", "release-node", "thermal", "xid-route", "xid79"}
     assert loaded["xid79"].path == SHIPPED / "xid79.yaml"
     xid79 = loaded["xid79"].runbook
     assert [s.id for s in xid79.steps] == [
         "check",
+        "owner",
+        "leave-alone",
         "cordon",
         "taint",
         "notify",
         "drain",
-        "next-steps",
+        "reset",
+        "verify",
+        "untaint",
+        "uncordon",
+        "released",
+        "reboot",
+        "rma",
+        "rma-notify",
     ]
     assert xid79.commands == ("xid79",)
     assert xid79.target == "node"
@@ -65,18 +78,20 @@ def test_line_points_at_a_field() -> None:
     item = load_file(SHIPPED / "xid79.yaml")
     text = (SHIPPED / "xid79.yaml").read_text()
     assert item.line(("name",)) == line_of(text, "name: xid79")
-    assert item.line(("steps", 4, "timeout")) == line_of(text, "timeout: 10m")
+    assert item.line(("steps", 6, "timeout")) == line_of(text, "timeout: 10m")
 
 
-def test_xid79_matches_only_xid_79_alerts() -> None:
-    """The xid79 runbook fires on GPUXidError with xid=79, and on nothing else."""
+def test_xid79_matches_only_reset_and_reboot_xids() -> None:
+    """The xid79 runbook fires on GPUXidError whose NVIDIA action is a reset or a reboot."""
     (item,) = [i for i in load_dirs([SHIPPED]) if i.runbook.name == "xid79"]
     runbook = item.runbook
     assert runbook.matches_alert(xid_labels())
+    assert runbook.matches_alert(xid_labels(xid="48"))  # WORKFLOW_XID_48
     assert not runbook.matches_alert(xid_labels(xid="13"))
     assert not runbook.matches_alert(xid_labels(xid="790"))
     assert not runbook.matches_alert(xid_labels(alertname="GPUHighTemperature"))
-    assert not runbook.matches_alert({k: v for k, v in xid_labels().items() if k != "xid"})
+    no_code = {k: v for k, v in xid_labels().items() if k not in ("xid", XID_ACTION_LABEL)}
+    assert not runbook.matches_alert(no_code)
 
 
 def test_command_only_runbook_matches_no_alert() -> None:

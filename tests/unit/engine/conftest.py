@@ -32,6 +32,7 @@ from gpubot.engine.recorder import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import PermanentStepError, TemporaryStepError
+from gpubot.ports import NodeAgent
 
 ONCALL = ApproverGroup("oncall", users=frozenset({"U1", "U2", "U3"}), usergroups=frozenset({"S9"}))
 
@@ -107,6 +108,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[MakeHarness]:
         cluster: SimulatedCluster | None = None,
         probe: Probe | None = None,
         clock: FakeClock | None = None,
+        agent: NodeAgent | None = None,  # default: the simulated cluster itself
     ) -> Harness:
         probe = probe or Probe()
         registry = Registry([*builtin_registry().specs(), *probe.specs()])
@@ -122,7 +124,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[MakeHarness]:
             store=store,
             registry=registry,
             runbooks={rb.name: rb for rb in loaded},
-            clusters={"sim": ClusterPorts("sim", cluster, cluster, cluster)},
+            clusters={"sim": ClusterPorts("sim", cluster, agent or cluster, cluster)},
             notifier=notifier,
             clock=clock,
             policy=policy

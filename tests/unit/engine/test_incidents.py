@@ -35,23 +35,37 @@ async def test_xid79_quarantines_then_waits_for_drain_approval(harness: MakeHarn
     inject_xid(h.cluster, node="gpu-node-07", gpu=3)
     await deliver(h.service, "xid79_firing.json")
     [run] = await h.store.list_runs()
-    assert await h.step_status(run.id) == {
+    status = await h.step_status(run.id)
+    assert {s: status[s] for s in ("check", "owner", "cordon", "taint", "notify", "drain")} == {
         "check": "succeeded",
+        "owner": "succeeded",
         "cordon": "succeeded",
         "taint": "succeeded",
         "notify": "succeeded",
         "drain": "waiting_approval",
-        "next-steps": "pending",
     }
+    assert status["leave-alone"] == "skipped"
     node = await h.cluster.get_node(node="gpu-node-07")
     assert node.unschedulable
     assert node.annotations["gpubot.io/cordoned-by"] == "system"
     assert any(t.key == "gpubot.io/xid" for t in node.taints)
     [ask] = h.notifier.of("ask_approval")
     await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
-    assert (await h.run_of(run.id)).status.value == "succeeded"
+    await h.service.wait_idle()
     left = [p for p in await h.cluster.list_pods(node="gpu-node-07") if not p.is_daemonset]
     assert left == []
+    # Then the GPU reset, the untaint and the uncordon, each approved in turn.
+    for step in ("reset", "untaint", "uncordon"):
+        assert (await h.step_status(run.id))[step] == "waiting_approval"
+        ask = h.notifier.of("ask_approval")[-1]
+        await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
+    assert (await h.run_of(run.id)).status.value == "succeeded"
+    status = await h.step_status(run.id)
+    assert status["verify"] == "succeeded"
+    assert status["reboot"] == "skipped"
+    node = await h.cluster.get_node(node="gpu-node-07")
+    assert not node.unschedulable
+    assert not any(t.key == "gpubot.io/xid" for t in node.taints)
     kinds = [e.kind for e in await h.store.events(incident_id=run.incident_id)]
     assert kinds[:2] == ["incident.opened", "run.created"]
     assert kinds[-1] == "run.finished"

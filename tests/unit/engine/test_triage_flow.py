@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpubot.backends.simulated.scenarios import oom_kill
+from gpubot.backends.simulated.scenarios import inject_xid, oom_kill
 from gpubot.domain.alerts import AlertmanagerPayload
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
@@ -119,7 +119,16 @@ async def test_other_xids_ask_a_human_with_the_catalogs_advice(
     assert ("CHECK_MECHANICALS" in text) if code == 54 else ("not in NVIDIA's XID catalog" in text)
 
 
-async def test_reset_bucket_xid_runs_the_remediation_not_the_router(harness: MakeHarness) -> None:
+@pytest.mark.parametrize("code", [79, 48, 46])
+async def test_reset_bucket_xid_runs_the_remediation_not_the_router(
+    harness: MakeHarness, code: int
+) -> None:
+    """RESTART_BM (79), WORKFLOW_XID_48 (48) and RESET_GPU (46) all run the xid79 runbook;
+    the quarantine taint carries the code."""
     h = harness(*RUNBOOKS)
-    runbooks, _ = await _route(h, 79)
+    inject_xid(h.cluster, node="gpu-node-07", gpu=3, xid=code)
+    runbooks, steps = await _route(h, code)
     assert runbooks == ["xid79"]
+    assert steps["xid79:taint"] == "succeeded"
+    node = await h.cluster.get_node(node="gpu-node-07")
+    assert any(t.key == "gpubot.io/xid" and t.value == str(code) for t in node.taints)

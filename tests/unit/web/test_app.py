@@ -443,6 +443,9 @@ async def test_store_failure_on_ingest_is_503_so_alertmanager_retries(
 # -- the XID 79 runbook through the web hook -------------------------------------------------
 
 
+AFTER_DRAIN = ("reset", "verify", "untaint", "uncordon", "released", "reboot", "rma", "rma-notify")
+
+
 async def test_xid79_alert_quarantines_the_node_and_waits_for_drain_approval(
     harness: Harness,
 ) -> None:
@@ -460,11 +463,13 @@ async def test_xid79_alert_quarantines_the_node_and_waits_for_drain_approval(
     steps = {s.step_id: s.status for s in await harness.app.store.steps(run.id)}
     assert steps == {
         "check": StepStatus.SUCCEEDED,
+        "owner": StepStatus.SUCCEEDED,
+        "leave-alone": StepStatus.SKIPPED,
         "cordon": StepStatus.SUCCEEDED,
         "taint": StepStatus.SUCCEEDED,
         "notify": StepStatus.SUCCEEDED,
         "drain": StepStatus.WAITING_APPROVAL,
-        "next-steps": StepStatus.PENDING,
+        **{s: StepStatus.PENDING for s in AFTER_DRAIN},
     }
     node = await harness.sim.get_node(node=NODE)
     assert node.unschedulable is True
@@ -486,11 +491,8 @@ async def test_xid79_alert_for_a_healthy_node_changes_nothing(harness: Harness) 
     assert steps["check"].status is StepStatus.SUCCEEDED
     assert steps["check"].output["healthy"] is True
     assert {k: s.status for k, s in steps.items() if k != "check"} == {
-        "cordon": StepStatus.SKIPPED,
-        "taint": StepStatus.SKIPPED,
-        "notify": StepStatus.SKIPPED,
-        "drain": StepStatus.SKIPPED,
-        "next-steps": StepStatus.SKIPPED,
+        s: StepStatus.SKIPPED
+        for s in ("owner", "leave-alone", "cordon", "taint", "notify", "drain", *AFTER_DRAIN)
     }
     node = await harness.sim.get_node(node=NODE)
     assert node.unschedulable is False

@@ -1,0 +1,110 @@
+"""Hand a node on: request a reboot from a reboot controller, or send it for hardware service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.actions.node import note
+from gpubot.domain.names import NodeName
+
+# A reboot controller (kured with a sentinel command, or a site controller) selects on this
+# label, drains by its own rules and reboots; the annotation says who asked and why.
+REBOOT_LABEL = "gpubot.io/reboot-required"
+REBOOT_ANNOTATION = "gpubot.io/reboot-requested"
+# Hardware service (RMA): the node stays cordoned until a human takes it back.
+SERVICE_LABEL = "gpubot.io/hardware-service"
+SERVICE_ANNOTATION = "gpubot.io/hardware-service-reason"
+
+
+class RebootParams(Params):
+    node: NodeName
+
+
+class ServiceParams(Params):
+    node: NodeName
+    reason: str = Field(default="repeated GPU failure", max_length=200)
+
+
+async def plan_reboot(ctx: ActionContext, p: RebootParams) -> PlanNote:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if node.labels.get(REBOOT_LABEL) == "true":
+        return PlanNote(f"{p.node} already has a reboot requested; nothing to do", changes=False)
+    return PlanNote(
+        f"request a reboot of {p.node}: label {REBOOT_LABEL}=true for the reboot controller"
+    )
+
+
+async def run_reboot(ctx: ActionContext, p: RebootParams) -> Output:
+    await ctx.cluster.kube.set_node_metadata(
+        node=p.node,
+        labels={REBOOT_LABEL: "true"},
+        annotations={REBOOT_ANNOTATION: f"{ctx.actor}: {ctx.reason}"},
+    )
+    await note(ctx, p.node, "GpubotRebootRequested", "reboot requested by gpubot")
+    return {"node": p.node, "label": f"{REBOOT_LABEL}=true"}
+
+
+async def check_reboot(ctx: ActionContext, p: RebootParams) -> CheckResult:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if node.labels.get(REBOOT_LABEL) == "true":
+        return CheckResult("done", f"{p.node} has a reboot requested", {"node": p.node})
+    return CheckResult("not_done", f"{p.node} has no reboot request")
+
+
+async def plan_service(ctx: ActionContext, p: ServiceParams) -> PlanNote:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if SERVICE_LABEL in node.labels:
+        return PlanNote(f"{p.node} is already marked for hardware service", changes=False)
+    state = "cordoned" if node.unschedulable else "NOT cordoned"
+    return PlanNote(
+        f"mark {p.node} for hardware service (label {SERVICE_LABEL}=rma: {p.reason}); "
+        f"it stays {state}"
+    )
+
+
+async def run_service(ctx: ActionContext, p: ServiceParams) -> Output:
+    await ctx.cluster.kube.set_node_metadata(
+        node=p.node,
+        labels={SERVICE_LABEL: "rma"},
+        annotations={SERVICE_ANNOTATION: f"{p.reason} [{ctx.reason}]"},
+    )
+    await note(ctx, p.node, "GpubotHardwareService", f"marked for hardware service: {p.reason}")
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    return {"node": p.node, "label": f"{SERVICE_LABEL}=rma", "cordoned": node.unschedulable}
+
+
+async def check_service(ctx: ActionContext, p: ServiceParams) -> CheckResult:
+    node = await ctx.cluster.kube.get_node(node=p.node)
+    if SERVICE_LABEL in node.labels:
+        return CheckResult(
+            "done",
+            f"{p.node} is marked for hardware service",
+            {"node": p.node, "label": f"{SERVICE_LABEL}=rma", "cordoned": node.unschedulable},
+        )
+    return CheckResult("not_done", f"{p.node} is not marked for hardware service")
+
+
+SPECS: tuple[ActionSpec[Any], ...] = (
+    ActionSpec(
+        "node.request_reboot",
+        "Ask the reboot controller to reboot the node (label + annotation + Event).",
+        RebootParams,
+        True,
+        plan_reboot,
+        run_reboot,
+        check_reboot,
+        auto_allowed=False,
+    ),
+    ActionSpec(
+        "node.mark_for_service",
+        "Label the node for hardware service (RMA); it stays cordoned.",
+        ServiceParams,
+        True,
+        plan_service,
+        run_service,
+        check_service,
+    ),
+)

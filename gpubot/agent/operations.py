@@ -1,0 +1,95 @@
+"""The agent's actions with their preconditions: power limit within range, reset only when free."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
+
+
+class GpuOperations:
+    """Checks preconditions, then acts through the driver; `dry_run` stops after the checks.
+
+    Blocking, like the driver: the HTTP API calls it in a thread.
+    """
+
+    def __init__(self, driver: GpuDriver, *, reset_timeout_s: float = 120.0) -> None:
+        self.driver = driver
+        self.reset_timeout_s = reset_timeout_s
+
+    def gpu(self, index: int) -> GpuReport:
+        for report in self.driver.gpus():
+            if report.index == index:
+                return report
+        raise GpuDriverError(f"this node has no GPU {index}", kind="not_found")
+
+    def set_power_limit(self, *, index: int, watts: float, dry_run: bool = False) -> dict[str, Any]:
+        before = self._usable(index)
+        low, high = before.power_min_w, before.power_max_w
+        if low is None or high is None:
+            raise GpuDriverError(
+                f"GPU {index} does not report its power-limit range; not changing it",
+                kind="not_supported",
+            )
+        if not low <= watts <= high:
+            raise GpuDriverError(
+                f"power limit {watts:g} W is outside GPU {index}'s range {low:g}-{high:g} W",
+                kind="out_of_range",
+            )
+        result: dict[str, Any] = {
+            "gpu": index,
+            "uuid": before.uuid,
+            "previous_w": before.power_limit_w,
+            "requested_w": watts,
+            "default_w": before.power_default_w,
+            "range_w": [low, high],
+            "dry_run": dry_run,
+        }
+        if dry_run:
+            return result
+        self.driver.set_power_limit(index=index, watts=watts)
+        after = self.gpu(index)
+        return {**result, "limit_w": after.power_limit_w, "gpu_state": after.as_json()}
+
+    def restore_default(self, *, index: int, dry_run: bool = False) -> dict[str, Any]:
+        default = self._usable(index).power_default_w
+        if default is None:
+            raise GpuDriverError(
+                f"GPU {index} does not report its default power limit", kind="not_supported"
+            )
+        return self.set_power_limit(index=index, watts=default, dry_run=dry_run)
+
+    def reset(self, *, index: int, dry_run: bool = False) -> dict[str, Any]:
+        before = self.gpu(index)
+        try:
+            holders = self.driver.processes(index=index)
+        except GpuDriverError as exc:
+            if exc.kind != "gpu_lost":
+                raise
+            holders = []  # a lost GPU lists nothing; the bot drains the node before it asks
+        if holders:
+            pids = ", ".join(str(p.pid) + (f" ({p.name})" if p.name else "") for p in holders)
+            raise GpuDriverError(
+                f"GPU {index} is held by compute process(es) {pids}; drain the node first",
+                kind="in_use",
+            )
+        result: dict[str, Any] = {"gpu": index, "uuid": before.uuid, "was": before.condition}
+        if dry_run:
+            return {**result, "dry_run": True}
+        output = self.driver.reset(index=index, timeout_s=self.reset_timeout_s)
+        # Health check: the GPU must read cleanly again, or the node needs a reboot.
+        after = self.gpu(index)
+        healthy = after.condition == "ok" and not after.xid_errors
+        return {
+            **result,
+            "dry_run": False,
+            "output": output[-2000:],
+            "healthy": healthy,
+            "gpu_state": after.as_json(),
+        }
+
+    def _usable(self, index: int) -> GpuReport:
+        report = self.gpu(index)
+        if report.lost:
+            raise GpuDriverError(report.error or f"GPU {index} is lost", kind="gpu_lost")
+        return report

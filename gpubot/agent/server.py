@@ -1,0 +1,75 @@
+"""Run the node agent: its HTTP API on uvicorn, and the XID watcher when a bot URL is set."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import uvicorn
+
+from gpubot.agent.api import create_agent_app
+from gpubot.agent.driver import GpuDriver, XidSource
+from gpubot.agent.operations import GpuOperations
+from gpubot.agent.xid_watcher import BotEventSender, XidWatcher
+from gpubot.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    token: str
+    node: str
+    cluster: str
+    host: str
+    port: int
+    bot_url: str | None = None
+    xid_window_s: float = 300.0
+    reset_timeout_s: float = 120.0
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 in brackets: [::]:9400) → (host, port); InputError otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError(f"--listen must be HOST:PORT (for example 0.0.0.0:9400), not {text!r}")
+    return host, int(port)
+
+
+async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOptions) -> None:
+    ops = GpuOperations(driver, reset_timeout_s=opts.reset_timeout_s)
+    app = create_agent_app(ops, token=opts.token, node=opts.node)
+    config = uvicorn.Config(
+        app, host=opts.host, port=opts.port, log_level="warning", access_log=False
+    )
+    server = uvicorn.Server(config)
+    stop = asyncio.Event()
+    watcher_task = None
+    sender = None
+    if opts.bot_url and xids is not None:
+        sender = BotEventSender(bot_url=opts.bot_url, token=opts.token)
+        model = next((g.name for g in driver.gpus() if g.name), "") if opts.node else ""
+        watcher = XidWatcher(
+            xids,
+            node=opts.node,
+            cluster=opts.cluster,
+            send=sender,
+            window_s=opts.xid_window_s,
+            model=model,
+        )
+        watcher_task = asyncio.create_task(watcher.run(stop))
+    else:
+        log.warning("agent.bot_url unset: XID events are not forwarded to the bot")
+    try:
+        await server.serve()
+    finally:
+        stop.set()
+        if watcher_task is not None:
+            watcher_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher_task
+        if sender is not None:
+            await sender.aclose()

@@ -1,0 +1,162 @@
+"""SimulatedDriver: one node of a SimulatedCluster seen as the agent's GpuDriver and XidSource."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from datetime import UTC, datetime
+from typing import Protocol
+
+from gpubot.agent.driver import (
+    EccCounts,
+    GpuDriverError,
+    GpuProcess,
+    GpuReport,
+    SystemInfo,
+    XidEvent,
+)
+from gpubot.domain.cluster import GpuState
+from gpubot.errors import InputError, PermanentStepError
+
+SIM_DRIVER_VERSION = "550.54.15"
+SIM_CUDA_VERSION = "12.4"
+# Where a simulated H100 starts to slow its clocks for heat (as nvidia-smi's "SW Thermal").
+THERMAL_SLOWDOWN_C = 87
+_POLL_S = 0.02
+
+
+class _Node(Protocol):
+    gpus: list[GpuState]
+
+
+class _Pod(Protocol):
+    @property
+    def ref(self) -> str: ...
+
+
+class _State(Protocol):
+    def node(self, name: str) -> _Node: ...
+
+    def holder(self, node: str, index: int) -> _Pod | None: ...
+
+
+class SimulatedGpus(Protocol):
+    """What the driver needs of gpubot.backends.simulated.SimulatedCluster (the agent layer
+    does not import backends; the CLI passes the cluster in)."""
+
+    def snapshot(self) -> _State: ...
+
+    def apply_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState: ...
+
+    def apply_reset(self, *, node: str, gpu: int) -> GpuState: ...
+
+
+class SimulatedDriver:
+    """Reads and changes one node of the simulated cluster, as NVML would on that node."""
+
+    def __init__(self, cluster: SimulatedGpus, *, node: str) -> None:
+        self._cluster = cluster
+        self._node = node
+        self._seen = self._xids()  # XIDs already there when the agent starts are not events
+
+    def system(self) -> SystemInfo:
+        return SystemInfo(SIM_DRIVER_VERSION, SIM_CUDA_VERSION, len(self._gpus()))
+
+    def gpus(self) -> list[GpuReport]:
+        return [_report(g) for g in self._gpus()]
+
+    def processes(self, *, index: int) -> list[GpuProcess]:
+        state = self._cluster.snapshot()
+        gpu = self._gpu(index)
+        if gpu.lost:
+            raise GpuDriverError(f"GPU {index}: the GPU has fallen off the bus", kind="gpu_lost")
+        holder = state.holder(self._node, index)
+        if holder is None:
+            return []
+        pid = 1000 + zlib.crc32(holder.ref.encode()) % 60000  # stable per pod
+        return [GpuProcess(pid=pid, used_memory_mib=gpu.memory_used_mib, name=holder.ref)]
+
+    def set_power_limit(self, *, index: int, watts: float) -> None:
+        self._gpu(index)
+        try:
+            self._cluster.apply_power_limit(node=self._node, gpu=index, watts=watts)
+        except InputError as exc:
+            raise GpuDriverError(str(exc), kind="invalid_argument") from exc
+        except PermanentStepError as exc:
+            raise GpuDriverError(str(exc), kind="gpu_lost") from exc
+
+    def reset(self, *, index: int, timeout_s: float) -> str:
+        self._gpu(index)
+        try:
+            self._cluster.apply_reset(node=self._node, gpu=index)
+        except PermanentStepError as exc:
+            raise GpuDriverError(str(exc), kind="in_use") from exc
+        return f"GPU 0000:{index:02X}:00.0 was successfully reset. (simulated)"
+
+    def wait_xid(self, *, timeout_s: float) -> XidEvent | None:
+        """The next XID that appears on this node's GPUs (e.g. from scenarios.inject_xid)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            current = self._xids()
+            new = sorted(current - self._seen)
+            if new:
+                index, uuid, xid = new[0]
+                self._seen.add(new[0])
+                return XidEvent(gpu=index, uuid=uuid, xid=xid, at=datetime.now(UTC))
+            self._seen &= current  # a cleared XID may come back later as a new event
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(_POLL_S)
+
+    def _xids(self) -> set[tuple[int, str, int]]:
+        return {(g.index, g.uuid, x) for g in self._gpus() for x in g.xid_errors}
+
+    def _gpus(self) -> list[GpuState]:
+        return list(self._cluster.snapshot().node(self._node).gpus)
+
+    def _gpu(self, index: int) -> GpuState:
+        for gpu in self._gpus():
+            if gpu.index == index:
+                return gpu
+        raise GpuDriverError(f"{self._node} has no GPU {index}", kind="not_found")
+
+
+def _report(g: GpuState) -> GpuReport:
+    if g.lost:
+        return GpuReport(
+            index=g.index,
+            uuid=g.uuid,
+            condition="lost",
+            error=f"GPU {g.index}: the GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST)",
+            xid_errors=g.xid_errors,
+        )
+    reasons: list[str] = []
+    if g.utilization_pct == 0:
+        reasons.append("gpu_idle")
+    if g.power_draw_w >= 0.98 * g.power_limit_w:
+        reasons.append("sw_power_cap")
+    if g.temperature_c >= THERMAL_SLOWDOWN_C:
+        reasons.append("sw_thermal_slowdown")
+    return GpuReport(
+        index=g.index,
+        uuid=g.uuid,
+        name=g.name,
+        pci_bus_id=f"00000000:{0x18 + 0x10 * g.index:02X}:00.0",
+        memory_total_mib=g.memory_total_mib,
+        mig_mode="disabled",
+        temperature_c=g.temperature_c,
+        power_draw_w=g.power_draw_w,
+        power_limit_w=g.power_limit_w,
+        power_min_w=g.power_min_w,
+        power_max_w=g.power_max_w,
+        power_default_w=g.power_default_w,
+        utilization_pct=g.utilization_pct,
+        memory_used_mib=g.memory_used_mib,
+        sm_clock_mhz=1980 if g.utilization_pct else 345,
+        throttle_reasons=tuple(reasons),
+        ecc=EccCounts(0, 0, 0, 0),
+        remapped_rows_pending=False,
+        remapped_rows_failed=False,
+        unsupported=("retired_pages",),
+        xid_errors=g.xid_errors,
+    )

@@ -1,0 +1,171 @@
+"""XID watcher: NVML critical-XID events forwarded to the bot as Alertmanager-shaped alerts."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from gpubot.agent.driver import XidEvent, XidSource
+
+log = logging.getLogger(__name__)
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def window_start(at: datetime, window_s: float) -> datetime:
+    return datetime.fromtimestamp(at.timestamp() // window_s * window_s, UTC)
+
+
+def xid_fingerprint(*, cluster: str, node: str, gpu: int, xid: int, window: datetime) -> str:
+    """The same for every event of one GPU and XID within one window: the bot opens one incident."""
+    key = f"{cluster}/{node}/{gpu}/{xid}/{window.isoformat()}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def xid_alert(
+    event: XidEvent, *, node: str, cluster: str, window_s: float, model: str = ""
+) -> dict[str, Any]:
+    """An Alertmanager webhook (v4) body for one XID event, labelled as the DCGM exporter does."""
+    window = window_start(event.at, window_s)
+    labels = {
+        "alertname": "GPUXidError",
+        "Hostname": node,
+        "gpu": str(event.gpu),
+        "UUID": event.uuid,
+        "xid": str(event.xid),
+        "cluster": cluster,
+        "severity": "critical",
+        "source": "gpubot-agent",
+    }
+    if model:
+        labels["modelName"] = model
+    alert = {
+        "status": "firing",
+        "labels": labels,
+        "annotations": {
+            "summary": f"XID {event.xid} on GPU {event.gpu} of {node} (from NVML, via the agent)",
+            "description": f"NVML reported critical XID {event.xid} at {event.at.isoformat()}",
+        },
+        # The window's start: a repeat within the window is the same alert to the bot.
+        "startsAt": window.isoformat(),
+        "endsAt": "0001-01-01T00:00:00Z",
+        "generatorURL": "",
+        "fingerprint": xid_fingerprint(
+            cluster=cluster, node=node, gpu=event.gpu, xid=event.xid, window=window
+        ),
+    }
+    group = {"alertname": "GPUXidError", "cluster": cluster}
+    return {
+        "version": "4",
+        "groupKey": f'{{}}:{{alertname="GPUXidError", cluster="{cluster}", Hostname="{node}"}}',
+        "status": "firing",
+        "receiver": "gpubot-agent",
+        "groupLabels": group,
+        "commonLabels": labels,
+        "commonAnnotations": alert["annotations"],
+        "externalURL": "",
+        "truncatedAlerts": 0,
+        "alerts": [alert],
+    }
+
+
+class BotEventSender:
+    """POSTs alert bodies to the bot's /agent/events with the agent's bearer token."""
+
+    def __init__(
+        self,
+        *,
+        bot_url: str,
+        token: str,
+        timeout_s: float = 10.0,
+        attempts: int = 5,
+        retry_delay_s: float = 2.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._url = bot_url.rstrip("/") + "/agent/events"
+        self._attempts = attempts
+        self._delay = retry_delay_s
+        self._client = httpx.AsyncClient(
+            headers={"authorization": f"Bearer {token}"},
+            timeout=timeout_s,
+            transport=transport,
+        )
+
+    async def __call__(self, body: dict[str, Any]) -> None:
+        # Resending is safe: the bot deduplicates by fingerprint and window start.
+        for attempt in range(1, self._attempts + 1):
+            try:
+                response = await self._client.post(self._url, json=body)
+                if response.status_code < 500:
+                    if response.status_code >= 400:
+                        log.error(
+                            "bot refused an XID event: %s %s", response.status_code, response.text
+                        )
+                    return
+                reason = f"HTTP {response.status_code}"
+            except httpx.HTTPError as exc:
+                reason = repr(exc)
+            log.warning("XID event not delivered (attempt %d): %s", attempt, reason)
+            await asyncio.sleep(self._delay * attempt)
+        log.error("XID event dropped after %d attempts: %s", self._attempts, body["alerts"][0])
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+class XidWatcher:
+    """Waits for XID events (in a thread: NVML's wait blocks) and forwards each once per window."""
+
+    def __init__(
+        self,
+        source: XidSource,
+        *,
+        node: str,
+        cluster: str,
+        send: Send,
+        window_s: float = 300.0,
+        poll_s: float = 5.0,
+        model: str = "",
+    ) -> None:
+        self._source = source
+        self._node, self._cluster, self._model = node, cluster, model
+        self._send = send
+        self._window_s = window_s
+        self._poll_s = poll_s
+        self._sent: set[str] = set()
+
+    async def run_once(self) -> XidEvent | None:
+        event = await asyncio.to_thread(self._source.wait_xid, timeout_s=self._poll_s)
+        if event is not None:
+            await self.forward(event)
+        return event
+
+    async def forward(self, event: XidEvent) -> bool:
+        """Send one event unless this GPU/XID was already sent in this window."""
+        body = xid_alert(
+            event,
+            node=self._node,
+            cluster=self._cluster,
+            window_s=self._window_s,
+            model=self._model,
+        )
+        fingerprint = body["alerts"][0]["fingerprint"]
+        if fingerprint in self._sent:
+            return False
+        log.warning("XID %d on GPU %d of %s: telling the bot", event.xid, event.gpu, self._node)
+        await self._send(body)
+        self._sent.add(fingerprint)
+        return True
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.run_once()
+            except Exception:  # the watcher's edge: log, pause, keep watching
+                log.exception("XID watcher failed; retrying")
+                await asyncio.sleep(self._poll_s)

@@ -1,0 +1,328 @@
+"""KubernetesKubeApi: the KubeApi port on the official client, each blocking call in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from gpubot.backends.kube import convert
+from gpubot.backends.kube.errors import eviction_error, translate
+from gpubot.domain.cluster import (
+    CORDON_BY_ANNOTATION,
+    CORDON_REASON_ANNOTATION,
+    NodeInfo,
+    PodDisruptionBudget,
+    PodEvent,
+    PodInfo,
+    Taint,
+)
+from gpubot.errors import NotFoundError, TemporaryStepError
+
+T = TypeVar("T")
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+# Node events live in `default`, keyed by the node's name, as the kubelet writes them.
+EVENT_NAMESPACE = "default"
+COMPONENT = "gpubot"
+
+
+class KubernetesKubeApi:
+    """One cluster through its API server.
+
+    The client is blocking (urllib3), so every call runs in this adapter's own thread pool:
+    the event loop never waits on the network, and a drain's concurrent evictions are not
+    capped by asyncio's shared default pool. `dry_run=True` sends `dryRun=All` with every
+    write: the API server runs admission, RBAC and PDB checks and persists nothing.
+    """
+
+    def __init__(
+        self, api_client: client.ApiClient, *, dry_run: bool = False, workers: int = 32
+    ) -> None:
+        self._api = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.policy = client.PolicyV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
+        self._dry = "All" if dry_run else None
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._api.close()  # type: ignore[no-untyped-call]
+
+    async def _call(self, fn: Callable[..., T], /, *, verb: str, resource: str, **kw: Any) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool, functools.partial(fn, **kw))
+        except ApiException as exc:
+            raise translate(exc, verb=verb, resource=resource) from exc
+        except HTTPError as exc:  # connection refused, reset, timed out: worth another try
+            raise TemporaryStepError(
+                f"cannot reach the API server ({verb} {resource}): {exc}", delay=5.0
+            ) from exc
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    async def list_nodes(self) -> list[NodeInfo]:
+        nodes = await self._call(self.core.list_node, verb="list", resource="nodes")
+        return [convert.node_info(n) for n in nodes.items]
+
+    async def get_node(self, *, node: str) -> NodeInfo:
+        return convert.node_info(await self._read_node(node))
+
+    async def _read_node(self, node: str) -> Any:
+        return await self._call(
+            self.core.read_node, verb="get", resource=f"nodes/{node}", name=node
+        )
+
+    async def _patch_node(self, node: str, body: dict[str, Any], content_type: str) -> None:
+        await self._call(
+            self.core.patch_node,
+            verb="patch",
+            resource=f"nodes/{node}",
+            name=node,
+            body=body,
+            dry_run=self._dry,
+            _content_type=content_type,
+        )
+
+    async def set_unschedulable(self, *, node: str, value: bool, actor: str, reason: str) -> None:
+        # One patch for the flag and the annotations, so nobody sees one without the other;
+        # null deletes an annotation in a strategic merge patch.
+        annotations = (
+            {CORDON_BY_ANNOTATION: actor, CORDON_REASON_ANNOTATION: reason}
+            if value
+            else {CORDON_BY_ANNOTATION: None, CORDON_REASON_ANNOTATION: None}
+        )
+        body = {"spec": {"unschedulable": value}, "metadata": {"annotations": annotations}}
+        await self._patch_node(node, body, STRATEGIC)
+
+    async def set_taint(self, *, node: str, taint: Taint, present: bool) -> None:
+        current = await self._read_node(node)
+        taints = [
+            t.to_dict()
+            for t in (current.spec.taints or [])
+            if (t.key, t.effect) != (taint.key, taint.effect)
+        ]
+        if present:
+            taints.append({"key": taint.key, "value": taint.value or None, "effect": taint.effect})
+        # spec.taints is an atomic list: send all of it, guarded by the version we read, so
+        # a taint someone added meanwhile is not lost (409 → the executor retries).
+        body = {
+            "metadata": {"resourceVersion": current.metadata.resource_version},
+            "spec": {"taints": [{k: v for k, v in t.items() if v is not None} for t in taints]},
+        }
+        await self._patch_node(node, body, MERGE)
+
+    async def set_node_metadata(
+        self,
+        *,
+        node: str,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        meta: dict[str, Any] = {}
+        if labels:
+            meta["labels"] = dict(labels)
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        if meta:
+            await self._patch_node(node, {"metadata": meta}, STRATEGIC)
+
+    async def post_node_event(
+        self,
+        *,
+        node: str,
+        reason: str,
+        message: str,
+        event_type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        now = datetime.now(UTC)
+        body = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{node}.", namespace=EVENT_NAMESPACE),
+            involved_object=client.V1ObjectReference(kind="Node", name=node, uid=node),
+            reason=reason,
+            message=message[:1024],
+            type=event_type,
+            source=client.V1EventSource(component=COMPONENT),
+            reporting_component=COMPONENT,
+            reporting_instance=COMPONENT,
+            first_timestamp=now,
+            last_timestamp=now,
+            count=1,
+        )
+        await self._call(
+            self.core.create_namespaced_event,
+            verb="create",
+            resource="events",
+            namespace=EVENT_NAMESPACE,
+            body=body,
+            dry_run=self._dry,
+        )
+
+    # -- pods -----------------------------------------------------------------------------
+
+    async def list_pods(
+        self, *, node: str | None = None, namespace: str | None = None
+    ) -> list[PodInfo]:
+        selector = f"spec.nodeName={node}" if node else None
+        if namespace:
+            pods = await self._call(
+                self.core.list_namespaced_pod,
+                verb="list",
+                resource=f"pods in {namespace}",
+                namespace=namespace,
+                field_selector=selector,
+            )
+        else:
+            pods = await self._call(
+                self.core.list_pod_for_all_namespaces,
+                verb="list",
+                resource="pods",
+                field_selector=selector,
+            )
+        return [convert.pod_info(p) for p in pods.items]
+
+    async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
+        pod = await self._call(
+            self.core.read_namespaced_pod,
+            verb="get",
+            resource=f"pods {namespace}/{name}",
+            name=name,
+            namespace=namespace,
+        )
+        return convert.pod_info(pod)
+
+    async def pod_logs(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        container: str | None = None,
+        previous: bool = False,
+        tail_lines: int = 100,
+    ) -> str:
+        text = await self._call(
+            self.core.read_namespaced_pod_log,
+            verb="get",
+            resource=f"pods/log {namespace}/{name}",
+            name=name,
+            namespace=namespace,
+            container=container,
+            previous=previous,
+            tail_lines=tail_lines,
+        )
+        return str(text or "")
+
+    async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]:
+        events = await self._call(
+            self.core.list_namespaced_event,
+            verb="list",
+            resource=f"events in {namespace}",
+            namespace=namespace,
+            field_selector=f"involvedObject.kind=Pod,involvedObject.name={name}",
+        )
+        return [convert.pod_event(e) for e in events.items]
+
+    async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """policy/v1 Eviction: 201 evicted, 404 already gone (success), 429 a PDB says no."""
+        body = client.V1Eviction(
+            api_version="policy/v1",
+            kind="Eviction",
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+            delete_options=client.V1DeleteOptions(
+                grace_period_seconds=grace_seconds, dry_run=[self._dry] if self._dry else None
+            ),
+        )
+        loop = asyncio.get_running_loop()
+        call = functools.partial(
+            self.core.create_namespaced_pod_eviction,
+            name=name,
+            namespace=namespace,
+            body=body,
+            dry_run=self._dry,
+        )
+        try:
+            await loop.run_in_executor(self._pool, call)
+        except ApiException as exc:
+            if exc.status == 404:
+                return  # gone already: what an eviction wants
+            raise eviction_error(exc, namespace=namespace, name=name) from exc
+        except HTTPError as exc:
+            raise TemporaryStepError(f"cannot reach the API server: {exc}", delay=5.0) from exc
+
+    async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
+        """Delete without PDB checks: only where a runbook says so explicitly."""
+        try:
+            await self._call(
+                self.core.delete_namespaced_pod,
+                verb="delete",
+                resource=f"pods {namespace}/{name}",
+                name=name,
+                namespace=namespace,
+                grace_period_seconds=grace_seconds,
+                dry_run=self._dry,
+            )
+        except NotFoundError:
+            return
+
+    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
+        if namespace:
+            pdbs = await self._call(
+                self.policy.list_namespaced_pod_disruption_budget,
+                verb="list",
+                resource=f"poddisruptionbudgets in {namespace}",
+                namespace=namespace,
+            )
+        else:
+            pdbs = await self._call(
+                self.policy.list_pod_disruption_budget_for_all_namespaces,
+                verb="list",
+                resource="poddisruptionbudgets",
+            )
+        return [convert.pdb_info(b) for b in pdbs.items]
+
+    # -- workloads ------------------------------------------------------------------------
+
+    async def scale(
+        self,
+        *,
+        namespace: str,
+        kind: Literal["Deployment", "StatefulSet"],
+        name: str,
+        replicas: int,
+    ) -> int:
+        """Set replicas through the /scale subresource; returns the previous count."""
+        read, patch, resource = (
+            (
+                self.apps.read_namespaced_deployment_scale,
+                self.apps.patch_namespaced_deployment_scale,
+                "deployments/scale",
+            )
+            if kind == "Deployment"
+            else (
+                self.apps.read_namespaced_stateful_set_scale,
+                self.apps.patch_namespaced_stateful_set_scale,
+                "statefulsets/scale",
+            )
+        )
+        what = f"{resource} {namespace}/{name}"
+        before = await self._call(read, verb="get", resource=what, name=name, namespace=namespace)
+        await self._call(
+            patch,
+            verb="patch",
+            resource=what,
+            name=name,
+            namespace=namespace,
+            body={"spec": {"replicas": replicas}},
+            dry_run=self._dry,
+            _content_type=MERGE,
+        )
+        return int((before.spec.replicas if before.spec else None) or 0)

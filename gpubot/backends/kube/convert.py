@@ -1,0 +1,155 @@
+"""Client models → domain values: nodes, pods, budgets, events (pure functions)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from kubernetes.utils.quantity import parse_quantity as _parse_quantity
+
+from gpubot.domain.cluster import (
+    DEFAULT_SHM_BYTES,
+    ContainerTermination,
+    NodeInfo,
+    PodDisruptionBudget,
+    PodEvent,
+    PodInfo,
+    Taint,
+)
+
+GPU_RESOURCE = "nvidia.com/gpu"
+MIG_PREFIX = "nvidia.com/mig-"  # e.g. nvidia.com/mig-1g.10gb (MIG "mixed" strategy)
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+SHM_PATH = "/dev/shm"  # noqa: S108 (a mount path we compare, not a file we open)
+
+
+def parse_quantity(value: str) -> Decimal:
+    """ "64Gi", "1500m", "8" → a number (the client's parser, which is untyped)."""
+    result: Decimal = _parse_quantity(value)  # type: ignore[no-untyped-call]
+    return result
+
+
+def gpu_devices(resources: dict[str, str] | None) -> int:
+    """Whole GPUs plus MIG slices: the devices the scheduler hands out on this node or pod."""
+    total = 0
+    for key, value in (resources or {}).items():
+        if key == GPU_RESOURCE or key.startswith(MIG_PREFIX):
+            total += int(parse_quantity(value))
+    return total
+
+
+def node_info(node: Any) -> NodeInfo:
+    meta, spec, status = node.metadata, node.spec, node.status
+    conditions = (status.conditions if status else None) or []
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    labels = dict(meta.labels or {})
+    return NodeInfo(
+        name=meta.name,
+        unschedulable=bool(spec and spec.unschedulable),
+        ready=ready,
+        taints=tuple(
+            Taint(key=t.key, value=t.value or "", effect=t.effect)
+            for t in ((spec.taints if spec else None) or [])
+        ),
+        labels=labels,
+        annotations=dict(meta.annotations or {}),
+        gpu_capacity=gpu_devices(status.capacity if status else None),
+        gpu_allocatable=gpu_devices(status.allocatable if status else None),
+        gpu_product=labels.get(GPU_PRODUCT_LABEL, ""),
+    )
+
+
+def _owner(pod: Any) -> tuple[str, str]:
+    refs = pod.metadata.owner_references or []
+    ref = next((r for r in refs if r.controller), refs[0] if refs else None)
+    if ref is None:
+        return "", ""
+    if ref.kind == "ReplicaSet":
+        # A Deployment names its ReplicaSets <deployment>-<pod-template-hash> and labels the
+        # pods with that hash; resolving it from the name saves an API read per pod.
+        suffix = "-" + (pod.metadata.labels or {}).get("pod-template-hash", "\0")
+        if ref.name.endswith(suffix):
+            return "Deployment", ref.name[: -len(suffix)]
+    return str(ref.kind), str(ref.name)
+
+
+def _container_gpus(container: Any) -> int:
+    res = container.resources
+    if res is None:
+        return 0
+    # Extended resources must set limits; requests, when given, equal them.
+    return gpu_devices(res.limits) or gpu_devices(res.requests)
+
+
+def _shm_bytes(pod: Any, container: Any, memory_limit: int | None) -> int:
+    volumes = {v.name: v for v in (pod.spec.volumes or [])}
+    for mount in container.volume_mounts or []:
+        volume = volumes.get(mount.name)
+        if mount.mount_path != SHM_PATH or volume is None or volume.empty_dir is None:
+            continue
+        if volume.empty_dir.medium != "Memory":
+            continue
+        if volume.empty_dir.size_limit:
+            return int(parse_quantity(volume.empty_dir.size_limit))
+        # Memory-backed and unbounded: the container's memory limit is what bounds it.
+        return memory_limit if memory_limit is not None else DEFAULT_SHM_BYTES
+    return DEFAULT_SHM_BYTES
+
+
+def pod_info(pod: Any) -> PodInfo:
+    meta, spec, status = pod.metadata, pod.spec, pod.status
+    containers = spec.containers or []
+    main = next((c for c in containers if _container_gpus(c) > 0), containers[0])
+    limits = (main.resources.limits if main.resources else None) or {}
+    memory = int(parse_quantity(limits["memory"])) if "memory" in limits else None
+    statuses = {s.name: s for s in ((status.container_statuses if status else None) or [])}
+    main_status = statuses.get(main.name)
+    last = None
+    if main_status is not None and main_status.last_state and main_status.last_state.terminated:
+        t = main_status.last_state.terminated
+        last = ContainerTermination(
+            container=main.name,
+            reason=t.reason or "",
+            exit_code=int(t.exit_code),
+            signal=t.signal,
+            message=t.message or "",
+            finished_at=t.finished_at,
+        )
+    owner_kind, owner_name = _owner(pod)
+    return PodInfo(
+        namespace=meta.namespace,
+        name=meta.name,
+        node=spec.node_name or "",
+        phase=(status.phase if status else None) or "Pending",
+        gpu_request=sum(_container_gpus(c) for c in containers),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        labels=dict(meta.labels or {}),
+        annotations=dict(meta.annotations or {}),
+        created_at=meta.creation_timestamp,
+        container=main.name,
+        restart_count=main_status.restart_count if main_status else 0,
+        last_terminated=last,
+        memory_limit_bytes=memory,
+        shm_size_bytes=_shm_bytes(pod, main, memory),
+    )
+
+
+def pdb_info(pdb: Any) -> PodDisruptionBudget:
+    selector = pdb.spec.selector
+    return PodDisruptionBudget(
+        namespace=pdb.metadata.namespace,
+        name=pdb.metadata.name,
+        selector=dict((selector.match_labels if selector else None) or {}),
+        disruptions_allowed=int((pdb.status.disruptions_allowed if pdb.status else 0) or 0),
+    )
+
+
+def pod_event(event: Any) -> PodEvent:
+    return PodEvent(
+        type=event.type or "Normal",
+        reason=event.reason or "",
+        message=event.message or "",
+        count=event.count or 1,
+        last_seen=event.last_timestamp or event.event_time,
+    )

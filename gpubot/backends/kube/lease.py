@@ -1,0 +1,131 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with resourceVersion-checked updates."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+log = logging.getLogger(__name__)
+
+
+class LeaseLeadership:
+    """The Leadership port: this replica leads while it holds a fresh Lease.
+
+    Expiry is judged as client-go does, from local observation, not the other replica's clock:
+    a Lease whose record has not changed for `lease_seconds` of our time is free to take.
+    `is_leader()` is false as soon as a renewal fails to land or the Lease is seen with
+    another holder, and also once our own last renewal is older than the lease duration.
+    """
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        identity: str,
+        namespace: str = "gpubot",
+        name: str = "gpubot-leader",
+        lease_seconds: float = 15.0,
+        renew_seconds: float = 5.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.api = client.CoordinationV1Api(api_client)
+        self.identity = identity
+        self.namespace, self.name = namespace, name
+        self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
+        self._mono = monotonic
+        self._renewed_at: float | None = None  # when our last write landed
+        self._observed: tuple[str, float] | None = None  # (resourceVersion, when first seen)
+        self._task: asyncio.Task[None] | None = None
+
+    def is_leader(self) -> bool:
+        return self._renewed_at is not None and self._mono() - self._renewed_at < self.lease_seconds
+
+    async def start(self) -> None:
+        if self._task is None:
+            await self.try_acquire_or_renew()
+            self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        """Stop renewing (another replica takes over once the Lease expires)."""
+        self._renewed_at = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.renew_seconds)
+            await self.try_acquire_or_renew()
+
+    async def try_acquire_or_renew(self) -> bool:
+        try:
+            won = await asyncio.to_thread(self._round)
+        except (ApiException, HTTPError) as exc:
+            log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            won = False
+        if won:
+            self._renewed_at = self._mono()
+        else:
+            self._renewed_at = None  # stop starting steps at once
+        return won
+
+    def _spec(self, *, transitions: int, acquired: datetime | None) -> client.V1LeaseSpec:
+        now = datetime.now(UTC)
+        return client.V1LeaseSpec(
+            holder_identity=self.identity,
+            lease_duration_seconds=max(1, round(self.lease_seconds)),
+            acquire_time=acquired or now,
+            renew_time=now,
+            lease_transitions=transitions,
+        )
+
+    def _round(self) -> bool:
+        """One election round (blocking; runs in a thread). True when we hold the Lease."""
+        try:
+            lease = self.api.read_namespaced_lease(name=self.name, namespace=self.namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body = client.V1Lease(
+                metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
+                spec=self._spec(transitions=0, acquired=None),
+            )
+            try:
+                self.api.create_namespaced_lease(namespace=self.namespace, body=body)
+            except ApiException as create_exc:
+                if create_exc.status == 409:  # another replica created it first
+                    return False
+                raise
+            return True
+        spec = lease.spec or client.V1LeaseSpec()
+        version = str(lease.metadata.resource_version if lease.metadata else "")
+        now = self._mono()
+        if self._observed is None or self._observed[0] != version:
+            self._observed = (version, now)
+        mine = spec.holder_identity == self.identity
+        duration = float(spec.lease_duration_seconds or self.lease_seconds)
+        expired = not spec.holder_identity or now - self._observed[1] >= duration
+        if not mine and not expired:
+            return False
+        transitions = int(spec.lease_transitions or 0) + (0 if mine else 1)
+        lease.spec = self._spec(
+            transitions=transitions, acquired=spec.acquire_time if mine else None
+        )
+        try:
+            # metadata.resourceVersion is what we read: a write by anyone since → 409.
+            self.api.replace_namespaced_lease(name=self.name, namespace=self.namespace, body=lease)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True

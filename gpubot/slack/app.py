@@ -1,0 +1,122 @@
+"""The Slack side assembled: Web API client, outbox, notifier, bolt AsyncApp, HTTP and socket."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gpubot.config import Settings
+from gpubot.engine.service import GpubotService
+from gpubot.errors import ConfigError
+from gpubot.slack.listeners import GpuCommands, UserGroups, register
+from gpubot.slack.notifier import NotifierStore, Route, SlackNotifier
+from gpubot.slack.outbox import SlackOutbox
+
+log = logging.getLogger(__name__)
+
+
+def web_client(settings: Settings) -> AsyncWebClient:
+    if settings.slack_bot_token is None:
+        raise ConfigError("SLACK_BOT_TOKEN is not set (needed when slack.mode is not off)")
+    base = settings.slack.api_url
+    return AsyncWebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=base if base.endswith("/") else base + "/",
+    )
+
+
+def make_notifier(
+    settings: Settings, client: AsyncWebClient, store: NotifierStore
+) -> SlackNotifier:
+    s = settings.slack
+    outbox = SlackOutbox(client, per_second=s.rate_per_second)
+    routes = [Route(channel=r.channel, cluster=r.cluster, severity=r.severity) for r in s.routes]
+    return SlackNotifier(outbox, store, channel=s.channel, routes=routes)
+
+
+@dataclass
+class SlackParts:
+    """The bolt app and how it is reached: HTTP (`/slack/events`) or Socket Mode."""
+
+    app: AsyncApp
+    notifier: SlackNotifier
+    settings: Settings
+    _socket: AsyncSocketModeHandler | None = None
+
+    def __post_init__(self) -> None:
+        self._http = AsyncSlackRequestHandler(self.app)
+
+    async def handle_http(self, request: Request) -> Response:
+        """POST /slack/events: bolt checks the signature and the 5-minute window first."""
+        response: Response = await self._http.handle(request)
+        return response
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.settings.slack.mode == "socket" and self.settings.slack_app_token is not None
+
+    async def start(self) -> None:
+        if self.settings.slack.mode == "socket" and self.settings.slack_app_token is None:
+            log.warning("slack: SLACK_APP_TOKEN is not set, so /gpu and the buttons are off")
+        if not self.socket_mode:
+            return
+        assert self.settings.slack_app_token is not None
+        self._socket = AsyncSocketModeHandler(
+            self.app, self.settings.slack_app_token.get_secret_value()
+        )
+        try:
+            await self._socket.connect_async()  # type: ignore[no-untyped-call]
+        except Exception as exc:  # bad token, no route to Slack: one line, not a traceback
+            raise ConfigError(f"slack: Socket Mode could not connect: {exc}") from exc
+        log.info("slack: connected in Socket Mode")
+
+    async def stop(self) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
+            self._socket = None
+
+    async def aclose(self, *, grace: float = 10.0) -> None:
+        """Send what is still queued (for up to `grace` seconds), then stop the outbox."""
+        await self.stop()
+        try:
+            await asyncio.wait_for(self.notifier.outbox.flush(), timeout=grace)
+        except TimeoutError:  # Slack unreachable at shutdown; the store keeps the record
+            log.warning("slack: %d messages unsent at shutdown", self.notifier.outbox.pending)
+        await self.notifier.outbox.aclose()
+
+
+def make_slack_app(
+    settings: Settings,
+    *,
+    service: GpubotService,
+    notifier: SlackNotifier,
+    usergroups: Mapping[str, frozenset[str]],
+) -> SlackParts:
+    """Bolt AsyncApp with the `/gpu` command and approval buttons; verifies signatures."""
+    if settings.slack.mode == "http" and settings.slack_signing_secret is None:
+        raise ConfigError("SLACK_SIGNING_SECRET is not set (needed for slack.mode: http)")
+    secret = settings.slack_signing_secret
+    client = notifier.outbox.client
+    app = AsyncApp(
+        client=client,
+        signing_secret=secret.get_secret_value() if secret else None,
+        request_verification_enabled=secret is not None,
+        process_before_response=False,
+    )
+    groups = UserGroups(
+        client,
+        [g for members in usergroups.values() for g in members],
+        ttl=settings.slack.usergroup_cache_seconds,
+    )
+    default_cluster = settings.clusters[0].name
+    register(app, commands=GpuCommands(service, default_cluster=default_cluster), groups=groups)
+    return SlackParts(app=app, notifier=notifier, settings=settings)

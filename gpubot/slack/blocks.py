@@ -1,0 +1,190 @@
+"""Pure Block Kit builders: neutral messages, incident roots and approval requests as data."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
+from gpubot.domain.incidents import Incident
+from gpubot.domain.results import Code, Fields, Message, Table, Text
+
+Block = dict[str, Any]
+
+APPROVE_ACTION = "gpubot_approve"
+DENY_ACTION = "gpubot_deny"
+SECTION_LIMIT = 3000  # characters in one section's text (Block Kit)
+FIELD_LIMIT = 2000  # characters in one field
+FIELDS_PER_SECTION = 10
+FALLBACK_LIMIT = 3000  # the notification text; Slack accepts more, people read less
+_SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_orange_circle:"}
+_STATE_ICON = {
+    "open": ":rotating_light:",
+    "acting": ":gear:",
+    "waiting for approval": ":hourglass_flowing_sand:",
+    "resolved": ":white_check_mark:",
+}
+# Slack's own markup that a message may carry on purpose: <@U…>, <#C…>, <!subteam^S…>.
+_SLACK_TOKEN = re.compile(r"<[@#!][A-Za-z0-9^|_.-]+>")
+
+
+def escape(text: str) -> str:
+    """Escape &, < and > (Slack's control characters), keeping user and group mentions."""
+    out, last = [], 0
+    for match in _SLACK_TOKEN.finditer(text):
+        out.append(_escape_plain(text[last : match.start()]))
+        out.append(match.group(0))
+        last = match.end()
+    out.append(_escape_plain(text[last:]))
+    return "".join(out)
+
+
+def _escape_plain(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}}
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}]}
+
+
+def _fields(pairs: tuple[tuple[str, str], ...]) -> list[Block]:
+    cells = [
+        {"type": "mrkdwn", "text": _cut(f"*{escape(k)}*\n{escape(v)}", FIELD_LIMIT)}
+        for k, v in pairs
+    ]
+    return [
+        {"type": "section", "fields": cells[i : i + FIELDS_PER_SECTION]}
+        for i in range(0, len(cells), FIELDS_PER_SECTION)
+    ]
+
+
+def table_text(table: Table, *, width: int = 40) -> str:
+    """Aligned monospace columns; cells longer than `width` are cut."""
+    rows = [table.headers, *table.rows]
+    widths = [min(width, max(len(row[i]) for row in rows)) for i in range(len(table.headers))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append("  ".join(_cut(c, w).ljust(w) for c, w in zip(row, widths, strict=True)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _table(table: Table) -> Block:
+    body = table_text(table)
+    room = SECTION_LIMIT - 40  # the fences and the "… n more rows" line
+    if len(body) > room:
+        kept = body[:room].rsplit("\n", 1)[0]
+        dropped = body.count("\n") - kept.count("\n")
+        body = f"{kept}\n… {dropped} more rows"
+    return _section(f"```{escape(body)}```")
+
+
+def message_blocks(message: Message) -> list[Block]:
+    """One neutral message as Block Kit: a bold title, then its blocks in order."""
+    blocks = [_section(f"*{escape(message.title)}*")]
+    for block in message.blocks:
+        if isinstance(block, Text):
+            blocks.append(_section(escape(block.text)))
+        elif isinstance(block, Fields):
+            blocks.extend(_fields(block.pairs))
+        elif isinstance(block, Table):
+            blocks.append(_table(block))
+        elif isinstance(block, Code):
+            blocks.append(_section(f"```{escape(_cut(block.text, SECTION_LIMIT - 8))}```"))
+    return blocks
+
+
+def fallback_text(message: Message) -> str:
+    """The notification and screen-reader text that goes beside the blocks."""
+    return _cut(message.plain(), FALLBACK_LIMIT)
+
+
+def incident_root(incident: Incident, *, state: str) -> tuple[str, list[Block]]:
+    """The incident's root message: what, where, how bad, the state, and the links."""
+    icon = _SEVERITY_ICON.get(incident.severity.lower(), ":large_yellow_circle:")
+    title = f"[{incident.severity.upper()}] {incident.alertname}: {incident.summary}"
+    pairs = (
+        ("Severity", incident.severity),
+        ("Cluster", incident.cluster),
+        ("Node", incident.node or "-"),
+        ("GPU", incident.labels.get("gpu", "-")),
+        ("State", state),
+        ("Incident", incident.id),
+    )
+    blocks = [_section(f"{icon} *{escape(title)}*"), *_fields(pairs)]
+    links = []
+    if incident.generator_url:
+        links.append(f"<{_escape_plain(incident.generator_url)}|Alert source>")
+    if runbook_url := incident.annotations.get("runbook_url"):
+        links.append(f"<{_escape_plain(runbook_url)}|Runbook>")
+    state_icon = _STATE_ICON.get(state, ":information_source:")
+    blocks.append(_context(" · ".join([f"{state_icon} {escape(state)}", *links])))
+    return _cut(f"{title} ({incident.id}) — {state}", FALLBACK_LIMIT), blocks
+
+
+def approval_request(message: Message, request: ApprovalRequest) -> list[Block]:
+    """The request with Approve / Deny buttons; they carry only the opaque approval id."""
+    return [*message_blocks(message), _buttons(request.id)]
+
+
+def _buttons(approval_id: str) -> Block:
+    return {
+        "type": "actions",
+        "block_id": "gpubot_approval",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": APPROVE_ACTION,
+                "text": {"type": "plain_text", "text": "Approve"},
+                "style": "primary",
+                "value": approval_id,
+            },
+            {
+                "type": "button",
+                "action_id": DENY_ACTION,
+                "text": {"type": "plain_text", "text": "Deny"},
+                "style": "danger",
+                "value": approval_id,
+            },
+        ],
+    }
+
+
+def _at(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def approval_decided(
+    original: Message | None, request: ApprovalRequest, note: str
+) -> tuple[str, list[Block]]:
+    """The approval message after a vote: who decided and when; buttons only while pending."""
+    votes = "; ".join(
+        f"{'approved' if v.decision == 'approve' else 'denied'} by <@{v.user}> at {_at(v.at)}"
+        for v in request.votes
+    )
+    icon = {
+        ApprovalStatus.APPROVED: ":white_check_mark:",
+        ApprovalStatus.DENIED: ":no_entry:",
+        ApprovalStatus.PENDING: ":hourglass_flowing_sand:",
+    }.get(request.status, ":heavy_minus_sign:")
+    status = f"{icon} *{request.status.value}*: {escape(note)}" + (f" ({votes})" if votes else "")
+    base = message_blocks(original) if original else [_section(f"*Approval {request.id}*")]
+    blocks = [*base, _context(status)]
+    if request.status is ApprovalStatus.PENDING:
+        blocks.append(_buttons(request.id))
+    title = original.title if original else f"Approval {request.id}"
+    return _cut(f"{title}: {request.status.value}. {note}", FALLBACK_LIMIT), blocks
+
+
+def ephemeral(text: str) -> list[Block]:
+    return [_section(escape(text))]

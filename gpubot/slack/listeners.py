@@ -1,0 +1,200 @@
+"""Bolt listeners: `/gpu` and the approval buttons. Each one acks first, then works."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Collection
+from typing import Any, Literal
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from gpubot.domain.incidents import IncidentStatus
+from gpubot.domain.results import Message, Text
+from gpubot.domain.xid import CATALOG_URL, explain
+from gpubot.engine import messages
+from gpubot.engine.service import GpubotService
+from gpubot.errors import ApprovalError, GpubotError, NotFoundError
+from gpubot.slack import blocks, replies
+from gpubot.slack.blocks import APPROVE_ACTION, DENY_ACTION
+from gpubot.slack.commands import (
+    USAGE,
+    Audit,
+    Command,
+    Help,
+    Idle,
+    Incidents,
+    PlanCmd,
+    RunCmd,
+    Show,
+    Status,
+    UsageError,
+    Xid,
+    parse,
+)
+
+log = logging.getLogger(__name__)
+_BUTTONS = re.compile(f"^({APPROVE_ACTION}|{DENY_ACTION})$")
+
+
+class UserGroups:
+    """Which of the configured Slack user groups a user is in (usergroups.users.list, TTL)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        usergroups: Collection[str],
+        *,
+        ttl: float = 300.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.usergroups = sorted(set(usergroups))
+        self.ttl = ttl
+        self._monotonic = monotonic
+        self._members: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def of(self, user: str) -> list[str]:
+        return [g for g in self.usergroups if user in await self._members_of(g)]
+
+    async def _members_of(self, usergroup: str) -> frozenset[str]:
+        cached = self._members.get(usergroup)
+        now = self._monotonic()
+        if cached is not None and now - cached[0] < self.ttl:
+            return cached[1]
+        try:
+            reply = await self.client.usergroups_users_list(usergroup=usergroup)
+            members = frozenset(str(u) for u in reply.get("users") or [])
+        except Exception:  # Slack unreachable: the last known members, else nobody
+            log.exception("usergroups.users.list %s failed", usergroup)
+            return cached[1] if cached else frozenset()
+        self._members[usergroup] = (now, members)
+        return members
+
+
+def _reply(message: Message) -> dict[str, Any]:
+    return {
+        "response_type": "ephemeral",
+        "text": blocks.fallback_text(message),
+        "blocks": blocks.message_blocks(message),
+    }
+
+
+class GpuCommands:
+    """Runs one parsed `/gpu` command and returns the message to show."""
+
+    def __init__(self, service: GpubotService, *, default_cluster: str) -> None:
+        self.service = service
+        self.default_cluster = default_cluster
+
+    def parse(self, text: str) -> Command:
+        e = self.service.e
+        return parse(
+            text,
+            clusters=e.clusters.keys(),
+            runbooks=e.runbooks.keys(),
+            default_cluster=self.default_cluster,
+        )
+
+    async def answer(self, command: Command, *, user: str) -> Message:
+        e = self.service.e
+        if isinstance(command, Help):
+            return Message("gpubot", (Text(USAGE),))
+        if isinstance(command, Status):
+            return await self._status(command)
+        if isinstance(command, Incidents):
+            status = IncidentStatus.OPEN if command.which == "open" else None
+            found = await e.store.list_incidents(status=status, limit=20)
+            return replies.incident_list(found, command.which)
+        if isinstance(command, Show):
+            incident = await e.store.get_incident(command.incident)
+            runs = await e.store.list_runs(incident_id=incident.id)
+            return replies.incident_detail(incident, [(r, await e.store.steps(r.id)) for r in runs])
+        if isinstance(command, Audit):
+            await e.store.get_incident(command.incident)  # NotFoundError for a wrong id
+            return messages.audit_summary(await e.store.events(incident_id=command.incident))
+        if isinstance(command, PlanCmd):
+            plan = await self.service.plan(
+                runbook=command.runbook, args=command.args, cluster=command.cluster
+            )
+            return messages.plan_message(plan)
+        if isinstance(command, RunCmd):
+            plan, run = await self.service.start_command_run(
+                runbook=command.runbook,
+                args=command.args,
+                requested_by=user,
+                cluster=command.cluster,
+                dry_run=command.dry_run,
+            )
+            started = messages.plan_message(plan)
+            what = "dry run" if run is not None and run.dry_run else "run"
+            title = f"Started {what} {run.id}" if run else "Not started: already running"
+            return Message(f"{title}: {started.title}", started.blocks)
+        if isinstance(command, Xid):
+            return replies.xid_reply(command.code, explain(command.code), CATALOG_URL)
+        if isinstance(command, Idle):
+            return messages.text("Idle-GPU reports are not configured yet.")
+        raise AssertionError(f"unhandled command {command!r}")
+
+    async def _status(self, command: Status) -> Message:
+        ports = self.service.e.clusters[command.cluster]
+        if command.node is not None:
+            node = await ports.kube.get_node(node=command.node)
+            return replies.node_status(
+                command.cluster, node, await ports.agent.gpus(node=node.name)
+            )
+        nodes = [n for n in await ports.kube.list_nodes() if n.is_gpu_node]
+        gpus = await asyncio.gather(*(ports.agent.gpus(node=n.name) for n in nodes))
+        return replies.fleet_status(command.cluster, list(zip(nodes, gpus, strict=True)))
+
+
+def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> None:
+    """Attach the `/gpu` command and the approval buttons to a bolt app."""
+    service = commands.service
+
+    @app.command("/gpu")
+    async def gpu(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        user = str(command.get("user_id", ""))
+        try:
+            parsed = commands.parse(str(command.get("text", "")))
+        except UsageError as exc:
+            await respond(response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
+            return
+        try:
+            message = await commands.answer(parsed, user=user)
+        except NotFoundError as exc:
+            message = messages.text(f"Not found: {exc}")
+        except GpubotError as exc:
+            message = messages.text(f"Refused: {exc}")
+        except Exception:  # the listener's edge: log, tell the user, keep serving
+            log.exception("/gpu %s failed", type(parsed).__name__)
+            message = messages.text("That failed inside gpubot; the error is in its log.")
+        await respond(**_reply(message))
+
+    @app.action(_BUTTONS)
+    async def button(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        action = body["actions"][0]
+        user = str(body["user"]["id"])
+        decision: Literal["approve", "deny"] = (
+            "approve" if action["action_id"] == APPROVE_ACTION else "deny"
+        )
+        try:
+            await service.vote(
+                approval_id=str(action.get("value", "")),
+                user=user,
+                decision=decision,
+                user_groups=await groups.of(user),
+            )
+        except ApprovalError as exc:
+            channel = str(
+                (body.get("channel") or {}).get("id")
+                or (body.get("container") or {}).get("channel_id", "")
+            )
+            await client.chat_postEphemeral(
+                channel=channel, user=user, text=str(exc), blocks=blocks.ephemeral(str(exc))
+            )

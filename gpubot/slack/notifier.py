@@ -1,0 +1,191 @@
+"""SlackNotifier: one root message per incident, edited in place, and a thread of replies."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
+from gpubot.domain.incidents import Incident
+from gpubot.domain.results import Message
+from gpubot.slack import blocks
+from gpubot.slack.outbox import Payload, Ref, SlackOutbox
+
+log = logging.getLogger(__name__)
+# "<runbook> > <step>" (progress) or "<runbook> > <step> (<action>): <status>" (step state):
+# consecutive ones for the same step become one message, edited as the step goes on.
+_STEP_TITLE = re.compile(r"^(?P<key>\S+ > \S+)(?: \(.*\): \S+)?$")
+_MAX_MERGED_BLOCKS = 12
+
+
+class ChatRefs(Protocol):
+    async def get_chat_ref(self, key: str) -> tuple[str, str] | None: ...
+
+    async def put_chat_ref(self, key: str, *, channel: str, ts: str) -> None: ...
+
+
+class NotifierStore(ChatRefs, Protocol):
+    async def get_incident(self, incident_id: str) -> Incident: ...
+
+
+@dataclass(frozen=True)
+class Route:
+    channel: str
+    cluster: str | None = None
+    severity: str | None = None
+
+    def matches(self, incident: Incident) -> bool:
+        return (self.cluster is None or self.cluster == incident.cluster) and (
+            self.severity is None or self.severity == incident.severity
+        )
+
+
+def route(incident: Incident, routes: Sequence[Route], default: str) -> str:
+    return next((r.channel for r in routes if r.matches(incident)), default)
+
+
+def merge_progress(old: Payload, new: Payload) -> Payload:
+    """One step's messages as one: the latest title (its state), the bodies in order."""
+    a, b = old.source, new.source
+    if not isinstance(a, Message) or not isinstance(b, Message):
+        return new
+    title = b.title if "): " in b.title else a.title
+    merged = Message(title, (*a.blocks, *b.blocks)[-_MAX_MERGED_BLOCKS:])
+    return _payload(merged)
+
+
+def _payload(message: Message) -> Payload:
+    return Payload(blocks.fallback_text(message), blocks.message_blocks(message), message)
+
+
+class SlackNotifier:
+    """ChatNotifier for Slack; every message goes through the rate-limited outbox."""
+
+    def __init__(
+        self,
+        outbox: SlackOutbox,
+        store: NotifierStore,
+        *,
+        channel: str,
+        routes: Sequence[Route] = (),
+    ) -> None:
+        self.outbox = outbox
+        self.store = store
+        self.channel = channel
+        self.routes = tuple(routes)
+        self._threads: dict[str, tuple[str, Ref]] = {}
+        self._approvals: dict[str, tuple[str, Ref, Message]] = {}
+
+    # -- the root -------------------------------------------------------------------------
+
+    async def open_thread(self, *, incident: Incident) -> None:
+        if incident.id in self._threads or await self.store.get_chat_ref(self._key(incident.id)):
+            return  # already posted (recovery after a restart): never a second root
+        self._open(incident, "open")
+
+    def _open(self, incident: Incident, state: str) -> tuple[str, Ref]:
+        channel = route(incident, self.routes, self.channel)
+        text, body = blocks.incident_root(incident, state=state)
+
+        async def remember(channel_id: str, ts: str) -> None:
+            await self.store.put_chat_ref(self._key(incident.id), channel=channel_id, ts=ts)
+
+        ref = self.outbox.post(channel, Payload(text, body), on_sent=remember)
+        self._threads[incident.id] = (channel, ref)
+        return channel, ref
+
+    async def update_root(self, *, incident: Incident, state: str) -> None:
+        found = await self._thread(incident.id)
+        if found is None:
+            self._open(incident, state)
+            return
+        channel, ref = found
+        text, body = blocks.incident_root(incident, state=state)
+        self.outbox.edit(channel, ref, Payload(text, body))
+
+    async def _root_state(self, incident_id: str | None, state: str) -> None:
+        if incident_id is None:
+            return
+        incident = await self.store.get_incident(incident_id)
+        if incident.is_open:
+            await self.update_root(incident=incident, state=state)
+
+    # -- the thread -----------------------------------------------------------------------
+
+    async def post(self, *, incident_id: str | None, message: Message) -> None:
+        channel, thread = await self._where(incident_id)
+        match = _STEP_TITLE.match(message.title)
+        key = match.group("key") if match and thread is not None else None
+        self.outbox.post(
+            channel,
+            _payload(message),
+            thread=thread,
+            merge_key=key,
+            combine=merge_progress if key else None,
+        )
+
+    async def ask_approval(
+        self, *, incident_id: str | None, request: ApprovalRequest, message: Message
+    ) -> None:
+        channel, thread = await self._where(incident_id)
+        text = blocks.fallback_text(message)
+
+        async def remember(channel_id: str, ts: str) -> None:
+            await self.store.put_chat_ref(f"approval:{request.id}", channel=channel_id, ts=ts)
+
+        ref = self.outbox.post(
+            channel,
+            Payload(text, blocks.approval_request(message, request), message),
+            thread=thread,
+            on_sent=remember,
+        )
+        self._approvals[request.id] = (channel, ref, message)
+        await self._root_state(incident_id, "waiting for approval")
+
+    async def approval_decided(
+        self, *, incident_id: str | None, request: ApprovalRequest, message: Message
+    ) -> None:
+        found = self._approvals.get(request.id)
+        original: Message | None = None
+        if found is not None:
+            channel, ref, original = found
+        elif (stored := await self.store.get_chat_ref(f"approval:{request.id}")) is not None:
+            channel, ref = stored[0], Ref(*stored)
+        else:
+            await self.post(incident_id=incident_id, message=message)
+            return
+        note = " ".join([message.title, *(b.text for b in message.blocks if hasattr(b, "text"))])
+        text, body = blocks.approval_decided(original, request, note)
+        self.outbox.edit(channel, ref, Payload(text, body))
+        if request.status is ApprovalStatus.APPROVED:
+            await self._root_state(incident_id, "acting")
+        elif request.status is ApprovalStatus.DENIED:
+            await self._root_state(incident_id, "denied")
+
+    # -- lookups --------------------------------------------------------------------------
+
+    @staticmethod
+    def _key(incident_id: str) -> str:
+        return f"thread:{incident_id}"
+
+    async def _thread(self, incident_id: str) -> tuple[str, Ref] | None:
+        if incident_id in self._threads:
+            return self._threads[incident_id]
+        stored = await self.store.get_chat_ref(self._key(incident_id))
+        if stored is None:
+            return None
+        found = self._threads[incident_id] = (stored[0], Ref(*stored))
+        return found
+
+    async def _where(self, incident_id: str | None) -> tuple[str, Ref | None]:
+        """The incident's thread; a run without an incident posts in the default channel."""
+        if incident_id is None:
+            return self.channel, None
+        found = await self._thread(incident_id)
+        if found is None:
+            incident = await self.store.get_incident(incident_id)
+            found = self._open(incident, "open")
+        return found

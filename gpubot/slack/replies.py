@@ -1,0 +1,130 @@
+"""What `/gpu` answers, as neutral messages built from cluster and store data (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpubot.domain.cluster import GpuState, NodeInfo
+from gpubot.domain.incidents import Incident
+from gpubot.domain.results import Fields, Message, Table, Text
+from gpubot.domain.runs import Run, StepState
+from gpubot.domain.xid import XidInfo
+
+
+def _xid(gpus: Sequence[GpuState]) -> str:
+    codes = sorted({x for g in gpus for x in g.xid_errors})
+    lost = sum(1 for g in gpus if g.lost)
+    text = ",".join(str(c) for c in codes) or "-"
+    return f"{text} ({lost} lost)" if lost else text
+
+
+def fleet_status(cluster: str, nodes: Sequence[tuple[NodeInfo, Sequence[GpuState]]]) -> Message:
+    rows = []
+    for node, gpus in nodes:
+        model = gpus[0].name if gpus else node.gpu_product or "-"
+        temp = max((g.temperature_c for g in gpus), default=0)
+        power = sum(g.power_draw_w for g in gpus)
+        limit = sum(g.power_limit_w for g in gpus)
+        util = sum(g.utilization_pct for g in gpus) / len(gpus) if gpus else 0.0
+        used = sum(g.memory_used_mib for g in gpus) // 1024
+        total = sum(g.memory_total_mib for g in gpus) // 1024
+        rows.append(
+            (
+                node.name,
+                f"{len(gpus)}x {model}",
+                f"{temp}C",
+                f"{power:.0f}/{limit:.0f}W",
+                f"{util:.0f}%",
+                f"{used}/{total}GiB",
+                _xid(gpus),
+                "yes" if node.unschedulable else "no",
+            )
+        )
+    unhealthy = sum(1 for _, gpus in nodes for g in gpus if not g.healthy)
+    return Message(
+        f"Cluster {cluster}: {len(nodes)} GPU nodes, {unhealthy} unhealthy GPUs",
+        (
+            Table(
+                ("node", "gpus", "max temp", "power/limit", "util", "memory", "xid", "cordoned"),
+                tuple(rows),
+            ),
+        ),
+    )
+
+
+def node_status(cluster: str, node: NodeInfo, gpus: Sequence[GpuState]) -> Message:
+    rows = tuple(
+        (
+            str(g.index),
+            g.name,
+            f"{g.temperature_c}C",
+            f"{g.power_draw_w:.0f}/{g.power_limit_w:.0f}W",
+            f"{g.utilization_pct}%",
+            f"{g.memory_used_mib // 1024}/{g.memory_total_mib // 1024}GiB",
+            _xid([g]),
+        )
+        for g in gpus
+    )
+    return Message(
+        f"{node.name} ({cluster}): cordoned {'yes' if node.unschedulable else 'no'}, "
+        f"taints {', '.join(str(t) for t in node.taints) or 'none'}",
+        (Table(("gpu", "model", "temp", "power/limit", "util", "memory", "xid"), rows),),
+    )
+
+
+def incident_list(incidents: Sequence[Incident], which: str) -> Message:
+    rows = tuple(
+        (
+            i.id,
+            i.status.value,
+            i.severity,
+            i.alertname,
+            i.cluster,
+            i.node or "-",
+            i.created_at.strftime("%m-%d %H:%M"),
+        )
+        for i in incidents
+    )
+    if not rows:
+        return Message(f"No {which} incidents")
+    return Message(
+        f"{len(rows)} {which} incidents",
+        (Table(("id", "status", "severity", "alert", "cluster", "node", "opened"), rows),),
+    )
+
+
+def incident_detail(incident: Incident, runs: Sequence[tuple[Run, Sequence[StepState]]]) -> Message:
+    blocks: list[Text | Fields | Table] = [
+        Text(incident.summary),
+        Fields(
+            (
+                ("Status", incident.status.value),
+                ("Severity", incident.severity),
+                ("Cluster", incident.cluster),
+                ("Node", incident.node or "-"),
+                ("GPU", incident.labels.get("gpu", "-")),
+                ("Opened", incident.created_at.strftime("%Y-%m-%d %H:%M:%S UTC")),
+            )
+        ),
+    ]
+    for run, steps in runs:
+        blocks.append(Text(f"Run {run.id} ({run.runbook}): {run.status.value} {run.note}"))
+        blocks.append(
+            Table(
+                ("step", "status", "error"),
+                tuple((s.step_id, s.status.value, s.error or "-") for s in steps),
+            )
+        )
+    return Message(f"{incident.id}: {incident.alertname}", tuple(blocks))
+
+
+def xid_reply(code: int, info: XidInfo | None, catalog_url: str) -> Message:
+    if info is None:
+        return Message(f"XID {code} is not in NVIDIA's XID catalog", (Text(catalog_url),))
+    pairs = [("Name", info.name), ("NVIDIA's action", info.action or "none published")]
+    if info.runbook:
+        pairs.append(("gpubot runbook", info.runbook))
+    return Message(
+        f"XID {code}: {info.name}",
+        (Text(info.description), Fields(tuple(pairs)), Text(catalog_url)),
+    )

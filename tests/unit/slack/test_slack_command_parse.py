@@ -1,0 +1,74 @@
+"""`/gpu` text parsed into typed commands; anything else is a usage error."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpubot.slack.commands import (
+    Audit,
+    Help,
+    Idle,
+    Incidents,
+    PlanCmd,
+    RunCmd,
+    Show,
+    Status,
+    UsageError,
+    Xid,
+    parse,
+)
+
+KNOWN = {"clusters": {"sim", "prod"}, "runbooks": {"xid79"}, "default_cluster": "sim"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", Help()),
+        ("help", Help()),
+        ("status", Status("sim")),
+        ("status prod", Status("prod")),
+        ("status prod gpu-node-01", Status("prod", "gpu-node-01")),
+        ("status gpu-node-01", Status("sim", "gpu-node-01")),
+        ("incidents", Incidents("open")),
+        ("incidents all", Incidents("all")),
+        ("show inc-0123456789", Show("inc-0123456789")),
+        ("audit inc-0123456789", Audit("inc-0123456789")),
+        ("plan xid79 node=gpu-node-07", PlanCmd("xid79", "sim", {"node": "gpu-node-07"})),
+        (
+            "run xid79 node=gpu-node-07 cluster=prod --dry-run",
+            RunCmd("xid79", "prod", {"node": "gpu-node-07"}, dry_run=True),
+        ),
+        ("run xid79 node=gpu-node-07", RunCmd("xid79", "sim", {"node": "gpu-node-07"})),
+        ("xid 79", Xid(79)),
+        ("idle", Idle()),
+        ("idle ml-team", Idle("ml-team")),
+    ],
+)
+def test_parses(text: str, expected: object) -> None:
+    assert parse(text, **KNOWN) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("reboot everything", "unknown command"),
+        ("status nowhere gpu-node-01", "unknown cluster"),
+        ("status Gpu_Node", "not a valid Kubernetes node name"),
+        ("incidents some", "usage"),
+        ("show 123", "usage"),
+        ("plan", "usage"),
+        ("plan rm-rf node=a", "unknown runbook"),
+        ("run xid79 node=$(reboot)", "expected key=value"),
+        ("run xid79 node=gpu;rm", "expected key=value"),
+        ("run xid79 node=UPPER", "not a valid Kubernetes node name"),
+        ("run xid79 cluster=mars", "unknown cluster"),
+        ("run xid79 node=a node=b", "given twice"),
+        ("run xid79 node", "expected key=value"),
+        ("xid seventy", "usage"),
+        ("idle Bad_NS", "not a valid Kubernetes namespace"),
+    ],
+)
+def test_refuses(text: str, reason: str) -> None:
+    with pytest.raises(UsageError, match=reason):
+        parse(text, **KNOWN)  # type: ignore[arg-type]
