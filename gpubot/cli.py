@@ -289,7 +289,7 @@ async def _serve(args: argparse.Namespace) -> int:
         slack_events=app.slack.handle_http if app.slack and s.slack.mode == "http" else None,
     )
     try:
-        await serve(app.service, server, companions=[app.slack] if app.slack else [])
+        await serve(app.service, server, companions=app.companions())
     finally:
         await app.aclose()
     return 0

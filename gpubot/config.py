@@ -112,6 +112,21 @@ class PolicySettings(_Section):
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
 
 
+class LeaderElectionSettings(_Section):
+    """HA: replicas share the store; the one holding a Kubernetes Lease executes steps."""
+
+    enabled: bool = Field(False, description="elect a leader on a coordination.k8s.io Lease")
+    cluster: str | None = Field(
+        None,
+        description="cluster whose API holds the Lease (default: the first kubernetes cluster)",
+    )
+    namespace: str = "gpubot"
+    lease_name: str = "gpubot-leader"
+    identity: str | None = Field(None, description="this replica's name (default: host name)")
+    lease_seconds: float = Field(15.0, gt=1)
+    renew_seconds: float = Field(5.0, gt=0)
+
+
 class WebSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
@@ -156,6 +171,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     dry_run: bool = Field(False, description="plan and record every step, change nothing")
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
 
     slack_bot_token: SecretStr | None = Field(
         None, validation_alias=AliasChoices("SLACK_BOT_TOKEN")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from gpubot.actions.base import ClusterPorts
 from gpubot.backends.console import ConsoleNotifier
@@ -19,6 +19,7 @@ from gpubot.domain.cluster import Sample
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
 from gpubot.engine.clock import SystemClock
+from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.recorder import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
@@ -128,6 +129,11 @@ class App:
     clusters: Mapping[str, ClusterPorts]
     runbooks: list[LoadedRunbook] = field(default_factory=list)
     slack: SlackParts | None = None  # the Slack app, when slack.mode is on and a token is set
+    lease: Any = None  # LeaseLeadership when leader_election.enabled: serve starts and stops it
+
+    def companions(self) -> list[Any]:
+        """What `serve` starts before it answers and stops after: the Lease, Socket Mode."""
+        return [c for c in (self.lease, self.slack) if c is not None]
 
     async def aclose(self) -> None:
         await self.service.wait_idle()
@@ -159,7 +165,9 @@ def build_app(
 
         notifier = make_notifier(settings, web_client(settings), cast(NotifierStore, store))
     notifier = notifier or ConsoleNotifier(out or sys.stdout)
+    lease = build_leadership(settings)
     engine = Engine(
+        leadership=lease or AlwaysLeader(),
         store=store,
         registry=registry,
         runbooks={item.runbook.name: item.runbook for item in loaded},
@@ -189,4 +197,42 @@ def build_app(
         clusters=clusters,
         runbooks=loaded,
         slack=slack,
+        lease=lease,
+    )
+
+
+def build_leadership(settings: Settings) -> Any:
+    """A Lease on the configured cluster when leader election is on; None when alone."""
+    le = settings.leader_election
+    if not le.enabled:
+        return None
+    kube = [c for c in settings.clusters if c.backend == "kubernetes"]
+    chosen = (
+        next((c for c in kube if c.name == le.cluster), None)
+        if le.cluster
+        else (kube[0] if kube else None)
+    )
+    if chosen is None:
+        raise ConfigError(
+            "leader_election.enabled needs a kubernetes cluster to hold the Lease "
+            f"(leader_election.cluster: {le.cluster or 'unset'})"
+        )
+    import socket
+
+    from gpubot.backends.kube import api_client_for
+    from gpubot.backends.kube.lease import LeaseLeadership
+
+    api = api_client_for(
+        cluster=chosen.name,
+        context=chosen.context,
+        kubeconfig=chosen.kubeconfig,
+        in_cluster=chosen.in_cluster,
+    )
+    return LeaseLeadership(
+        api,
+        identity=le.identity or socket.gethostname(),
+        namespace=le.namespace,
+        name=le.lease_name,
+        lease_seconds=le.lease_seconds,
+        renew_seconds=le.renew_seconds,
     )

@@ -18,6 +18,7 @@ USAGE = """\
 • `plan <runbook> key=value…`: what a run would do (dry-run, changes nothing)
 • `run <runbook> key=value… [--dry-run]`: start a runbook (approvals as configured)
 • `audit <incident>`: the incident's audit trail
+• `triage <namespace>/<pod>`: why a pod died of memory (runs the oom-triage runbook)
 • `xid <code>`: what an XID error means and what to do
 • `idle [namespace]`: idle GPUs (idle reports)"""
 
@@ -108,6 +109,8 @@ def parse(
         return _runbook_cmd(
             verb, rest, clusters=clusters, runbooks=runbooks, default_cluster=default_cluster
         )
+    if verb == "triage":
+        return _triage(rest, runbooks=runbooks, default_cluster=default_cluster)
     if verb == "xid":
         if len(rest) != 1 or not rest[0].isdigit() or len(rest[0]) > 4:
             raise UsageError("usage: `/gpu xid <code>` (a number, e.g. 79)")
@@ -117,6 +120,23 @@ def parse(
             raise UsageError("usage: `/gpu idle [namespace]`")
         return Idle(_checked(check_namespace, rest[0]) if rest else None)
     raise UsageError(f"unknown command {_shown(verb)}; try `/gpu help`")
+
+
+TRIAGE_RUNBOOK = "oom-triage"
+
+
+def _triage(rest: list[str], *, runbooks: Collection[str], default_cluster: str) -> RunCmd:
+    """`/gpu triage ns/pod` is `/gpu run oom-triage namespace=ns pod=pod`, read-only."""
+    if len(rest) != 1 or rest[0].count("/") != 1:
+        raise UsageError("usage: `/gpu triage <namespace>/<pod>`")
+    if TRIAGE_RUNBOOK not in runbooks:
+        raise UsageError(f"the {TRIAGE_RUNBOOK} runbook is not loaded")
+    namespace, pod = rest[0].split("/")
+    args = {
+        "namespace": _checked(check_namespace, namespace),
+        "pod": _checked(check_node_name, pod),
+    }
+    return RunCmd(TRIAGE_RUNBOOK, default_cluster, args)
 
 
 def _status(rest: list[str], *, clusters: Collection[str], default_cluster: str) -> Status:

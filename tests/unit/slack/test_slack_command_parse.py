@@ -72,3 +72,16 @@ def test_parses(text: str, expected: object) -> None:
 def test_refuses(text: str, reason: str) -> None:
     with pytest.raises(UsageError, match=reason):
         parse(text, **KNOWN)  # type: ignore[arg-type]
+
+
+def test_triage_is_the_oom_triage_runbook_on_one_pod() -> None:
+    """`/gpu triage ns/pod` starts the read-only oom-triage runbook with validated names."""
+    known = {**KNOWN, "runbooks": {"xid79", "oom-triage"}}
+    assert parse("triage ml-train/trainer-0", **known) == RunCmd(
+        "oom-triage", "sim", {"namespace": "ml-train", "pod": "trainer-0"}
+    )
+    for bad in ("triage", "triage trainer-0", "triage ML/x", "triage a/b/c", "triage ns/$(rm)"):
+        with pytest.raises(UsageError):
+            parse(bad, **known)
+    with pytest.raises(UsageError, match="not loaded"):
+        parse("triage ml-train/trainer-0", **KNOWN)
