@@ -57,6 +57,10 @@ class KubeApi(Protocol):
         """Evict through the Eviction API; DisruptionBlockedError when a PDB says no."""
         ...
 
+    async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
+        """Delete without PDB checks: only where a runbook says so explicitly."""
+        ...
+
     # Pod reads for triage. One port on purpose: a runbook sees one cluster.
     async def get_pod(self, *, namespace: str, name: str) -> PodInfo: ...
 

@@ -27,6 +27,10 @@ class DrainParams(Params):
     # Evictions in flight at once: enough to drain a full node in a few API round trips,
     # few enough not to flood the API server.
     concurrency: int = Field(default=25, ge=1, le=100)
+    # Off unless a runbook sets it: after this many seconds of the drain, pods a PDB still
+    # protects are deleted (kubectl drain --disable-eviction). The budget is overridden on
+    # purpose, so it is never a default.
+    delete_after_seconds: int | None = Field(default=None, ge=0, le=86_400)
 
 
 def evictable(pods: list[PodInfo]) -> tuple[list[PodInfo], list[tuple[PodInfo, str]]]:
@@ -77,6 +81,7 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
     backoff, until the step's deadline. A node made schedulable meanwhile pauses the run."""
     kube = ctx.cluster.kube
     evicted: list[str] = []
+    deleted: list[str] = []
     skipped: list[str] = []
     delay, first = 1.0, True
     gate = asyncio.Semaphore(p.concurrency)
@@ -109,6 +114,16 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         if not blocked and not failed:
             await ctx.progress(f"evicted {len(evicted)} pod(s) from {p.node}")
             continue  # list again: confirm nothing is left (or finish what appeared)
+        if blocked and _past(ctx, p.delete_after_seconds):
+            for ref in blocked:
+                namespace, name = ref.split("/", 1)
+                await kube.delete_pod(namespace=namespace, name=name, grace_seconds=p.grace_seconds)
+                deleted.append(ref)
+            await ctx.progress(
+                f"deleted {len(blocked)} pod(s) still protected by a PDB after "
+                f"{p.delete_after_seconds}s, as the runbook allows: {', '.join(blocked)}"
+            )
+            continue
         why = _waiting(blocked, failed)
         if ctx.deadline is not None and ctx.clock.now().timestamp() + delay > (
             ctx.deadline.timestamp()
@@ -122,7 +137,16 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         )
         await ctx.clock.sleep(delay)
         delay = min(delay * 2, 30.0)
-    return {"node": p.node, "evicted": evicted, "skipped": skipped}
+    return {"node": p.node, "evicted": evicted, "deleted": deleted, "skipped": skipped}
+
+
+def _past(ctx: ActionContext, seconds: int | None) -> bool:
+    """Whether the drain has run `seconds` since the step first started (durable: a restart
+    does not reset it)."""
+    if seconds is None:
+        return False
+    started = ctx.started_at or ctx.clock.now()
+    return (ctx.clock.now() - started).total_seconds() >= seconds
 
 
 async def _evict(

@@ -33,7 +33,13 @@ from gpubot.domain.cluster import (
     Sample,
     Taint,
 )
-from gpubot.errors import ConfigError, DisruptionBlockedError, InputError, PermanentStepError
+from gpubot.errors import (
+    ConfigError,
+    DisruptionBlockedError,
+    InputError,
+    NotFoundError,
+    PermanentStepError,
+)
 
 # The taint the node controller adds to a cordoned node; kept so the simulator reads like one.
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
@@ -200,11 +206,16 @@ class SimulatedCluster(SimulatedPodReads):
                         f"{pdb.namespace}/{pdb.name}",
                         budget=pdb.name,
                     )
-            state.pods.remove(pod)
-            for index in pod.gpu_indices:
-                state.settle(pod.node, index)
-            if pod.owner_kind:
-                _recreate(state, pod)
+            _remove(state, pod)
+
+    async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
+        """Delete as the API does: no budget is consulted; a controller recreates the pod."""
+        with self.mutation() as state:
+            try:
+                pod = state.pod(namespace, name)
+            except NotFoundError:
+                return  # already gone: what the caller wanted
+            _remove(state, pod)
 
     # NodeAgent
 
@@ -350,6 +361,15 @@ def _parse_selector(promql: str) -> tuple[str, dict[str, str]]:
         matchers[one.group(1)] = re.sub(r"\\(.)", r"\1", one.group(2))
         pos = one.end()
     return whole.group(1), matchers
+
+
+def _remove(state: ClusterState, pod: SimPod) -> None:
+    """The pod is gone: its GPUs go quiet, and its controller (if any) makes a new one."""
+    state.pods.remove(pod)
+    for index in pod.gpu_indices:
+        state.settle(pod.node, index)
+    if pod.owner_kind:
+        _recreate(state, pod)
 
 
 def _recreate(state: ClusterState, gone: SimPod) -> None:
