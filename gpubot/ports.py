@@ -42,10 +42,14 @@ class KubeApi(Protocol):
     async def get_node(self, *, node: str) -> NodeInfo: ...
 
     async def set_unschedulable(
-        self, *, node: str, value: bool, actor: str, reason: str
-    ) -> None: ...
+        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
+    ) -> None:
+        """`dry_run`: the API server validates the change (RBAC, admission) and keeps nothing."""
+        ...
 
-    async def set_taint(self, *, node: str, taint: Taint, present: bool) -> None: ...
+    async def set_taint(
+        self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
+    ) -> None: ...
 
     async def list_pods(
         self, *, node: str | None = None, namespace: str | None = None

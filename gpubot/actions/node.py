@@ -49,6 +49,11 @@ async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
         by = node.annotations.get(CORDON_BY_ANNOTATION, "someone else")
         return PlanNote(f"{p.node} is already cordoned (by {by}); nothing to do", changes=False)
     pods, gpus = await _gpu_pods(ctx, p.node)
+    # Server-side dry-run: RBAC or an admission webhook that would refuse the cordon shows
+    # up in the plan (as a problem), not only when the step runs.
+    await ctx.cluster.kube.set_unschedulable(
+        node=p.node, value=True, actor=ctx.actor, reason=ctx.reason, dry_run=True
+    )
     return PlanNote(
         f"cordon {p.node}: no new pods schedule there; {pods} running GPU pod(s) holding "
         f"{gpus} GPU(s) keep running",
@@ -122,6 +127,7 @@ async def plan_taint(ctx: ActionContext, p: TaintParams) -> PlanNote:
     node = await ctx.cluster.kube.get_node(node=p.node)
     if p.taint in node.taints:
         return PlanNote(f"{p.node} already has taint {p.taint}; nothing to do", changes=False)
+    await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=True, dry_run=True)
     return PlanNote(f"taint {p.node} with {p.taint}: pods without a toleration will not schedule")
 
 

@@ -82,18 +82,22 @@ class KubernetesKubeApi:
             self.core.read_node, verb="get", resource=f"nodes/{node}", name=node
         )
 
-    async def _patch_node(self, node: str, body: dict[str, Any], content_type: str) -> None:
+    async def _patch_node(
+        self, node: str, body: dict[str, Any], content_type: str, *, dry_run: bool = False
+    ) -> None:
         await self._call(
             self.core.patch_node,
             verb="patch",
             resource=f"nodes/{node}",
             name=node,
             body=body,
-            dry_run=self._dry,
+            dry_run="All" if dry_run else self._dry,
             _content_type=content_type,
         )
 
-    async def set_unschedulable(self, *, node: str, value: bool, actor: str, reason: str) -> None:
+    async def set_unschedulable(
+        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
+    ) -> None:
         # One patch for the flag and the annotations, so nobody sees one without the other;
         # null deletes an annotation in a strategic merge patch.
         annotations = (
@@ -102,9 +106,11 @@ class KubernetesKubeApi:
             else {CORDON_BY_ANNOTATION: None, CORDON_REASON_ANNOTATION: None}
         )
         body = {"spec": {"unschedulable": value}, "metadata": {"annotations": annotations}}
-        await self._patch_node(node, body, STRATEGIC)
+        await self._patch_node(node, body, STRATEGIC, dry_run=dry_run)
 
-    async def set_taint(self, *, node: str, taint: Taint, present: bool) -> None:
+    async def set_taint(
+        self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
+    ) -> None:
         current = await self._read_node(node)
         taints = [
             t.to_dict()
@@ -119,7 +125,7 @@ class KubernetesKubeApi:
             "metadata": {"resourceVersion": current.metadata.resource_version},
             "spec": {"taints": [{k: v for k, v in t.items() if v is not None} for t in taints]},
         }
-        await self._patch_node(node, body, MERGE)
+        await self._patch_node(node, body, MERGE, dry_run=dry_run)
 
     async def set_node_metadata(
         self,

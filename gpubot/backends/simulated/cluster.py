@@ -124,7 +124,12 @@ class SimulatedCluster(SimulatedPodReads):
         with self._lock:
             return self._current().node(node).info()
 
-    async def set_unschedulable(self, *, node: str, value: bool, actor: str, reason: str) -> None:
+    async def set_unschedulable(
+        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
+    ) -> None:
+        if dry_run:
+            await self.get_node(node=node)  # the only check this API server makes
+            return
         with self.mutation() as state:
             sim_node = state.node(node)
             sim_node.unschedulable = value
@@ -137,7 +142,12 @@ class SimulatedCluster(SimulatedPodReads):
                 sim_node.annotations.pop(CORDON_BY_ANNOTATION, None)
                 sim_node.annotations.pop(CORDON_REASON_ANNOTATION, None)
 
-    async def set_taint(self, *, node: str, taint: Taint, present: bool) -> None:
+    async def set_taint(
+        self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
+    ) -> None:
+        if dry_run:
+            await self.get_node(node=node)
+            return
         with self.mutation() as state:
             sim_node = state.node(node)
             # Key and effect identify a taint; adding it again replaces its value.
