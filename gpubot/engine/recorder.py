@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from gpubot.actions.base import ActionContext, ClusterPorts
 from gpubot.domain.approvals import ApprovalStatus
@@ -13,7 +13,7 @@ from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft
 from gpubot.domain.policy import Policy
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, Step
-from gpubot.domain.runs import Run, RunStatus, StepState
+from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine import messages
 from gpubot.engine.context import steps_context
 from gpubot.engine.leader import AlwaysLeader
@@ -21,6 +21,7 @@ from gpubot.engine.registry import Registry
 from gpubot.ports import ChatNotifier, Clock, Leadership, Store
 
 log = logging.getLogger(__name__)
+Wait = Literal["wait"]  # a run that ended or paused: the executor stops advancing it
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,49 @@ class RunRecorder:
             if request.status is ApprovalStatus.PENDING:
                 closed = replace(request, status=ApprovalStatus.CANCELLED)
                 await self.e.store.replace_approval(closed, expected_votes=len(request.votes))
+
+    # -- how a run ends or pauses ----------------------------------------------------
+
+    async def _needs_human(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
+        await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
+        await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
+        await self._audit(run, "step.needs_human", step=step, result={"reason": reason})
+        await self._say(run, messages.text(f"Run paused at step {step.id}", reason))
+        return "wait"
+
+    async def _hold(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
+        if state.status is not StepStatus.HELD or run.note != reason:
+            await self._save(replace(state, status=StepStatus.HELD, error=reason))
+            await self._set_run(run, RunStatus.HELD, reason)
+            await self._audit(run, "step.held", step=step, result={"reason": reason})
+            await self._say(run, messages.text(f"Step {step.id} is held", reason))
+        return "wait"
+
+    async def _cancel(self, run: Run, reason: str) -> Wait:
+        for s in await self.e.store.steps(run.id):
+            if not s.status.finished:
+                await self._save(replace(s, status=StepStatus.CANCELLED, error=reason))
+        await self._close_approvals(run)
+        run = await self._set_run(run, RunStatus.CANCELLED, reason)
+        await self._audit(run, "run.cancelled", result={"reason": reason})
+        await self._finish(run, await self.e.store.steps(run.id))
+        return "wait"
+
+    async def _finish(self, run: Run, states: list[StepState]) -> Run:
+        if not run.status.finished:
+            failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
+            status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
+            note = f"failed step(s): {', '.join(failed)}" if failed else ""
+            run = await self._set_run(run, status, note)
+        if run.status is not RunStatus.CANCELLED:
+            await self._audit(run, "run.finished", result={"status": run.status.value})
+        actors = {
+            s.step_id: await self._actor(run, self.e.runbooks[run.runbook].step(s.step_id))
+            for s in states
+            if s.status is StepStatus.SUCCEEDED
+        }
+        await self._say(run, messages.run_summary(run, states, actors))
+        if run.incident_id:
+            events = await self.e.store.events(incident_id=run.incident_id)
+            await self._say(run, messages.audit_summary(events))
+        return run
