@@ -1,4 +1,4 @@
-"""`gpubot` command line: serve, demo, plan, runbooks, audit, triage oom, xid explain/parse."""
+"""`gpubot` command line: serve, demo, plan, runbooks, audit, report, triage, xid."""
 
 from __future__ import annotations
 
@@ -143,6 +143,10 @@ def parser() -> argparse.ArgumentParser:
     )
     _log_arg(x)
     x.add_argument("--json", action="store_true", help="print the events as a JSON list")
+
+    from gpubot.cli_report import add_parser as add_report_parser
+
+    add_report_parser(sub, _config_arg)
     return top
 
 
@@ -339,6 +343,20 @@ async def _agent(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _report(args: argparse.Namespace) -> int:
+    import logging
+
+    from gpubot.cli_report import run_report
+
+    # The report prints its own one-line error; the log's copy of it would be a second line.
+    logging.getLogger("gpubot").addHandler(logging.NullHandler())
+    app = _app(args.config)
+    try:
+        return await run_report(app, args)
+    finally:
+        await app.aclose()
+
+
 def _triage(args: argparse.Namespace) -> int:
     from gpubot.domain.oom import classify
 
@@ -417,6 +435,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _triage(args)
     if args.command == "xid":
         return _xid(args)
+    if args.command == "report":
+        return asyncio.run(_report(args))
     return asyncio.run(_serve(args))
 
 
@@ -428,6 +448,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = 2
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:  # `gpubot … | head`: the reader left; say nothing more
+        sys.stderr.close()
+        code = 141
     sys.exit(code)
 
 

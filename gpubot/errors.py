@@ -47,9 +47,18 @@ class PermanentStepError(StepError):
     """A step failed in a way that retrying will not fix."""
 
 
+class MetricsUnavailableError(TemporaryStepError):
+    """Prometheus did not answer (refused, timed out, 5xx): asking again later may work."""
+
+
 class NeedsHumanError(StepError):
     """Someone changed what the step acts on (e.g. uncordoned the node mid-drain): the run
     pauses for a human instead of fighting them or failing."""
+
+
+class StopRunError(GpubotError):
+    """The run has nothing (more) to do: a guard refused its target, or an owner objected.
+    The executor ends it cleanly, cancelled with this one-line reason; not a failure."""
 
 
 class DisruptionBlockedError(GpubotError):

@@ -26,6 +26,7 @@ from gpubot.domain.incidents import (
 )
 from gpubot.domain.results import Message
 from gpubot.domain.runs import Run, RunStatus, StepState
+from gpubot.domain.workloads import Workload
 
 
 class Clock(Protocol):
@@ -100,6 +101,30 @@ class KubeApi(Protocol):
         """A Kubernetes Event on the Node, so `kubectl describe node` shows what the bot did."""
         ...
 
+    # Workloads, for idle-GPU reclamation.
+    async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
+        """What runs the pod: Pod → ReplicaSet → Deployment, a StatefulSet, a Job, or the bare
+        Pod itself (kind "Pod"), with its replicas and the GPUs its pods hold."""
+        ...
+
+    async def get_workload(self, *, namespace: str, kind: str, name: str) -> Workload:
+        """One workload by kind and name (NotFoundError when it is gone)."""
+        ...
+
+    async def scale_workload(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        replicas: int,
+        annotations: Mapping[str, str | None] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """Set a Deployment's or StatefulSet's replicas through its scale subresource, after
+        writing `annotations` on it; returns the replicas it had before."""
+        ...
+
 
 class NodeAgent(Protocol):
     """GPU reads and actions on one node, through the node agent (NVML)."""
@@ -142,6 +167,14 @@ class ChatNotifier(Protocol):
 
     async def approval_decided(
         self, *, incident_id: str | None, request: ApprovalRequest, message: Message
+    ) -> None: ...
+
+
+class ReportPoster(Protocol):
+    """Posts a scheduled or requested report, with an optional PNG chart, outside incidents."""
+
+    async def post_report(
+        self, *, channel: str | None, message: Message, chart: bytes | None, filename: str
     ) -> None: ...
 
 
@@ -196,7 +229,9 @@ class ApprovalStore(Protocol):
 class AuditLog(Protocol):
     async def append(self, draft: AuditDraft) -> AuditEvent: ...
 
-    async def events(self, *, incident_id: str | None = None) -> list[AuditEvent]: ...
+    async def events(
+        self, *, incident_id: str | None = None, run_id: str | None = None
+    ) -> list[AuditEvent]: ...
 
     async def verify(self) -> list[ChainProblem]: ...
 

@@ -17,6 +17,7 @@ from gpubot.config import ClusterSettings, Settings
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.cluster import Sample
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
+from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
 from gpubot.engine.clock import SystemClock
 from gpubot.engine.leader import AlwaysLeader
@@ -25,7 +26,10 @@ from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.engine.validation import validate
 from gpubot.errors import ConfigError, PermanentStepError, RunbookError
-from gpubot.ports import ChatNotifier, Clock, NodeAgent, Store
+from gpubot.ports import ChatNotifier, Clock, Metrics, NodeAgent, ReportPoster, Store
+from gpubot.reports.collect import IdleReporter
+from gpubot.reports.jobs import IdleReportJob
+from gpubot.reports.scheduler import ReportScheduler
 
 if TYPE_CHECKING:
     from gpubot.slack.app import SlackParts
@@ -48,6 +52,22 @@ def build_policy(settings: Settings) -> Policy:
         approval_expiry=p.approval_expiry,
         blast=BlastRadius(**p.blast_radius.model_dump()),
         attempts=AttemptCap(max_attempts=p.attempts.max_attempts, window=p.attempts.window),
+    )
+
+
+def build_reclaim(settings: Settings) -> ReclaimPolicy:
+    """The idle-GPU reclamation rules; prices come from the idle report's, so both agree."""
+    r, prices = settings.reclaim, settings.reports.idle
+    return ReclaimPolicy(
+        opt_out_key=r.opt_out_key,
+        system_namespaces=frozenset(r.system_namespaces),
+        min_age=r.min_age,
+        grace=r.grace,
+        owners=dict(r.owners),
+        fallback=r.fallback,
+        prices=dict(prices.prices),
+        default_price=prices.default_price,
+        poll_seconds=max(1.0, r.poll.total_seconds()),
     )
 
 
@@ -92,18 +112,41 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
         cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
     )
     kube = KubernetesKubeApi(api, dry_run=settings.dry_run)
-    return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=_NoMetrics(c.name))
+    return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
+
+
+def prometheus_metrics(c: ClusterSettings) -> Metrics:
+    """PrometheusMetrics at the cluster's `prometheus_url`; without one, metric steps fail
+    with one line saying what to set (the rest of the cluster still works)."""
+    if c.prometheus_url is None:
+        return _NoMetrics(c.name)
+    if not c.prometheus_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"clusters.{c.name}.prometheus_url: {c.prometheus_url!r} is not an http(s) URL"
+        )
+    if c.prometheus_token_file is not None and not c.prometheus_token_file.is_file():
+        raise ConfigError(
+            f"clusters.{c.name}.prometheus_token_file: {c.prometheus_token_file} is not a file"
+        )
+    from gpubot.backends.prometheus import PrometheusMetrics
+
+    return PrometheusMetrics(
+        url=c.prometheus_url,
+        timeout_seconds=c.prometheus_timeout_seconds,
+        retries=c.prometheus_retries,
+        token_file=c.prometheus_token_file,
+    )
 
 
 class _NoMetrics:
-    """Until the Prometheus backend exists: a metrics step fails with this one line."""
+    """A kubernetes cluster without `prometheus_url`: a metrics step fails with this line."""
 
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
 
     async def query(self, *, promql: str) -> list[Sample]:
         raise PermanentStepError(
-            f"clusters.{self.cluster}: Prometheus queries are not available in this build"
+            f"clusters.{self.cluster}: no prometheus_url is set, so Prometheus cannot be queried"
         )
 
 
@@ -130,10 +173,13 @@ class App:
     runbooks: list[LoadedRunbook] = field(default_factory=list)
     slack: SlackParts | None = None  # the Slack app, when slack.mode is on and a token is set
     lease: Any = None  # LeaseLeadership when leader_election.enabled: serve starts and stops it
+    reports: IdleReporter | None = None
+    scheduler: ReportScheduler | None = None  # started by serve only
 
     def companions(self) -> list[Any]:
-        """What `serve` starts before it answers and stops after: the Lease, Socket Mode."""
-        return [c for c in (self.lease, self.slack) if c is not None]
+        """What `serve` starts before it answers and stops after: the Lease, Socket Mode,
+        the report scheduler (after the Lease, so it knows whether it leads)."""
+        return [c for c in (self.lease, self.slack, self.scheduler) if c is not None]
 
     async def aclose(self) -> None:
         await self.service.wait_idle()
@@ -152,7 +198,7 @@ def build_app(
     registry: Registry | None = None,
     out: TextIO | None = None,
 ) -> App:
-    registry = registry or builtin_registry()
+    registry = registry or builtin_registry(reclaim=build_reclaim(settings))
     policy = build_policy(settings)
     loaded = load_runbooks(settings, registry=registry, policy=policy)
     key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
@@ -177,6 +223,7 @@ def build_app(
         policy=policy,
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
+    reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)
     slack = None
     if slack_on:
         from gpubot.slack.app import make_slack_app
@@ -188,6 +235,7 @@ def build_app(
                 service=service,
                 notifier=notifier,
                 usergroups={name: g.usergroups for name, g in policy.groups.items()},
+                idle=reporter.summary,
             )
     return App(
         settings=settings,
@@ -198,7 +246,28 @@ def build_app(
         runbooks=loaded,
         slack=slack,
         lease=lease,
+        reports=reporter,
+        scheduler=scheduler,
     )
+
+
+def build_reports(
+    settings: Settings, *, engine: Engine, notifier: ChatNotifier
+) -> tuple[IdleReporter, ReportScheduler]:
+    """The idle reporter (for `/gpu idle` and the CLI) and the scheduler that posts it."""
+    from gpubot.backends.store.database import create_store_engine
+
+    s = settings.reports.idle
+    reporter = IdleReporter(s, clusters=engine.clusters, audit=engine.store, clock=engine.clock)
+    poster = cast(ReportPoster, notifier)
+    job = IdleReportJob(reporter, poster, channel=s.channel or settings.slack.channel)
+    scheduler = ReportScheduler(
+        s,
+        job=job,
+        engine=lambda: create_store_engine(settings.store.url),
+        leadership=engine.leadership,
+    )
+    return reporter, scheduler
 
 
 def build_leadership(settings: Settings) -> Any:

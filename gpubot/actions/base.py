@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from gpubot.domain.audit import AuditEvent
+from gpubot.domain.results import Message
 from gpubot.ports import Clock, KubeApi, Metrics, NodeAgent
 
 P = TypeVar("P", bound=BaseModel)
@@ -41,10 +43,17 @@ class ActionContext:
     deadline: datetime | None = None  # the step's timeout, on ctx.clock: loops stop by then
     # When the step first started (kept across retries and restarts): durable waits count from it.
     started_at: datetime | None = None
+    run_id: str | None = None  # opaque; what a button in the thread may carry
+    post: Callable[[Message], Awaitable[None]] | None = None  # a whole message (with buttons)
+    # This run's audit events of one kind: durable signals from people, such as an objection.
+    run_events: Callable[[str], Awaitable[Sequence[AuditEvent]]] | None = None
 
     async def progress(self, text: str) -> None:
         if self.say is not None:
             await self.say(text)
+
+    async def events(self, kind: str) -> Sequence[AuditEvent]:
+        return await self.run_events(kind) if self.run_events is not None else ()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.incidents import Incident
-from gpubot.domain.results import Code, Fields, Message, Table, Text
+from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
 from gpubot.engine.messages import incident_root
 
 
@@ -29,6 +29,8 @@ def render(message: Message, *, indent: str = "   ") -> list[str]:
                     lines.append("  ".join("-" * w for w in widths))
         elif isinstance(block, Code):
             lines.extend(f"    {line}" for line in block.text.splitlines())
+        elif isinstance(block, Button):
+            lines.append(f"[ {block.text} ]")
     return [lines[0], *(indent + line for line in lines[1:])]
 
 
@@ -57,6 +59,20 @@ class ConsoleNotifier:
         body = render(message)
         where = f"[{incident_id}] " if incident_id else ""
         await self._print([f"┣━ {where}{body[0]}", *(f"┃{b}" for b in body[1:])])
+
+    async def post_report(
+        self, *, channel: str | None, message: Message, chart: bytes | None, filename: str
+    ) -> None:
+        body = render(message)
+        attached = [f"┃   (chart {filename}: {len(chart)} bytes)"] if chart is not None else []
+        await self._print(
+            [
+                "",
+                f"┏━ {channel or self.channel} ━ {body[0]}",
+                *(f"┃{b}" for b in body[1:]),
+                *attached,
+            ]
+        )
 
     async def ask_approval(
         self, *, incident_id: str | None, request: ApprovalRequest, message: Message

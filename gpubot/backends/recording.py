@@ -11,7 +11,7 @@ from gpubot.domain.results import Message
 
 @dataclass
 class Posted:
-    kind: str  # open_thread | update_root | post | ask_approval | approval_decided
+    kind: str  # open_thread | update_root | post | ask_approval | approval_decided | report
     incident_id: str | None
     text: str
     approval_id: str | None = None
@@ -20,6 +20,7 @@ class Posted:
 @dataclass
 class RecordingNotifier:
     calls: list[Posted] = field(default_factory=list)
+    charts: list[tuple[str, bytes | None]] = field(default_factory=list)
 
     async def open_thread(self, *, incident: Incident) -> None:
         self.calls.append(Posted("open_thread", incident.id, incident.summary))
@@ -39,6 +40,12 @@ class RecordingNotifier:
         self, *, incident_id: str | None, request: ApprovalRequest, message: Message
     ) -> None:
         self.calls.append(Posted("approval_decided", incident_id, message.plain(), request.id))
+
+    async def post_report(
+        self, *, channel: str | None, message: Message, chart: bytes | None, filename: str
+    ) -> None:
+        self.calls.append(Posted("report", None, message.plain()))
+        self.charts.append((filename, chart))
 
     def of(self, kind: str) -> list[Posted]:
         return [c for c in self.calls if c.kind == kind]

@@ -16,6 +16,10 @@ XID_ACTION_LABEL = "gpubot_xid_action"
 
 # Labels that name the node an alert is about, in order of preference (DCGM exporter first).
 NODE_LABELS = ("Hostname", "node", "kubernetes_node", "instance_node")
+# Alerts about a workload, not a node: one incident per pod even when pods share a node.
+# An alert rule can choose with the label `gpubot_scope: pod | node`.
+SCOPE_LABEL = "gpubot_scope"
+POD_SCOPED_ALERTS = frozenset({"GPUIdleAllocated", "PodOOMKilled"})
 DEFAULT_CLUSTER = "sim"
 
 
@@ -57,12 +61,17 @@ class AlertObservation:
     def correlation_key(self) -> str:
         """Alerts about the same problem on the same node share one incident (one run).
 
-        Pod alerts without a node label (kube-state-metrics' OOMKilled) key on the pod, so
-        two pods' OOMs are two incidents, not one per cluster.
+        Workload alerts (GPUIdleAllocated, PodOOMKilled, or `gpubot_scope: pod`) key on the
+        pod, so two idle pods on one node are two incidents; so do pod alerts without a node
+        label (kube-state-metrics' OOMKilled), not one per cluster.
         """
         ns, pod = self.labels.get("namespace"), self.labels.get("pod")
-        subject = self.node or (f"{ns}/{pod}" if ns and pod else "-")
-        return f"{self.cluster}/{self.alertname}/{subject}"
+        workload = f"{ns}/{pod}" if ns and pod else None
+        scope = self.labels.get(SCOPE_LABEL) or (
+            "pod" if self.alertname in POD_SCOPED_ALERTS else "node"
+        )
+        subject = (workload or self.node) if scope == "pod" else (self.node or workload)
+        return f"{self.cluster}/{self.alertname}/{subject or '-'}"
 
 
 def observations(payload: AlertmanagerPayload) -> list[AlertObservation]:

@@ -31,7 +31,20 @@ class Code:
     kind: Literal["code"] = "code"
 
 
-Block = Text | Fields | Table | Code
+@dataclass(frozen=True)
+class Button:
+    """A button the reader can press; `value` is opaque (a run or approval id), never a command.
+
+    `action` names what the click means to the chat adapter (e.g. "object": keep a workload).
+    """
+
+    text: str
+    action: str
+    value: str
+    kind: Literal["button"] = "button"
+
+
+Block = Text | Fields | Table | Code | Button
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,8 @@ class Message:
             elif isinstance(block, Table):
                 lines.append(" | ".join(block.headers))
                 lines.extend(" | ".join(row) for row in block.rows)
+            elif isinstance(block, Button):
+                lines.append(f"[ {block.text} ]")
             else:
                 lines.append(block.text)
         return "\n".join(lines)

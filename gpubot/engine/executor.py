@@ -20,7 +20,13 @@ from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
 from gpubot.engine.gates import hold_reason, stale_reason
 from gpubot.engine.recorder import Engine, RunRecorder
-from gpubot.errors import GpubotError, NeedsHumanError, TemplateError, TemporaryStepError
+from gpubot.errors import (
+    GpubotError,
+    NeedsHumanError,
+    StopRunError,
+    TemplateError,
+    TemporaryStepError,
+)
 
 log = logging.getLogger(__name__)
 Next = Literal["next", "wait"]
@@ -243,7 +249,13 @@ class Executor(RunRecorder):
                         actor=ctx.actor,
                         result={"attempt": attempts, "error": str(exc)},
                     )
-                    await self.e.clock.sleep(exc.delay or step.retry_delay)
+                    delay = exc.delay or step.retry_delay
+                    # In the thread too, as the step's progress: people see why it is slow.
+                    await ctx.progress(
+                        f"attempt {attempts} of {step.retries + 1} failed: {exc}; "
+                        f"retrying in {delay:g}s"
+                    )
+                    await self.e.clock.sleep(delay)
                     continue
                 return await self._fail(run, runbook, step, state, str(exc))
             except TimeoutError:
@@ -256,6 +268,11 @@ class Executor(RunRecorder):
                 return await self._fail(run, runbook, step, state, error)
             except NeedsHumanError as exc:
                 return await self._needs_human(run, step, state, str(exc))
+            except StopRunError as exc:  # nothing (more) to do: a clean end, not a failure
+                await self._audit(
+                    run, "step.stopped", step=step, actor=ctx.actor, result={"reason": str(exc)}
+                )
+                return await self._cancel(run, str(exc))
             except GpubotError as exc:
                 return await self._fail(run, runbook, step, state, str(exc))
             except Exception as exc:  # a bug in one action must not leave the run hanging

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from gpubot.actions.base import ActionContext, ClusterPorts
 from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft
+from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent
 from gpubot.domain.policy import Policy
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, Step
@@ -64,6 +64,13 @@ class RunRecorder:
         async def say(text: str) -> None:
             await self._say(run, messages.text(f"{run.runbook} > {step.id}", text))
 
+        async def post(message: Message) -> None:
+            await self._say(run, message)
+
+        async def run_events(kind: str) -> list[AuditEvent]:
+            found = await self.e.store.events(incident_id=run.incident_id, run_id=run.id)
+            return [e for e in found if e.kind == kind]
+
         reason = f"gpubot {run.runbook}/{step.id} run={run.id} incident={run.incident_id or '-'}"
         return ActionContext(
             cluster=self.e.clusters[run.cluster],
@@ -72,6 +79,9 @@ class RunRecorder:
             reason=reason,
             dry_run=run.dry_run,
             say=say,
+            run_id=run.id,
+            post=post,
+            run_events=run_events,
         )
 
     async def _save(self, state: StepState) -> None:

@@ -5,8 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpubot.actions import drain, gpu, handoff, messaging, node, power, thermal, triage
+from gpubot.actions import (
+    drain,
+    gpu,
+    handoff,
+    messaging,
+    node,
+    power,
+    reclaim_notice,
+    thermal,
+    triage,
+    workloads,
+)
 from gpubot.actions.base import ActionSpec
+from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.errors import RunbookError
 
 
@@ -32,7 +44,9 @@ class Registry:
         return [self._specs[n] for n in sorted(self._specs)]
 
 
-def builtin_registry() -> Registry:
+def builtin_registry(*, reclaim: ReclaimPolicy | None = None) -> Registry:
+    """Every shipped action; `reclaim` is the config's idle-GPU reclamation policy."""
+    reclaim = reclaim or ReclaimPolicy()
     return Registry(
         [
             *node.SPECS,
@@ -43,5 +57,7 @@ def builtin_registry() -> Registry:
             *triage.SPECS,
             *power.SPECS,
             *thermal.SPECS,
+            *reclaim_notice.specs(reclaim),
+            *workloads.specs(reclaim),
         ]
     )

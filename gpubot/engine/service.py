@@ -27,12 +27,14 @@ from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine import messages
 from gpubot.engine.context import alert_context, resolve_params
 from gpubot.engine.executor import Executor
+from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planner import make_plan, match_alert
 from gpubot.engine.recorder import Engine
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
+_FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process() acts on
 
 
 @dataclass(frozen=True)
@@ -63,15 +65,16 @@ class GpubotService:
     async def process(self, summary: IntakeSummary) -> None:
         """Follow-up after intake: threads, plans, runs. Recovery redoes it after a crash."""
         for outcome in summary.outcomes:
-            if outcome.incident_id is None:
+            # ATTACHED alerts join the incident's run silently: in a storm, one message per
+            # alert would bury the thread (the alerts stay listed in the store). Nothing to
+            # read for them either: a storm is mostly ATTACHED and DUPLICATE outcomes.
+            if outcome.incident_id is None or outcome.kind not in _FOLLOW_UP:
                 continue
             incident = await self.e.store.get_incident(outcome.incident_id)
             if outcome.kind is IntakeKind.OPENED:
                 await self._audit_incident(incident, "incident.opened", outcome.fingerprint)
                 await self._notify(self.e.notifier.open_thread(incident=incident))
                 await self.start_incident_runs(incident)
-            # ATTACHED alerts join the incident's run silently: in a storm, one message per
-            # alert would bury the thread (the alerts stay listed in the store).
             elif outcome.kind is IntakeKind.INCIDENT_RESOLVED:
                 await self._audit_incident(incident, "incident.resolved", outcome.fingerprint)
                 await self._notify(self.e.notifier.update_root(incident=incident, state="resolved"))
@@ -100,9 +103,10 @@ class GpubotService:
                     dry_run=False,
                 )
             except GpubotError as exc:
-                await self._post(
-                    incident.id, messages.text(f"Runbook {runbook.name} not started", str(exc))
-                )
+                if not quiet:  # a retry (recover, tick) must not repeat this every time
+                    await self._post(
+                        incident.id, messages.text(f"Runbook {runbook.name} not started", str(exc))
+                    )
                 continue
             if run is not None:
                 started.append(run)
@@ -316,15 +320,19 @@ class GpubotService:
             self.spawn(self.executor.advance(run.id))
         return outcome
 
+    async def object(
+        self, *, run_id: str, user: str, member_of: MemberOf | None = None
+    ) -> Objection:
+        """An owner's "keep it" click in a grace period; ApprovalError says why one is refused."""
+        return await record_objection(self.e, run_id=run_id, user=user, member_of=member_of)
+
     # -- background -----------------------------------------------------------------------
 
     async def recover(self) -> None:
         """After a start: finish what a crash interrupted, from the store and live state."""
         for run in await self.e.store.list_runs(statuses=_ACTIVE):
             self.spawn(self.executor.advance(run.id))
-        for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
-            if not await self.e.store.list_runs(incident_id=incident.id):
-                await self.start_incident_runs(incident, quiet=True)
+        await self._start_missing_runs()
 
     async def tick(self) -> None:
         """Periodic: expire approvals, retry held steps, and (on the leader) pick up runs
@@ -334,6 +342,16 @@ class GpubotService:
         ):
             if not self.executor.busy(run.id):
                 self.spawn(self.executor.advance(run.id))
+        # The follow-up after intake may have failed (the database went away after the
+        # alert was stored): without this, such an incident would wait for a restart.
+        await self._start_missing_runs()
+
+    async def _start_missing_runs(self) -> None:
+        """Start the runs of open incidents that have none (the store's unique key on
+        incident and runbook keeps a race with the intake follow-up from doubling one)."""
+        for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
+            if not await self.e.store.list_runs(incident_id=incident.id):
+                await self.start_incident_runs(incident, quiet=True)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -12,11 +12,13 @@ from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from gpubot.config import Settings
+from gpubot.domain.results import Message
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ConfigError
+from gpubot.slack.edge import unreadable_body
 from gpubot.slack.listeners import GpuCommands, UserGroups, register
 from gpubot.slack.notifier import NotifierStore, Route, SlackNotifier
 from gpubot.slack.outbox import SlackOutbox
@@ -57,6 +59,10 @@ class SlackParts:
 
     async def handle_http(self, request: Request) -> Response:
         """POST /slack/events: bolt checks the signature and the 5-minute window first."""
+        # Bolt reads the body before it checks the signature and raises on one it cannot
+        # read: refuse those here with a 400 instead of a 500 and a traceback.
+        if reason := unreadable_body(await request.body(), request.headers):
+            return JSONResponse({"error": reason}, status_code=400)
         response: Response = await self._http.handle(request)
         return response
 
@@ -100,6 +106,7 @@ def make_slack_app(
     service: GpubotService,
     notifier: SlackNotifier,
     usergroups: Mapping[str, frozenset[str]],
+    idle: Callable[[str | None], Awaitable[Message]] | None = None,
 ) -> SlackParts:
     """Bolt AsyncApp with the `/gpu` command and approval buttons; verifies signatures."""
     if settings.slack.mode == "http" and settings.slack_signing_secret is None:
@@ -118,5 +125,6 @@ def make_slack_app(
         ttl=settings.slack.usergroup_cache_seconds,
     )
     default_cluster = settings.clusters[0].name
-    register(app, commands=GpuCommands(service, default_cluster=default_cluster), groups=groups)
+    commands = GpuCommands(service, default_cluster=default_cluster, idle=idle)
+    register(app, commands=commands, groups=groups)
     return SlackParts(app=app, notifier=notifier, settings=settings)

@@ -8,12 +8,13 @@ from typing import Any
 
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
 from gpubot.domain.incidents import Incident
-from gpubot.domain.results import Code, Fields, Message, Table, Text
+from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
 
 Block = dict[str, Any]
 
 APPROVE_ACTION = "gpubot_approve"
 DENY_ACTION = "gpubot_deny"
+OBJECT_ACTION = "gpubot_object"  # "Object — keep it" on an idle-GPU reclamation notice
 SECTION_LIMIT = 3000  # characters in one section's text (Block Kit)
 FIELD_LIMIT = 2000  # characters in one field
 FIELDS_PER_SECTION = 10
@@ -101,7 +102,33 @@ def message_blocks(message: Message) -> list[Block]:
             blocks.append(_table(block))
         elif isinstance(block, Code):
             blocks.append(_section(f"```{escape(_cut(block.text, SECTION_LIMIT - 8))}```"))
+        elif isinstance(block, Button):
+            blocks.append(_button(block))
     return blocks
+
+
+def _button(button: Button) -> Block:
+    """One button in its own actions block; the value is opaque (a run id), never a command."""
+    action_id = f"gpubot_{button.action}"
+    return {
+        "type": "actions",
+        "block_id": action_id,
+        "elements": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "text": {"type": "plain_text", "text": _cut(button.text, 75)},
+                "style": "primary",
+                "value": button.value,
+            }
+        ],
+    }
+
+
+def without_button(original: list[Block], action_id: str, note: str) -> list[Block]:
+    """A message after its button was answered: the same blocks, the button replaced by `note`."""
+    kept = [b for b in original if b.get("block_id") != action_id]
+    return [*kept, _context(escape(note))]
 
 
 def fallback_text(message: Message) -> str:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Literal
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -16,10 +16,11 @@ from gpubot.domain.incidents import IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.domain.xid import CATALOG_URL, explain
 from gpubot.engine import messages
+from gpubot.engine.objections import ObjectionClosed
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ApprovalError, GpubotError, NotFoundError
 from gpubot.slack import blocks, replies
-from gpubot.slack.blocks import APPROVE_ACTION, DENY_ACTION
+from gpubot.slack.blocks import APPROVE_ACTION, DENY_ACTION, OBJECT_ACTION
 from gpubot.slack.commands import (
     USAGE,
     Audit,
@@ -60,6 +61,10 @@ class UserGroups:
     async def of(self, user: str) -> list[str]:
         return [g for g in self.usergroups if user in await self._members_of(g)]
 
+    async def is_member(self, user: str, usergroup: str) -> bool:
+        """Any user group, configured or not (an owner's group named by a pod annotation)."""
+        return user in await self._members_of(usergroup)
+
     async def _members_of(self, usergroup: str) -> frozenset[str]:
         cached = self._members.get(usergroup)
         now = self._monotonic()
@@ -86,9 +91,16 @@ def _reply(message: Message) -> dict[str, Any]:
 class GpuCommands:
     """Runs one parsed `/gpu` command and returns the message to show."""
 
-    def __init__(self, service: GpubotService, *, default_cluster: str) -> None:
+    def __init__(
+        self,
+        service: GpubotService,
+        *,
+        default_cluster: str,
+        idle: Callable[[str | None], Awaitable[Message]] | None = None,
+    ) -> None:
         self.service = service
         self.default_cluster = default_cluster
+        self.idle = idle  # the idle-GPU report for a namespace (or all), as a message
 
     def parse(self, text: str) -> Command:
         e = self.service.e
@@ -136,7 +148,9 @@ class GpuCommands:
         if isinstance(command, Xid):
             return replies.xid_reply(command.code, explain(command.code), CATALOG_URL)
         if isinstance(command, Idle):
-            return messages.text("Idle-GPU reports are not configured yet.")
+            if self.idle is None:
+                return messages.text("Idle-GPU reports are not configured.")
+            return await self.idle(command.namespace)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _status(self, command: Status) -> Message:
@@ -162,7 +176,7 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
         try:
             parsed = commands.parse(str(command.get("text", "")))
         except UsageError as exc:
-            await respond(response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
+            await _respond(respond, response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
             return
         try:
             message = await commands.answer(parsed, user=user)
@@ -173,7 +187,7 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
         except Exception:  # the listener's edge: log, tell the user, keep serving
             log.exception("/gpu %s failed", type(parsed).__name__)
             message = messages.text("That failed inside gpubot; the error is in its log.")
-        await respond(**_reply(message))
+        await _respond(respond, **_reply(message))
 
     @app.action(_BUTTONS)
     async def button(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
@@ -198,3 +212,64 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
             await client.chat_postEphemeral(
                 channel=channel, user=user, text=str(exc), blocks=blocks.ephemeral(str(exc))
             )
+
+    @app.action(OBJECT_ACTION)
+    async def keep(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """The "Object — keep it" button: the owner or an approver keeps the workload."""
+        await ack()
+        user = str(body["user"]["id"])
+        channel = _channel(body)
+        try:
+            kept = await service.object(
+                run_id=str(body["actions"][0].get("value", "")),
+                user=user,
+                member_of=lambda usergroup: groups.is_member(user, usergroup),
+            )
+        except ApprovalError as exc:
+            if isinstance(exc, ObjectionClosed):
+                await _close_notice(client, body, channel, str(exc))
+            await client.chat_postEphemeral(
+                channel=channel, user=user, text=str(exc), blocks=blocks.ephemeral(str(exc))
+            )
+            return
+        at = service.e.clock.now().strftime("%Y-%m-%d %H:%M UTC")
+        note = f"Kept by <@{user}> at {at}: {kept.workload} stays; nothing is reclaimed."
+        await _close_notice(client, body, channel, note)
+        text = f"Objection recorded: {kept.workload} is kept. The run stops within a minute."
+        await client.chat_postEphemeral(
+            channel=channel, user=user, text=text, blocks=blocks.ephemeral(text)
+        )
+
+
+async def _respond(respond: AsyncRespond, **reply: Any) -> None:
+    """Answer through the command's response_url; without one (or with Slack unreachable)
+    nobody can be told, so say so in one log line instead of raising into bolt."""
+    try:
+        await respond(**reply)
+    except Exception as exc:  # the listener's edge
+        log.warning("/gpu: could not send the answer: %s", exc)
+
+
+def _channel(body: dict[str, Any]) -> str:
+    return str(
+        (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
+    )
+
+
+async def _close_notice(
+    client: AsyncWebClient, body: dict[str, Any], channel: str, note: str
+) -> None:
+    """Edit the notice: its button gives way to who kept it (or why it is closed)."""
+    message = body.get("message") or {}
+    ts = message.get("ts") or (body.get("container") or {}).get("message_ts")
+    if not ts:
+        return
+    try:
+        await client.chat_update(
+            channel=channel,
+            ts=str(ts),
+            text=f"{message.get('text', '')} {note}".strip(),
+            blocks=blocks.without_button(list(message.get("blocks") or []), OBJECT_ACTION, note),
+        )
+    except Exception:  # the edit is cosmetic: the objection is already in the audit trail
+        log.exception("could not edit the reclamation notice %s", ts)

@@ -12,7 +12,7 @@ from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
 from gpubot.domain.incidents import Incident
 from gpubot.domain.results import Message
 from gpubot.slack import blocks
-from gpubot.slack.outbox import Payload, Ref, SlackOutbox
+from gpubot.slack.outbox import Payload, Ref, SlackOutbox, Upload
 
 log = logging.getLogger(__name__)
 # "<runbook> > <step>" (progress) or "<runbook> > <step> (<action>): <status>" (step state):
@@ -164,6 +164,17 @@ class SlackNotifier:
             await self._root_state(incident_id, "acting")
         elif request.status is ApprovalStatus.DENIED:
             await self._root_state(incident_id, "denied")
+
+    # -- reports --------------------------------------------------------------------------
+
+    async def post_report(
+        self, *, channel: str | None, message: Message, chart: bytes | None, filename: str
+    ) -> None:
+        """The report as a top-level message; its chart uploaded in the message's thread."""
+        where = channel or self.channel
+        ref = self.outbox.post(where, _payload(message))
+        if chart is not None:
+            self.outbox.upload(where, Upload(chart, filename, message.title), thread=ref)
 
     # -- lookups --------------------------------------------------------------------------
 

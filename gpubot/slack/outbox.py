@@ -50,9 +50,18 @@ class Ref:
         return await asyncio.shield(self._where)
 
 
+@dataclass(frozen=True)
+class Upload:
+    """A file for files_upload_v2 (e.g. a report's chart)."""
+
+    content: bytes
+    filename: str
+    title: str
+
+
 @dataclass(eq=False)
 class _Item:
-    kind: str  # post | edit
+    kind: str  # post | edit | upload
     channel: str
     payload: Payload
     ref: Ref  # the message posted, or the message edited
@@ -60,6 +69,7 @@ class _Item:
     merge_key: str | None = None
     combine: Combine | None = None
     on_sent: OnSent | None = None
+    upload: Upload | None = None
     started: bool = False
 
 
@@ -151,6 +161,13 @@ class SlackOutbox:
         self._pending_edits[ref] = item
         self._enqueue(item)
 
+    def upload(self, channel: str, upload: Upload, *, thread: Ref) -> Ref:
+        """Upload a file into the thread of a message posted (or queued) in `channel`."""
+        item = _Item("upload", channel, Payload(upload.title, []), Ref(), thread=thread)
+        item.upload = upload
+        self._enqueue(item)
+        return item.ref
+
     def _enqueue(self, item: _Item) -> None:
         key = self._alias.get(item.channel, item.channel)
         queue = self._queues.get(key)
@@ -196,6 +213,9 @@ class SlackOutbox:
                 queue.task_done()
 
     async def _deliver(self, key: str, item: _Item) -> None:
+        if item.kind == "upload":
+            await self._upload(key, item)
+            return
         if item.kind == "edit":
             channel, ts = await item.ref.where()
             await self._call(key, "chat.update", channel=channel, ts=ts, payload=item.payload)
@@ -228,6 +248,20 @@ class SlackOutbox:
         if item.on_sent is not None:
             await item.on_sent(channel, ts)
 
+    async def _upload(self, key: str, item: _Item) -> None:
+        assert item.thread is not None
+        assert item.upload is not None
+        channel, parent = await item.thread.where()  # a channel id: files.* need one
+        await self._call(
+            key,
+            "files.upload",
+            channel=channel,
+            thread_ts=parent,
+            payload=item.payload,
+            upload=item.upload,
+        )
+        item.ref.resolve(channel, parent)
+
     async def _call(
         self,
         key: str,
@@ -237,8 +271,17 @@ class SlackOutbox:
         payload: Payload,
         ts: str | None = None,
         thread_ts: str | None = None,
+        upload: Upload | None = None,
     ) -> dict[str, Any]:
         args: dict[str, Any] = {"channel": channel, "text": payload.text, "blocks": payload.blocks}
+        if upload is not None:
+            args = {
+                "channel": channel,
+                "file": upload.content,
+                "filename": upload.filename,
+                "title": upload.title,
+                "request_file_info": False,  # files.info would need files:read; nothing uses it
+            }
         if ts is not None:
             args["ts"] = ts
         if thread_ts is not None:
@@ -248,7 +291,9 @@ class SlackOutbox:
             await self._pace(key)
             self.stats.calls += 1
             try:
-                if method == "chat.update":
+                if method == "files.upload":
+                    reply = await self.client.files_upload_v2(**args)
+                elif method == "chat.update":
                     reply = await self.client.chat_update(**args)
                 else:
                     reply = await self.client.chat_postMessage(**args)

@@ -134,6 +134,7 @@ async def slack_harness(
     *,
     rate: float = 200.0,
     runbook_dirs: list[Path] | None = None,
+    clock: FakeClock | None = None,
     **overrides: Any,
 ) -> AsyncIterator[SlackHarness]:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test-token")
@@ -152,7 +153,7 @@ async def slack_harness(
             runbooks={"dirs": [str(d) for d in runbook_dirs or []]},
             **overrides,
         )
-        clock = FakeClock()
+        clock = clock or FakeClock()
         app = build_app(settings, clock=clock)
         assert app.slack is not None, "slack.mode http with a bot token must build the Slack app"
         web = create_app(app.service, slack_events=app.slack.handle_http)

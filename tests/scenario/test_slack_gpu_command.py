@@ -68,7 +68,8 @@ async def test_node_status_shows_each_gpu_and_its_xid(h: SlackHarness) -> None:
     [
         ("help", "Usage"),
         ("xid 79", "XID 79"),
-        ("idle", "not configured yet"),
+        ("idle research", "Idle GPUs on sim in research: 8 allocated GPUs idle"),
+        ("idle kube-system", "No idle GPU allocations"),
         ("incidents all", "No all incidents"),
         ("plan xid79 node=gpu-node-07", "Plan: xid79"),
         ("bogus", "unknown command"),

@@ -15,6 +15,7 @@ from urllib3.exceptions import HTTPError
 
 from gpubot.backends.kube import convert
 from gpubot.backends.kube.errors import eviction_error, translate
+from gpubot.backends.kube.workloads import KubeWorkloads
 from gpubot.domain.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
@@ -24,6 +25,7 @@ from gpubot.domain.cluster import (
     PodInfo,
     Taint,
 )
+from gpubot.domain.workloads import Workload
 from gpubot.errors import NotFoundError, TemporaryStepError
 
 T = TypeVar("T")
@@ -41,17 +43,28 @@ class KubernetesKubeApi:
     the event loop never waits on the network, and a drain's concurrent evictions are not
     capped by asyncio's shared default pool. `dry_run=True` sends `dryRun=All` with every
     write: the API server runs admission, RBAC and PDB checks and persists nothing.
+    Every request gives up after `request_timeout` seconds (a temporary step error): a hung
+    API server must not hold a step, and a pool thread, until the step's own timeout.
     """
 
     def __init__(
-        self, api_client: client.ApiClient, *, dry_run: bool = False, workers: int = 32
+        self,
+        api_client: client.ApiClient,
+        *,
+        dry_run: bool = False,
+        workers: int = 32,
+        request_timeout: float = 30.0,
     ) -> None:
         self._api = api_client
+        self._timeout = request_timeout
         self.core = client.CoreV1Api(api_client)
         self.policy = client.PolicyV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self._dry = "All" if dry_run else None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube")
+        self._workloads = KubeWorkloads(
+            api_client, call=self._call, scale=self.scale, dry_run=dry_run
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -60,7 +73,8 @@ class KubernetesKubeApi:
     async def _call(self, fn: Callable[..., T], /, *, verb: str, resource: str, **kw: Any) -> T:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._pool, functools.partial(fn, **kw))
+            call = functools.partial(fn, _request_timeout=self._timeout, **kw)
+            return await loop.run_in_executor(self._pool, call)
         except ApiException as exc:
             raise translate(exc, verb=verb, resource=resource) from exc
         except HTTPError as exc:  # connection refused, reset, timed out: worth another try
@@ -297,6 +311,31 @@ class KubernetesKubeApi:
 
     # -- workloads ------------------------------------------------------------------------
 
+    async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
+        return await self._workloads.get_workload_owner(namespace=namespace, pod=pod)
+
+    async def get_workload(self, *, namespace: str, kind: str, name: str) -> Workload:
+        return await self._workloads.get_workload(namespace=namespace, kind=kind, name=name)
+
+    async def scale_workload(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        replicas: int,
+        annotations: Mapping[str, str | None] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        return await self._workloads.scale_workload(
+            namespace=namespace,
+            kind=kind,
+            name=name,
+            replicas=replicas,
+            annotations=annotations,
+            dry_run=dry_run,
+        )
+
     async def scale(
         self,
         *,
@@ -304,6 +343,7 @@ class KubernetesKubeApi:
         kind: Literal["Deployment", "StatefulSet"],
         name: str,
         replicas: int,
+        dry_run: bool = False,
     ) -> int:
         """Set replicas through the /scale subresource; returns the previous count."""
         read, patch, resource = (
@@ -328,7 +368,7 @@ class KubernetesKubeApi:
             name=name,
             namespace=namespace,
             body={"spec": {"replicas": replicas}},
-            dry_run=self._dry,
+            dry_run="All" if dry_run else self._dry,
             _content_type=MERGE,
         )
         return int((before.spec.replicas if before.spec else None) or 0)

@@ -1,4 +1,4 @@
-"""Client models → domain values: nodes, pods, budgets, events (pure functions)."""
+"""Client models → domain values: nodes, pods, workloads, budgets, events (pure functions)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gpubot.domain.cluster import (
     PodInfo,
     Taint,
 )
+from gpubot.domain.workloads import Workload
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"  # e.g. nvidia.com/mig-1g.10gb (MIG "mixed" strategy)
@@ -132,6 +133,45 @@ def pod_info(pod: Any) -> PodInfo:
         last_terminated=last,
         memory_limit_bytes=memory,
         shm_size_bytes=_shm_bytes(pod, main, memory),
+    )
+
+
+def controller_of(meta: Any) -> tuple[str, str] | None:
+    """(kind, name) of the object's controlling owner reference, if it has one."""
+    refs = meta.owner_references or []
+    ref = next((r for r in refs if r.controller), None)
+    return (str(ref.kind), str(ref.name)) if ref is not None else None
+
+
+def selector_text(match_labels: dict[str, str] | None) -> str:
+    """A label selector for list calls (matchLabels only: what Deployments set)."""
+    return ",".join(f"{k}={v}" for k, v in sorted((match_labels or {}).items()))
+
+
+def workload_info(obj: Any, *, kind: str, pods: list[PodInfo]) -> Workload:
+    """A Deployment or StatefulSet with the pods its selector matches now."""
+    meta = obj.metadata
+    replicas = obj.spec.replicas if obj.spec is not None else None
+    live = [p for p in pods if p.phase not in ("Succeeded", "Failed")]
+    return Workload(
+        namespace=meta.namespace,
+        kind=kind,
+        name=meta.name,
+        replicas=int(replicas if replicas is not None else 1),  # the API's default is 1
+        gpus=sum(p.gpu_request for p in live),
+        pods=len(live),
+        annotations=dict(meta.annotations or {}),
+    )
+
+
+def bare_pod(pod: PodInfo) -> Workload:
+    return Workload(
+        namespace=pod.namespace,
+        kind="Pod",
+        name=pod.name,
+        gpus=pod.gpu_request,
+        pods=1,
+        annotations=dict(pod.annotations),
     )
 
 

@@ -7,7 +7,6 @@ import copy
 import json
 import os
 import random
-import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from gpubot.backends.simulated import promql as promql_subset
 from gpubot.backends.simulated.pods import SimulatedPodReads
 from gpubot.backends.simulated.state import (
     ClusterState,
@@ -23,6 +23,7 @@ from gpubot.backends.simulated.state import (
     default_fleet,
     name_suffix,
 )
+from gpubot.backends.simulated.workloads import SimulatedWorkloads
 from gpubot.domain.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
@@ -53,15 +54,9 @@ _METRICS: dict[str, Callable[[GpuState], float]] = {
     # The exporter reports the code of the last XID seen, 0 when there has been none.
     "DCGM_FI_DEV_XID_ERRORS": lambda g: g.xid_errors[-1] if g.xid_errors else 0,
 }
-_SELECTOR = re.compile(r"\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s*", re.DOTALL)
-_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
-_UNSUPPORTED = (
-    'simulated metrics support only bare DCGM selectors with label="value" matchers '
-    f"({', '.join(_METRICS)}); got {{promql!r}}"
-)
 
 
-class SimulatedCluster(SimulatedPodReads):
+class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
     """A GPU cluster in memory, optionally backed by a JSON file that outlives the process.
 
     When `state_path` exists it wins over `state`: the file is the live cluster, and a
@@ -282,32 +277,43 @@ class SimulatedCluster(SimulatedPodReads):
     # Metrics
 
     async def query(self, *, promql: str) -> list[Sample]:
-        metric, matchers = _parse_selector(promql)
-        value_of = _METRICS[metric]
-        samples: list[Sample] = []
+        """A PromQL subset (see promql.py) over every GPU's current DCGM readings."""
+        expr = promql_subset.parse(promql, metrics=_METRICS)
         with self._lock:
-            state = self._current()
-            for node in state.nodes.values():
-                for gpu in node.gpus:
-                    labels = {
-                        "__name__": metric,
-                        "Hostname": node.name,
-                        "gpu": str(gpu.index),
-                        "UUID": gpu.uuid,
-                        "modelName": gpu.name,
-                        "cluster": self.name,
+            series = self._gpu_series()
+
+        def source(metric: str) -> list[tuple[dict[str, str], float]]:
+            value_of = _METRICS[metric]
+            return [({"__name__": metric, **labels}, float(value_of(g))) for labels, g in series]
+
+        return promql_subset.evaluate(expr, source)
+
+    def _gpu_series(self) -> list[tuple[dict[str, str], GpuState]]:
+        """Each GPU with its labels as the DCGM exporter sets them; call with the lock held."""
+        state = self._current()
+        holders: dict[tuple[str, int], SimPod] = {}
+        for pod in state.pods:  # one pass, not one per GPU: the benchmark fleet is 10,000 GPUs
+            for index in pod.gpu_indices:
+                holders.setdefault((pod.node, index), pod)
+        series: list[tuple[dict[str, str], GpuState]] = []
+        for node in state.nodes.values():
+            for gpu in node.gpus:
+                labels = {
+                    "Hostname": node.name,
+                    "gpu": str(gpu.index),
+                    "UUID": gpu.uuid,
+                    "modelName": gpu.name,
+                    "cluster": self.name,
+                }
+                # The exporter sets pod labels only while a pod holds the GPU.
+                if (holder := holders.get((node.name, gpu.index))) is not None:
+                    labels |= {
+                        "pod": holder.name,
+                        "namespace": holder.namespace,
+                        "container": holder.container,
                     }
-                    holder = state.holder(node.name, gpu.index)
-                    if holder is not None:
-                        labels |= {
-                            "pod": holder.name,
-                            "namespace": holder.namespace,
-                            "container": holder.container,
-                        }
-                    # As in PromQL, a missing label matches the empty string.
-                    if all(labels.get(k, "") == v for k, v in matchers.items()):
-                        samples.append(Sample(labels=labels, value=float(value_of(gpu))))
-        return samples
+                series.append((labels, gpu))
+        return series
 
     # Persistence
 
@@ -349,28 +355,6 @@ class SimulatedCluster(SimulatedPodReads):
             raise
         stat = self._path.stat()
         self._seen = (stat.st_ino, stat.st_mtime_ns)
-
-
-# The simulation keeps no history: `max_over_time(x[10m])` and friends read the current
-# value of `x`, which is what a steady series would give.
-_OVER_TIME = re.compile(r"^\s*(?:max|min|avg|last)_over_time\((.*)\[\d+[smhd]\]\)\s*$", re.S)
-
-
-def _parse_selector(promql: str) -> tuple[str, dict[str, str]]:
-    if over := _OVER_TIME.match(promql):
-        promql = over.group(1)
-    whole = _SELECTOR.fullmatch(promql)
-    if whole is None or whole.group(1) not in _METRICS:
-        raise InputError(_UNSUPPORTED.format(promql=promql))
-    matchers: dict[str, str] = {}
-    body, pos = whole.group(2) or "", 0
-    while body[pos:].strip():
-        one = _MATCHER.match(body, pos)
-        if one is None:
-            raise InputError(_UNSUPPORTED.format(promql=promql))
-        matchers[one.group(1)] = re.sub(r"\\(.)", r"\1", one.group(2))
-        pos = one.end()
-    return whole.group(1), matchers
 
 
 def _remove(state: ClusterState, pod: SimPod) -> None:

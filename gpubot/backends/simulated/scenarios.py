@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from gpubot.backends.simulated.cluster import SimulatedCluster
 from gpubot.domain.cluster import GpuState
@@ -111,6 +113,67 @@ def idle_pods(cluster: SimulatedCluster, *, namespace: str, count: int) -> list[
             for index in sim_pod.gpu_indices:
                 state.settle(sim_pod.node, index)
         return [p.ref for p in chosen]
+
+
+def idle_alert(
+    cluster: SimulatedCluster,
+    *,
+    namespace: str,
+    pod: str,
+    status: Literal["firing", "resolved"] = "firing",
+    starts_at: str = "2026-11-22T07:30:00Z",
+) -> dict[str, Any]:
+    """The Alertmanager (webhook v4) body GPUIdleAllocated sends for one pod: one alert per
+    GPU it holds, labelled as the DCGM exporter and deploy/prometheus/gpubot-rules.yaml do."""
+    state = cluster.snapshot()
+    sim_pod = state.pod(namespace, pod)
+    node = state.node(sim_pod.node)
+    gpus = [node.gpu(i) for i in sim_pod.gpu_indices]
+    alerts = []
+    for gpu in gpus:
+        labels = {
+            "alertname": "GPUIdleAllocated",
+            "Hostname": node.name,
+            "gpu": str(gpu.index),
+            "UUID": gpu.uuid,
+            "modelName": gpu.name,
+            "namespace": namespace,
+            "pod": pod,
+            "container": sim_pod.container,
+            "cluster": cluster.name,
+            "severity": "info",
+        }
+        fingerprint = hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()
+        alerts.append(
+            {
+                "status": status,
+                "labels": labels,
+                "annotations": {
+                    "summary": f"GPU {gpu.index} on {node.name} held by {namespace}/{pod} is idle",
+                    "description": "Average utilisation under 5% over the last hour "
+                    "while allocated.",
+                },
+                "startsAt": starts_at,
+                "endsAt": "2026-11-22T12:00:00Z"
+                if status == "resolved"
+                else "0001-01-01T00:00:00Z",
+                "generatorURL": "http://prometheus:9090/graph?g0.expr=DCGM_FI_DEV_GPU_UTIL",
+                "fingerprint": fingerprint[:16],
+            }
+        )
+    group = {"alertname": "GPUIdleAllocated", "cluster": cluster.name, "Hostname": node.name}
+    return {
+        "receiver": "gpubot",
+        "status": status,
+        "alerts": alerts,
+        "groupLabels": group,
+        "commonLabels": group,
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager:9093",
+        "version": "4",
+        "groupKey": "{}:" + json.dumps(group, sort_keys=True),
+        "truncatedAlerts": 0,
+    }
 
 
 def recover_node(cluster: SimulatedCluster, *, node: str) -> list[GpuState]:

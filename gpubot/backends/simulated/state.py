@@ -133,11 +133,29 @@ class SimPdb:
 
 
 @dataclass
+class SimWorkload:
+    """A controller whose desired replicas differ from "as many as it has pods" (it was scaled),
+    with the annotations written on it and a pod shape to start new replicas from."""
+
+    namespace: str
+    kind: str
+    name: str
+    replicas: int
+    annotations: dict[str, str] = field(default_factory=dict)
+    template: dict[str, Any] | None = None  # JSON: workload, container, gpus, labels, owner
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.kind}/{self.name}"
+
+
+@dataclass
 class ClusterState:
     seed: int = 0
     nodes: dict[str, SimNode] = field(default_factory=dict)
     pods: list[SimPod] = field(default_factory=list)
     pdbs: list[SimPdb] = field(default_factory=list)
+    workloads: dict[str, SimWorkload] = field(default_factory=dict)  # by SimWorkload.key
 
     def node(self, name: str) -> SimNode:
         try:
@@ -205,6 +223,7 @@ class ClusterState:
             "nodes": [asdict(n) for n in self.nodes.values()],
             "pods": pods,
             "pdbs": [asdict(b) for b in self.pdbs],
+            "workloads": [asdict(w) for w in self.workloads.values()],
         }
 
     @classmethod
@@ -221,8 +240,13 @@ class ClusterState:
                 for p in data["pods"]
             ]
             pdbs = [SimPdb(**b) for b in data["pdbs"]]
+            scaled = [SimWorkload(**w) for w in data.get("workloads", [])]
             return cls(
-                seed=int(data["seed"]), nodes={n.name: n for n in nodes}, pods=pods, pdbs=pdbs
+                seed=int(data["seed"]),
+                nodes={n.name: n for n in nodes},
+                pods=pods,
+                pdbs=pdbs,
+                workloads={w.key: w for w in scaled},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"simulated cluster state is malformed: {exc!r}") from exc

@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -33,6 +34,9 @@ _WRITE = "gpubot_write"  # connection execution option: this transaction will wr
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # SQLSTATEs that mean "run the transaction again": serialization failure, deadlock.
 _RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+# Backoff before redoing a transaction whose connection was lost; after these, the error
+# goes up (the webhook answers 503, a run waits for the next tick).
+_RECONNECT_DELAYS = (0.05, 0.2, 0.5)
 
 
 def json_roundtrip(value: Any) -> Any:
@@ -101,6 +105,11 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     for pragma in (
         "PRAGMA journal_mode=WAL",  # readers do not block the writer
+        # A commit is in the WAL file (the OS's cache) before the 2xx, so a killed process
+        # loses nothing; only the fsync waits for the next checkpoint. A power loss may roll
+        # the last commits back (never corrupt): Alertmanager sends them again. The fsync
+        # per commit was most of the cost of a write (benchmarks/ in the README).
+        "PRAGMA synchronous=NORMAL",
         "PRAGMA busy_timeout=5000",  # wait for another process's write instead of failing
         "PRAGMA foreign_keys=ON",
     ):
@@ -136,11 +145,13 @@ class SqlDatabase:
         return await asyncio.to_thread(self._transact, fn, write=write, snapshot=snapshot)
 
     def _transact(self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False) -> T:
-        """Run `fn` in one transaction; on a constraint race, run it once more from scratch.
+        """Run `fn` in one transaction; on a constraint race, run it once more from scratch;
+        on a lost connection, up to three more times after a short backoff.
 
         `snapshot` asks PostgreSQL for one snapshot across statements (SQLite always has it).
         """
-        for attempt in (1, 2):
+        reconnects, raced = 0, False
+        while True:
             try:
                 with self._guard(write=write), self._engine.connect() as conn:
                     if write:
@@ -150,9 +161,15 @@ class SqlDatabase:
                     with conn.begin():
                         return fn(conn)
             except DBAPIError as exc:
-                if attempt == 2 or not _retryable(exc):
+                if exc.connection_invalidated and reconnects < len(_RECONNECT_DELAYS):
+                    # The connection died under us (a restart, a failover, a killed backend)
+                    # and the pool has dropped it: redo the transaction on a new one.
+                    time.sleep(_RECONNECT_DELAYS[reconnects])
+                    reconnects += 1
+                    continue
+                if raced or not _retryable(exc):
                     raise
-        raise AssertionError("unreachable")
+                raced = True
 
     def _guard(self, *, write: bool) -> AbstractContextManager[Any]:
         if self._lock is not None and (write or self._lock_reads):

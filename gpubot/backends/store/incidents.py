@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, RowMapping, func, insert, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, update
 
 from gpubot.backends.store.database import SqlDatabase, lock_id
-from gpubot.backends.store.tables import alerts, incidents
+from gpubot.backends.store.tables import alerts, as_utc, incidents
 from gpubot.domain.incidents import (
     AlertObservation,
     AlertRecord,
@@ -23,6 +23,8 @@ from gpubot.errors import NotFoundError
 
 FIRING = "firing"
 RESOLVED = "resolved"
+_IN_LIMIT = 500
+_Key = TypeVar("_Key", str, int)
 
 
 class SqlIncidents(SqlDatabase):
@@ -68,7 +70,94 @@ class SqlIncidents(SqlDatabase):
             keys = {lock_id("gpubot.incident:" + item.correlation_key) for item in items}
             for key in sorted(keys):
                 conn.execute(select(func.pg_advisory_xact_lock(key)))
+        if all(item.status == FIRING for item in items):
+            return _ingest_firing(conn, items, now=now)
         return [_ingest_one(conn, item, now=now) for item in items]
+
+
+def _chunks(values: Iterable[_Key]) -> Iterator[list[_Key]]:
+    """Sorted and cut to _IN_LIMIT, so an IN list stays far under any bound-parameter limit."""
+    ordered = sorted(set(values))
+    for start in range(0, len(ordered), _IN_LIMIT):
+        yield ordered[start : start + _IN_LIMIT]
+
+
+def _ingest_firing(
+    conn: Connection, items: list[AlertObservation], *, now: datetime
+) -> list[IntakeOutcome]:
+    """A payload of firing alerts (a storm's shape) in a handful of statements, not four per
+    alert: read what is known, decide item by item exactly as _ingest_one would, then write
+    with one executemany per table."""
+    known: dict[tuple[str, datetime], tuple[int | None, str, str]] = {}
+    for chunk in _chunks(item.fingerprint for item in items):
+        for row in conn.execute(_KNOWN_ALERTS, {"values": chunk}):
+            known[(row.fingerprint, as_utc(row.starts_at))] = (row.id, row.status, row.incident_id)
+    open_ids: dict[str, str] = {}
+    for chunk in _chunks(item.correlation_key for item in items):
+        open_ids.update(
+            (row.key, row.id) for row in conn.execute(_OPEN_INCIDENTS, {"values": chunk})
+        )
+    new_incidents: list[dict[str, Any]] = []
+    new_alerts: list[dict[str, Any]] = []
+    touched: set[str] = set()
+    seen: set[int] = set()
+    outcomes: list[IntakeOutcome] = []
+    for item in items:
+        where = (item.fingerprint, as_utc(item.starts_at))
+        if (hit := known.get(where)) is not None:
+            alert_id, status, incident_id = hit
+            if status != FIRING:  # a firing re-send of a resolved alert: see _ingest_one
+                outcomes.append(IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, incident_id))
+                continue
+            if alert_id is not None:  # None: stored by this payload a moment ago
+                seen.add(alert_id)
+            outcomes.append(IntakeOutcome(item.fingerprint, IntakeKind.DUPLICATE, incident_id))
+            continue
+        open_id = open_ids.get(item.correlation_key)
+        if open_id is None:
+            incident_id = open_ids[item.correlation_key] = new_incident_id()
+            new_incidents.append(_new_incident(incident_id, item, now=now))
+            kind = IntakeKind.OPENED
+        else:
+            incident_id = open_id
+            touched.add(incident_id)
+            kind = IntakeKind.ATTACHED
+        new_alerts.append(_alert_row(item, incident_id, now=now))
+        known[where] = (None, FIRING, incident_id)
+        outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
+    if new_incidents:
+        conn.execute(_INSERT_INCIDENTS, new_incidents)
+    if new_alerts:
+        conn.execute(_INSERT_ALERTS, new_alerts)
+    for chunk in _chunks(touched):
+        conn.execute(_TOUCH_INCIDENTS, {"values": chunk, "now": now})
+    for ids in _chunks(seen):
+        conn.execute(_SEEN_ALERTS, {"values": ids, "now": now})
+    return outcomes
+
+
+# Built once: a statement object caches its compiled form, where one built per call would
+# pay for construction and its cache key every time (nearly half of this path's cost).
+_KNOWN_ALERTS = select(
+    alerts.c.id, alerts.c.fingerprint, alerts.c.starts_at, alerts.c.status, alerts.c.incident_id
+).where(alerts.c.fingerprint.in_(bindparam("values", expanding=True)))
+_OPEN_INCIDENTS = select(incidents.c.key, incidents.c.id).where(
+    incidents.c.key.in_(bindparam("values", expanding=True)),
+    incidents.c.status == IncidentStatus.OPEN.value,
+)
+_GET_INCIDENT = select(incidents).where(incidents.c.id == bindparam("incident_id"))
+_INSERT_INCIDENTS = insert(incidents)
+_INSERT_ALERTS = insert(alerts)
+_TOUCH_INCIDENTS = (
+    update(incidents)
+    .where(incidents.c.id.in_(bindparam("values", expanding=True)))
+    .values(updated_at=bindparam("now"))
+)
+_SEEN_ALERTS = (
+    update(alerts)
+    .where(alerts.c.id.in_(bindparam("values", expanding=True)))
+    .values(last_seen_at=bindparam("now"))
+)
 
 
 def _ingest_one(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:
@@ -129,21 +218,23 @@ def _new_alert(conn: Connection, item: AlertObservation, *, now: datetime) -> In
     else:
         _touch(conn, incident_id, now=now)
         kind = IntakeKind.ATTACHED
-    conn.execute(
-        insert(alerts).values(
-            fingerprint=item.fingerprint,
-            starts_at=item.starts_at,
-            incident_id=incident_id,
-            status=item.status,
-            labels=dict(item.labels),
-            annotations=dict(item.annotations),
-            group_key=item.group_key,
-            ends_at=item.ends_at,
-            received_at=now,
-            last_seen_at=now,
-        )
-    )
+    conn.execute(insert(alerts).values(**_alert_row(item, incident_id, now=now)))
     return IntakeOutcome(item.fingerprint, kind, incident_id)
+
+
+def _alert_row(item: AlertObservation, incident_id: str, *, now: datetime) -> dict[str, Any]:
+    return {
+        "fingerprint": item.fingerprint,
+        "starts_at": item.starts_at,
+        "incident_id": incident_id,
+        "status": item.status,
+        "labels": dict(item.labels),
+        "annotations": dict(item.annotations),
+        "group_key": item.group_key,
+        "ends_at": item.ends_at,
+        "received_at": now,
+        "last_seen_at": now,
+    }
 
 
 def _new_incident(incident_id: str, item: AlertObservation, *, now: datetime) -> dict[str, Any]:
@@ -170,7 +261,7 @@ def _touch(conn: Connection, incident_id: str, *, now: datetime) -> None:
 
 
 def _get_incident(conn: Connection, incident_id: str) -> Incident:
-    row = conn.execute(select(incidents).where(incidents.c.id == incident_id)).mappings().first()
+    row = conn.execute(_GET_INCIDENT, {"incident_id": incident_id}).mappings().first()
     if row is None:
         raise NotFoundError(f"no incident {incident_id}")
     return _incident(row)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, insert, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gpubot.backends.store.database import SqlDatabase
@@ -62,28 +62,40 @@ class SqlRuns(SqlDatabase):
         return await self._run(change, write=True)
 
     async def steps(self, run_id: str) -> list[StepState]:
-        query = (
-            select(steps_table)
-            .where(steps_table.c.run_id == run_id)
-            .order_by(steps_table.c.position)
-        )
         return await self._run(
-            lambda conn: [_step(row) for row in conn.execute(query).mappings()], write=False
+            lambda conn: [
+                _step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()
+            ],
+            write=False,
         )
 
     async def save_step(self, state: StepState) -> None:
         values = _step_values(state)
-        # Both dialects speak INSERT ... ON CONFLICT, which makes the upsert one statement.
-        dialect = postgresql if self._postgres else sqlite
-        upsert = dialect.insert(steps_table).values(**values)
-        upsert = upsert.on_conflict_do_update(
-            index_elements=[steps_table.c.run_id, steps_table.c.step_id],
-            set_={name: upsert.excluded[name] for name in values if name not in _STEP_KEY},
-        )
-        await self._run(lambda conn: conn.execute(upsert), write=True)
+        upsert = _UPSERT_STEP["postgresql" if self._postgres else "sqlite"]
+        await self._run(lambda conn: conn.execute(upsert, values), write=True)
 
 
 _STEP_KEY = ("run_id", "step_id")
+
+
+def _upsert_step(dialect: Any) -> Any:
+    # Both dialects speak INSERT ... ON CONFLICT, which makes the upsert one statement.
+    upsert = dialect.insert(steps_table)
+    return upsert.on_conflict_do_update(
+        index_elements=[steps_table.c.run_id, steps_table.c.step_id],
+        set_={c.name: upsert.excluded[c.name] for c in steps_table.c if c.name not in _STEP_KEY},
+    )
+
+
+# Built once: a statement object keeps its compiled form, so the reads and writes of every
+# step (several per step) do not build and key their statements each time.
+_UPSERT_STEP = {"postgresql": _upsert_step(postgresql), "sqlite": _upsert_step(sqlite)}
+_STEPS = (
+    select(steps_table)
+    .where(steps_table.c.run_id == bindparam("run_id"))
+    .order_by(steps_table.c.position)
+)
+_GET_RUN = select(runs_table).where(runs_table.c.id == bindparam("run_id"))
 
 
 def _create_run(conn: Connection, run: Run, states: list[StepState]) -> tuple[Run, bool]:
@@ -108,7 +120,7 @@ def _create_run(conn: Connection, run: Run, states: list[StepState]) -> tuple[Ru
 
 
 def _get_run(conn: Connection, run_id: str) -> Run:
-    row = conn.execute(select(runs_table).where(runs_table.c.id == run_id)).mappings().first()
+    row = conn.execute(_GET_RUN, {"run_id": run_id}).mappings().first()
     if row is None:
         raise NotFoundError(f"no run {run_id}")
     return _run(row)

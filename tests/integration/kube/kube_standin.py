@@ -3,8 +3,9 @@
 No kube-apiserver can run here, so the real `kubernetes` client is pointed at this: nodes
 (get/list/patch with strategic-merge and merge patches), pods (list with field and label
 selectors, get, delete, /log), pods/eviction with PodDisruptionBudget semantics (201 / 429),
-PDBs, Leases with resourceVersion conflicts (409), Events, Deployment/StatefulSet /scale,
-404 Status bodies, and injectable failures and latency. State is plain JSON dicts, as etcd
+PDBs, Leases with resourceVersion conflicts (409), Events, Deployments, StatefulSets and
+ReplicaSets (get, merge patch) with /scale (at 0 replicas their pods go, as the controller
+does), 404 Status bodies, and injectable failures and latency. State is plain JSON dicts, as etcd
 would hold them; tests change it through the helpers under one lock.
 """
 
@@ -113,6 +114,8 @@ class KubeStandin:
     leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
     events: list[Obj] = field(default_factory=list)
     scales: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # apps/v1 objects by (namespace, plural, name): deployments, statefulsets, replicasets.
+    workloads: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     latency: dict[str, float] = field(default_factory=dict)  # "eviction", "patch", ... → s
     faults: list[Fault] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)  # (method, path?query)
@@ -222,6 +225,58 @@ class KubeStandin:
                 "spec": {"selector": {"matchLabels": selector}, "minAvailable": min_available},
             }
 
+    def add_workload(
+        self,
+        namespace: str,
+        kind: str,
+        name: str,
+        *,
+        replicas: int = 1,
+        selector: dict[str, str] | None = None,
+        owner: tuple[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> Obj:
+        """A Deployment, StatefulSet or ReplicaSet (apps/v1), with the fields the client needs."""
+        selector = selector or {"app": name}
+        meta: Obj = {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid4()),
+            "resourceVersion": self.version(),
+            "creationTimestamp": _now(),
+            "labels": dict(selector),
+            "annotations": annotations or {},
+        }
+        if owner:
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": owner[0],
+                    "name": owner[1],
+                    "uid": str(uuid.uuid4()),
+                    "controller": True,
+                }
+            ]
+        template = {
+            "metadata": {"labels": dict(selector)},
+            "spec": {"containers": [{"name": "main"}]},
+        }
+        obj: Obj = {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "metadata": meta,
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": dict(selector)},
+                "template": template,
+                **({"serviceName": name} if kind == "StatefulSet" else {}),
+            },
+            "status": {"replicas": replicas},
+        }
+        with self.lock:
+            self.workloads[(namespace, f"{kind.lower()}s", name)] = obj
+        return obj
+
     def fail(self, method: str, path: str, *, times: int = 1, code: int = 500) -> None:
         """The next `times` requests matching method and path regex get `code`."""
         with self.lock:
@@ -275,6 +330,11 @@ def _list(kind: str, items: list[Obj], api_version: str = "v1") -> JSONResponse:
 
 def build_app(s: KubeStandin) -> Starlette:
     async def gate(request: Request, kind: str) -> Response | None:
+        # Read the body now, outside s.lock: Starlette caches it, so the handlers' later
+        # `await request.body()` under the (threading) lock returns without yielding. Awaiting
+        # a body still in flight while holding the lock would let another request on this
+        # event loop block the loop on the lock: a deadlock.
+        await request.body()
         path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         with s.lock:
             s.calls.append((request.method, path))
@@ -493,17 +553,49 @@ def build_app(s: KubeStandin) -> Starlette:
             s.leases[(ns, name)] = body
             return JSONResponse(copy.deepcopy(body))
 
+    async def workload(request: Request) -> Response:
+        ns, kind, name = (request.path_params[k] for k in ("ns", "kind", "name"))
+        if r := await gate(request, request.method.lower()):
+            return r
+        with s.lock:
+            current = s.workloads.get((ns, kind, name))
+            if current is None:
+                return status(404, "NotFound", f'{kind}.apps "{name}" not found', kind=kind)
+            if request.method == "PATCH":
+                updated = merge(current, json.loads(await request.body()))
+                if request.query_params.get("dryRun") != "All":
+                    updated["metadata"]["resourceVersion"] = s.version()
+                    s.workloads[(ns, kind, name)] = updated
+                return JSONResponse(copy.deepcopy(updated))
+            return JSONResponse(copy.deepcopy(current))
+
+    def _controller_scaled(ns: str, obj: Obj, replicas: int) -> None:
+        """What the Deployment/StatefulSet controller does at 0 replicas: its pods go."""
+        if replicas:
+            return
+        selector = obj["spec"]["selector"]["matchLabels"]
+        for key, pod in list(s.pods.items()):
+            labels = pod["metadata"].get("labels", {})
+            if key[0] == ns and all(labels.get(k) == v for k, v in selector.items()):
+                del s.pods[key]
+
     async def scale(request: Request) -> Response:
         ns, kind, name = (request.path_params[k] for k in ("ns", "kind", "name"))
         if r := await gate(request, "scale"):
             return r
         with s.lock:
+            obj = s.workloads.get((ns, kind, name))
+            if obj is not None:
+                s.scales[(ns, kind, name)] = int(obj["spec"]["replicas"])
             if (ns, kind, name) not in s.scales:
                 return status(404, "NotFound", f'{kind}.apps "{name}" not found', kind=kind)
             if request.method == "PATCH":
                 patch = json.loads(await request.body())
                 if request.query_params.get("dryRun") != "All":
                     s.scales[(ns, kind, name)] = int(patch["spec"]["replicas"])
+                    if obj is not None:
+                        obj["spec"]["replicas"] = s.scales[(ns, kind, name)]
+                        _controller_scaled(ns, obj, s.scales[(ns, kind, name)])
             replicas = s.scales[(ns, kind, name)]
         return JSONResponse(
             {
@@ -533,6 +625,7 @@ def build_app(s: KubeStandin) -> Starlette:
             methods=["GET", "PUT"],
         ),
         Route("/apis/apps/v1/namespaces/{ns}/{kind}/{name}/scale", scale, methods=["GET", "PATCH"]),
+        Route("/apis/apps/v1/namespaces/{ns}/{kind}/{name}", workload, methods=["GET", "PATCH"]),
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -550,8 +643,12 @@ def client_for(standin: KubeStandin) -> client.ApiClient:
 
 @contextmanager
 def serve(standin: KubeStandin) -> Iterator[KubeStandin]:
-    """Run the stand-in on a free 127.0.0.1 port in a thread for the duration of the block."""
-    sock = socket.socket()
+    """Run the stand-in on a free 127.0.0.1 port in a thread for the duration of the block.
+
+    The socket is made with IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets, and
+    without it each answer waits out a 40 ms delayed ACK, which a real API server never does.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(

@@ -148,6 +148,29 @@ def test_grouped_alerts_share_one_correlation_key_but_not_a_fingerprint() -> Non
     assert (first.labels["gpu"], second.labels["gpu"]) == ("0", "1")
 
 
+def test_workload_alerts_key_on_the_pod_even_on_one_node() -> None:
+    """Two idle pods on one node are two incidents (two reclamations), while an XID alert
+    that carries the GPU's pod stays per node; a rule's `gpubot_scope` label decides."""
+    body = raw("alertmanager_firing.json")
+    base = body["alerts"][0]
+
+    def key(**labels: str) -> str:
+        alert = dict(base, labels={"cluster": "c", "Hostname": "gpu-node-12", **labels})
+        (obs,) = observations(AlertmanagerPayload.model_validate(dict(body, alerts=[alert])))
+        return obs.correlation_key
+
+    idle = {"alertname": "GPUIdleAllocated", "namespace": "research"}
+    assert key(**idle, pod="jupyter-alice") == "c/GPUIdleAllocated/research/jupyter-alice"
+    assert key(**idle, pod="vllm-0") == "c/GPUIdleAllocated/research/vllm-0"
+    xid = {"alertname": "GPUXidError", "namespace": "ml", "pod": "train-0"}
+    assert key(**xid) == "c/GPUXidError/gpu-node-12"
+    assert key(**xid, gpubot_scope="pod") == "c/GPUXidError/ml/train-0"
+    assert (
+        key(alertname="GPUIdleAllocated", gpubot_scope="node") == "c/GPUIdleAllocated/gpu-node-12"
+    )
+    assert key(alertname="GPUIdleAllocated") == "c/GPUIdleAllocated/gpu-node-12"  # no pod label
+
+
 def test_observation_without_node_or_cluster_labels_uses_defaults() -> None:
     """No node label gives `-` in the key; no cluster label gives the default `sim`."""
     body = raw("alertmanager_firing.json")

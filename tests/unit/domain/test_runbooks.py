@@ -30,7 +30,14 @@ def xid_labels(**override: str) -> dict[str, str]:
 def test_shipped_runbooks_load() -> None:
     """runbooks/*.yaml load with load_dirs, names unique, paths kept for messages."""
     loaded = {item.runbook.name: item for item in load_dirs([SHIPPED])}
-    assert set(loaded) == {"oom-triage", "release-node", "thermal", "xid-route", "xid79"}
+    assert set(loaded) == {
+        "idle-reclaim",
+        "oom-triage",
+        "release-node",
+        "thermal",
+        "xid-route",
+        "xid79",
+    }
     assert loaded["xid79"].path == SHIPPED / "xid79.yaml"
     xid79 = loaded["xid79"].runbook
     assert [s.id for s in xid79.steps] == [

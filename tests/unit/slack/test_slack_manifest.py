@@ -47,7 +47,7 @@ def used_scopes() -> set[str]:
 def test_manifest_scopes_match_the_code() -> None:
     manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
     declared = set(manifest["oauth_config"]["scopes"]["bot"])
-    assert declared == used_scopes() == {"chat:write", "commands", "usergroups:read"}
+    assert declared == used_scopes() == {"chat:write", "commands", "usergroups:read", "files:write"}
 
 
 def test_manifest_declares_the_command_interactivity_and_socket_mode() -> None:

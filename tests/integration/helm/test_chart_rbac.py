@@ -1,0 +1,202 @@
+"""RBAC: the chart's ClusterRole and Lease Role equal deploy/rbac/clusterrole.yaml, and both
+equal what the code asks the API server for, derived from the real kubernetes client."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+from gpubot_chart import REPO, render_case
+from kubernetes import client
+
+KUBE_BACKEND = REPO / "gpubot" / "backends" / "kube"
+Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+def _grants(rules: list[dict[str, Any]]) -> set[Grant]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def _deploy_rbac() -> dict[str, dict[str, Any]]:
+    docs = yaml.safe_load_all((REPO / "deploy" / "rbac" / "clusterrole.yaml").read_text())
+    return {d["kind"]: d for d in docs}
+
+
+# -- what the code calls ----------------------------------------------------------------------
+
+
+def _api_methods_used() -> Iterator[tuple[type[Any], str]]:
+    """(client class, method) for every `self.<attr>.<method>` in the kube backend, where
+    `self.<attr> = client.<Class>(…)` in the same module."""
+    for module in sorted(KUBE_BACKEND.glob("*.py")):
+        tree = ast.parse(module.read_text())
+        attrs: dict[str, type[Any]] = {}
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute)
+                and isinstance(node.value.func.value, ast.Name)
+                and node.value.func.value.id == "client"
+                and node.value.func.attr.endswith("Api")
+            ):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute):
+                        attrs[target.attr] = getattr(client, node.value.func.attr)
+        constructed = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "client"
+            and node.func.attr.endswith("Api")
+        ]
+        # An API object held anywhere but `self.<attr>` would hide its calls from this scan.
+        assert len(constructed) == len(attrs), f"{module.name}: an API client outside self"
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "self"
+                and node.value.attr in attrs
+            ):
+                cls = attrs[node.value.attr]
+                if callable(getattr(cls, node.attr, None)) and not node.attr.startswith("_"):
+                    yield cls, node.attr
+
+
+def _request_of(cls: type[Any], method: str) -> tuple[str, str]:
+    """(HTTP method, path) the real generated client builds for `method` (its serializer,
+    the step before sending), with placeholder names."""
+    api = cls(client.ApiClient(client.Configuration()))
+    serialize = getattr(api, f"_{method}_serialize")
+    args = {
+        p: "x" if p in ("name", "namespace") else (0 if p == "_host_index" else None)
+        for p in inspect.signature(serialize).parameters
+    }
+    http_method, url = serialize(**args)[:2]
+    return str(http_method), urlsplit(str(url)).path
+
+
+def _grant_for(method: str, path: str) -> Grant:
+    """RBAC's view of a request, as the API server's request-info parser derives it."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    else:
+        group, rest = parts[1], parts[3:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    resource, name, sub = rest[0], rest[1] if len(rest) > 1 else None, rest[2:]
+    verb = {
+        "GET": "get" if name else "list",
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if name else "deletecollection",
+    }[method]
+    if sub:
+        resource = f"{resource}/{sub[0]}"
+    if method == "POST" and sub:  # POST on a subresource of a named object (eviction)
+        verb = "create"
+    return group, resource, verb
+
+
+def _code_grants() -> set[Grant]:
+    return {_grant_for(*_request_of(cls, m)) for cls, m in _api_methods_used()}
+
+
+def test_the_request_mapping_reads_paths_as_the_api_server_does() -> None:
+    """The mapping is checked on known requests before it judges the chart."""
+    assert _grant_for("GET", "/api/v1/nodes") == ("", "nodes", "list")
+    assert _grant_for("PATCH", "/api/v1/nodes/n1") == ("", "nodes", "patch")
+    assert _grant_for("POST", "/api/v1/namespaces/a/pods/p/eviction") == (
+        "",
+        "pods/eviction",
+        "create",
+    )
+    assert _grant_for("GET", "/apis/apps/v1/namespaces/a/deployments/d/scale") == (
+        "apps",
+        "deployments/scale",
+        "get",
+    )
+    assert _grant_for("PUT", "/apis/coordination.k8s.io/v1/namespaces/a/leases/l") == (
+        "coordination.k8s.io",
+        "leases",
+        "update",
+    )
+
+
+def test_code_needs_exactly_the_chart_rbac() -> None:
+    """Every grant is used by some API call in gpubot/backends/kube, and every call is granted:
+    cluster-wide for the cluster, the Lease only in the release namespace."""
+    rendered = render_case("ha-postgres-url")
+    cluster_role = _grants(rendered.one("ClusterRole")["rules"])
+    lease_role = _grants(rendered.one("Role")["rules"])
+    needed = _code_grants()
+    assert needed == cluster_role | lease_role
+    assert {g for g in needed if g[0] == "coordination.k8s.io"} == lease_role
+    assert not cluster_role & lease_role
+
+
+def test_chart_rbac_equals_the_deploy_file() -> None:
+    """helm/ and deploy/rbac/clusterrole.yaml grant the same, so either install is the same."""
+    deploy = _deploy_rbac()
+    rendered = render_case("ha-postgres-url")
+    assert rendered.one("ClusterRole")["rules"] == deploy["ClusterRole"]["rules"]
+    assert rendered.one("Role")["rules"] == deploy["Role"]["rules"]
+
+
+def test_no_secrets_no_wildcards_and_bindings_to_the_bot_only() -> None:
+    rendered = render_case("ha-postgres-url")
+    for kind in ("ClusterRole", "Role"):
+        for rule in rendered.one(kind)["rules"]:
+            assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"]
+            assert "secrets" not in rule["resources"]
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        (subject,) = rendered.one(kind)["subjects"]
+        assert subject == {"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}
+    assert rendered.bot["spec"]["template"]["spec"]["serviceAccountName"] == "gpubot"
+
+
+def test_single_replica_has_no_lease_role() -> None:
+    """Leader election, and with it the Lease permission, only with more than one replica."""
+    assert render_case("default").all("Role") == []
+    assert render_case("default").all("RoleBinding") == []
+
+
+def test_each_verb_says_which_feature_uses_it() -> None:
+    """In the rendered RBAC every verb line carries a comment."""
+    rendered = render_case("ha-postgres-url")
+    verbs = [
+        line
+        for line in rendered.text("rbac.yaml").splitlines()
+        if line.strip().startswith("- ") and _verb(line)
+    ]
+    rules = rendered.one("ClusterRole")["rules"] + rendered.one("Role")["rules"]
+    assert len(verbs) == sum(len(rule["verbs"]) for rule in rules)
+    for line in verbs:
+        assert "#" in line, line
+        assert len(line.split("#", 1)[1].strip()) > 10, line
+
+
+def _verb(line: str) -> bool:
+    word = line.strip()[2:].split("#")[0].strip()
+    return word in {"get", "list", "watch", "create", "update", "patch", "delete"}
+
+
+def test_rules_file_path_is_the_one_documented() -> None:
+    assert Path(REPO / "deploy" / "rbac" / "clusterrole.yaml").is_file()

@@ -1,0 +1,98 @@
+"""The benchmarks still run: each, at a tiny size, prints one JSON line with its figures.
+
+Timings are never asserted (the machines are noisy); what is checked is that every script
+runs end to end against the real parts it drives (the web app, SQLite, the Kubernetes and
+Slack stand-ins on loopback, uvicorn servers) and reports what it promises. The scripts run
+side by side, so the whole module takes about as long as the slowest one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+RUNS = {
+    "quarantine": ["--n", "3"],
+    "storm": ["--n", "20"],
+    "footprint": ["--n", "50", "--runs", "1"],
+}
+
+
+@pytest.fixture(scope="module")
+def printed() -> dict[str, subprocess.CompletedProcess[str]]:
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, str(BENCHMARKS / f"{name}.py"), *args],
+            cwd=BENCHMARKS.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, args in RUNS.items()
+    }
+    done = {}
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=120)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return done
+
+
+def line(printed: dict[str, subprocess.CompletedProcess[str]], name: str) -> dict[str, Any]:
+    """The one JSON line the benchmark printed, with the keys every benchmark carries."""
+    run = printed[name]
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 1, run.stdout
+    record: dict[str, Any] = json.loads(lines[0])
+    assert record["benchmark"] == name
+    assert record["targets"], "every benchmark states its targets"
+    for target in record["targets"].values():
+        assert isinstance(target["met"], bool)
+        assert "at_most" in target or "at_least" in target
+    assert record["all_met"] == all(t["met"] for t in record["targets"].values())
+    return record
+
+
+def test_quarantine_reports_both_paths_and_their_baselines(printed: Any) -> None:
+    """XID 79 → cordon latency in-process and through the Kubernetes API stand-in."""
+    record = line(printed, "quarantine")
+    assert record["samples"] == 3
+    for path in ("in_process", "kube_standin"):
+        for figure in ("xid_to_cordon", "xid_to_2xx", "baseline_bare_cordon"):
+            assert record[path][figure]["samples"] == 3
+            assert 0 < record[path][figure]["p50_ms"] <= record[path][figure]["p99_ms"]
+    assert set(record["targets"]) == {"in_process_p99_ms"}
+
+
+def test_storm_opens_one_root_per_node_and_drops_nothing(printed: Any) -> None:
+    """20 alerts over 2 nodes, with 429s and 500s injected: 2 roots, none dropped."""
+    record = line(printed, "storm")
+    assert record["alerts"] == 20
+    assert record["incidents"] == record["roots_created"] == 2
+    assert record["thread_replies"] == 2  # "No runbook matches this alert", one per incident
+    assert record["slack_calls_failed_and_retried"] == 7
+    assert record["dropped"] == 0
+    assert record["peak_calls_per_s_per_channel"] <= record["configured_rate_per_s"]
+    assert record["baseline_one_message_per_alert"]["messages"] == 20
+
+
+def test_footprint_stores_every_incident_and_times_help(printed: Any) -> None:
+    """RSS after storing 50 incidents against the RSS after import; `gpubot --help` timed."""
+    record = line(printed, "footprint")
+    assert record["incidents"] == 50
+    assert record["rss_after_incidents_mb"] >= record["baseline_rss_after_import_mb"] > 0
+    assert record["help_wall_s"] > 0
+    assert record["baseline_python_c_pass_s"] > 0
+    assert set(record["targets"]) == {"rss_after_incidents_mb", "help_wall_s"}

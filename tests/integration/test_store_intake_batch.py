@@ -1,0 +1,140 @@
+"""A payload of firing alerts is stored in a few statements, with the same outcomes as one
+alert at a time: same kinds, same incidents, same rows, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import event
+
+from gpubot.backends.store import SqlStore, open_store
+from gpubot.backends.store.incidents import _ingest_one
+from gpubot.domain.alerts import Alert
+from gpubot.domain.incidents import AlertObservation, IntakeKind, IntakeOutcome, observe
+
+T0 = datetime(2026, 11, 22, 1, 39, 20, tzinfo=UTC)
+NOW = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)
+
+
+def fired(fingerprint: str, node: str, *, status: str = "firing", **over: Any) -> AlertObservation:
+    alert: dict[str, Any] = {
+        "status": status,
+        "labels": {"alertname": "GPUMemoryNearFull", "cluster": "sim", "Hostname": node},
+        "annotations": {"summary": f"memory on {node}"},
+        "startsAt": T0.isoformat(),
+        "endsAt": (T0 + timedelta(minutes=5)).isoformat() if status == "resolved" else "",
+        "fingerprint": fingerprint,
+        **over,
+    }
+    if not alert["endsAt"]:
+        alert["endsAt"] = "0001-01-01T00:00:00Z"
+    return observe(Alert.model_validate(alert), group_key="{}:{}")
+
+
+@contextmanager
+def statements(store: SqlStore) -> Iterator[list[str]]:
+    """The SQL the store sends to the alerts and incidents tables while the block runs."""
+    seen: list[str] = []
+
+    def note(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+        if " alerts" in sql or " incidents" in sql:
+            seen.append(sql)
+
+    event.listen(store._engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        event.remove(store._engine, "before_cursor_execute", note)
+
+
+async def one_at_a_time(store: SqlStore, items: list[AlertObservation]) -> list[IntakeOutcome]:
+    """The per-alert path (what a payload with a resolved alert in it takes)."""
+    return await store._run(
+        lambda conn: [_ingest_one(conn, item, now=NOW) for item in items], write=True
+    )
+
+
+async def snapshot(store: SqlStore) -> list[tuple[str, str, str]]:
+    """Every alert as (fingerprint, status, the node of its incident), in a stable order."""
+    rows = []
+    for incident in await store.list_incidents(limit=10_000):
+        for record in await store.alerts_for(incident.id):
+            rows.append((record.fingerprint, record.status, incident.node or ""))
+    return sorted(rows)
+
+
+async def test_a_payload_decides_each_alert_as_one_at_a_time_would(database: Any) -> None:
+    """New node, attach, repeat in the payload, duplicate, firing re-send of a resolved
+    alert: the batched path gives the per-alert path's outcomes and rows."""
+    batched = database.open()
+    single = open_store("sqlite://")  # the reference: the per-alert path, in memory
+    for store in (batched, single):
+        await store.ingest([fired("old", "n1"), fired("gone", "n2")], now=NOW)
+        await store.ingest([fired("gone", "n2", status="resolved")], now=NOW)
+    payload = [
+        fired("new", "n1"),  # attaches to n1's open incident
+        fired("old", "n1"),  # stored before: a duplicate
+        fired("gone", "n2"),  # resolved before: a stale re-send, ignored
+        fired("fresh", "n3"),  # a node with no incident: opens one
+        fired("fresh2", "n3"),  # the same payload's new incident: attaches
+        fired("fresh", "n3"),  # repeated within the payload: a duplicate
+    ]
+
+    got = await batched.ingest(payload, now=NOW)
+    try:
+        want = await one_at_a_time(single, payload)
+        reference = await snapshot(single)
+    finally:
+        await single.close()
+
+    assert [o.kind for o in got] == [o.kind for o in want]
+    assert [o.kind for o in got] == [
+        IntakeKind.ATTACHED,
+        IntakeKind.DUPLICATE,
+        IntakeKind.IGNORED,
+        IntakeKind.OPENED,
+        IntakeKind.ATTACHED,
+        IntakeKind.DUPLICATE,
+    ]
+    assert got[0].incident_id == got[1].incident_id
+    assert got[3].incident_id == got[4].incident_id == got[5].incident_id
+    assert await snapshot(batched) == reference
+    old = [r for r in await batched.alerts_for(got[1].incident_id or "") if r.fingerprint == "old"]
+    assert old[0].last_seen_at == NOW
+
+
+async def test_a_storm_payload_is_a_handful_of_statements(database: Any) -> None:
+    """100 alerts about 100 nodes: 2 reads and 2 inserts, not 4 statements per alert; sent
+    again, 2 reads and 1 update."""
+    store = database.open()
+    payload = [fired(f"fp{i}", f"node-{i:03d}") for i in range(100)]
+
+    with statements(store) as first:
+        outcomes = await store.ingest(payload, now=NOW)
+    with statements(store) as again:
+        repeats = await store.ingest(payload, now=NOW + timedelta(minutes=1))
+
+    assert {o.kind for o in outcomes} == {IntakeKind.OPENED}
+    assert {o.kind for o in repeats} == {IntakeKind.DUPLICATE}
+    assert len(first) == 4
+    assert len(again) == 3
+    assert database.scalar("select count(*) from alerts") == 100
+    assert database.scalar("select count(*) from incidents") == 100
+
+
+async def test_a_payload_larger_than_one_in_list_is_stored_once(database: Any) -> None:
+    """1,200 alerts (IN lists are cut at 500) all land once and all repeat as duplicates."""
+    store = database.open()
+    payload = [fired(f"fp{i:04d}", f"node-{i % 300:03d}") for i in range(1200)]
+
+    outcomes = await store.ingest(payload, now=NOW)
+    repeats = await store.ingest(payload, now=NOW)
+
+    assert sum(o.kind is IntakeKind.OPENED for o in outcomes) == 300
+    assert sum(o.kind is IntakeKind.ATTACHED for o in outcomes) == 900
+    assert {o.kind for o in repeats} == {IntakeKind.DUPLICATE}
+    assert database.scalar("select count(*) from alerts") == 1200
+    assert database.scalar("select count(*) from incidents") == 300

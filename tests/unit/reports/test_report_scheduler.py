@@ -1,0 +1,230 @@
+"""The report scheduler on a real APScheduler with its SQLAlchemy job store in SQLite, under
+freezegun: cron from config, one run after downtime, leader-only runs, retries when
+Prometheus is down."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+
+from gpubot.actions.base import ClusterPorts
+from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.store.database import create_store_engine
+from gpubot.config import IdleReportSettings
+from gpubot.domain.cluster import Sample
+from gpubot.engine.clock import SystemClock
+from gpubot.errors import MetricsUnavailableError
+from gpubot.reports.collect import IdleReporter
+from gpubot.reports.jobs import IdleReportJob
+from gpubot.reports.scheduler import IDLE_JOB, IDLE_RETRY, ReportScheduler
+
+MONDAY_0800 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # a Monday
+
+
+class Metrics:
+    """Answers the report's queries from the simulated cluster, or fails like a dead
+    Prometheus while `down` is set; counts the queries."""
+
+    def __init__(self, sim: SimulatedCluster) -> None:
+        self.sim = sim
+        self.down = False
+        self.queries = 0
+
+    async def query(self, *, promql: str) -> list[Sample]:
+        self.queries += 1
+        if self.down:
+            raise MetricsUnavailableError("Prometheus at http://127.0.0.1:1: connection refused")
+        return await self.sim.query(promql=promql)
+
+
+class Leader:
+    def __init__(self, leading: bool = True) -> None:
+        self.leading = leading
+
+    def is_leader(self) -> bool:
+        return self.leading
+
+
+class Rig:
+    def __init__(self, tmp_path: Path, **settings: Any) -> None:
+        self.sim = SimulatedCluster.default(name="sim")
+        self.metrics = Metrics(self.sim)
+        self.notifier = RecordingNotifier()
+        self.leader = Leader()
+        self.settings = IdleReportSettings(**settings)
+        self.db = f"sqlite:///{tmp_path / 'jobs.db'}"
+        self.schedulers: list[ReportScheduler] = []
+
+    def make(self) -> ReportScheduler:
+        ports = ClusterPorts(name="sim", kube=self.sim, agent=self.sim, metrics=self.metrics)
+        reporter = IdleReporter(
+            self.settings, clusters={"sim": ports}, audit=_NoAudit(), clock=SystemClock()
+        )
+        job = IdleReportJob(reporter, self.notifier, channel="#gpu-reports", chart=False)
+        scheduler = ReportScheduler(
+            self.settings,
+            job=job,
+            engine=lambda: create_store_engine(self.db),
+            leadership=self.leader,
+            check_every=0.05,
+        )
+        self.schedulers.append(scheduler)
+        return scheduler
+
+    def reports(self) -> list[str]:
+        return [c.text for c in self.notifier.of("report")]
+
+
+class _NoAudit:
+    async def events(self, *, incident_id: str | None = None) -> list[Any]:
+        return []
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Callable[..., Rig]]:
+    made: list[Rig] = []
+
+    def factory(**settings: Any) -> Rig:
+        made.append(Rig(tmp_path, **settings))
+        return made[-1]
+
+    yield factory
+    for r in made:
+        for s in r.schedulers:
+            await s.stop()
+
+
+async def until(predicate: Callable[[], bool], within: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    while not predicate():
+        assert loop.time() < end, "condition not reached"
+        await asyncio.sleep(0.02)
+
+
+async def settle() -> None:
+    await asyncio.sleep(0.3)
+
+
+async def test_cron_from_config_in_its_time_zone(rig: Callable[..., Rig]) -> None:
+    """Default weekdays 09:00: on Friday evening in Berlin the next run is Monday 09:00 Berlin."""
+    r = rig(timezone="Europe/Berlin")
+    with freeze_time(datetime(2026, 11, 27, 18, 0, tzinfo=UTC), real_asyncio=True):
+        s = r.make()
+        await s.start()
+        when = s.next_run()
+        assert when is not None
+        assert when.isoformat() == "2026-11-30T09:00:00+01:00"
+        await settle()
+    assert r.reports() == []
+
+
+async def test_missed_runs_while_down_run_once_on_start(rig: Callable[..., Rig]) -> None:
+    """Scheduled Monday 09:00, the bot is down from Monday 08:00 to Wednesday 10:30 (three
+    runs missed): on start the report is posted once, and the next run is Thursday 09:00."""
+    r = rig()
+    with freeze_time(MONDAY_0800, real_asyncio=True):
+        first = r.make()
+        await first.start()
+        assert first.next_run() == datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+        await first.stop()
+    with freeze_time(MONDAY_0800 + timedelta(days=2, hours=2, minutes=30), real_asyncio=True):
+        second = r.make()
+        await second.start()
+        await until(lambda: len(r.reports()) == 1)
+        await settle()
+        assert len(r.reports()) == 1
+        assert r.reports()[0].startswith("Idle GPUs on sim: 8 allocated GPUs idle")
+        assert second.next_run() == datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+    assert r.metrics.queries == 3
+
+
+async def test_only_the_leader_runs_scheduled_jobs(rig: Callable[..., Rig]) -> None:
+    """A replica without the Lease keeps its scheduler paused: the due report waits until it
+    leads, then runs once."""
+    r = rig()
+    with freeze_time(MONDAY_0800, real_asyncio=True):
+        s = r.make()
+        await s.start()
+        await s.stop()
+    r.leader.leading = False
+    with freeze_time(MONDAY_0800 + timedelta(hours=2), real_asyncio=True):
+        s = r.make()
+        await s.start()
+        await settle()
+        assert r.reports() == []
+        r.leader.leading = True  # the Lease moved here
+        await until(lambda: len(r.reports()) == 1)
+        await settle()
+        assert len(r.reports()) == 1
+
+
+async def test_prometheus_down_says_so_retries_and_recovers(rig: Callable[..., Rig]) -> None:
+    """Prometheus refuses: the channel hears "unavailable, retrying" once, a retry is stored
+    in the job store (it survives a restart) 5 min later, and when Prometheus is back the
+    retry posts the report. The bot keeps running."""
+    r = rig(retries=3)
+    r.metrics.down = True
+    with freeze_time(MONDAY_0800 + timedelta(hours=1), real_asyncio=True):
+        s = r.make()
+        await s.start()
+        s.scheduler.get_job(IDLE_JOB).modify(next_run_time=datetime.now(UTC))
+        await until(lambda: len(r.reports()) == 1)
+        assert "report unavailable" in r.reports()[0]
+        assert "connection refused" in r.reports()[0]
+        assert "Retrying every 5 min." in r.reports()[0]
+        await until(lambda: s.scheduler.get_job(IDLE_RETRY) is not None)
+        retry = s.scheduler.get_job(IDLE_RETRY)
+        assert retry.args == (IDLE_JOB, ["sim"], 1)
+        assert retry.next_run_time == datetime(2026, 11, 23, 9, 5, tzinfo=UTC)
+        await s.stop()
+    r.metrics.down = False
+    with freeze_time(datetime(2026, 11, 23, 9, 6, tzinfo=UTC), real_asyncio=True):
+        s = r.make()  # a restart: the retry comes back from the job store
+        await s.start()
+        await until(lambda: len(r.reports()) == 2)
+        assert r.reports()[1].startswith("Idle GPUs on sim: 8 allocated GPUs idle")
+        await settle()
+        assert s.scheduler.get_job(IDLE_RETRY) is None  # one-off: gone after it ran
+
+
+async def test_retries_stop_after_the_configured_number(rig: Callable[..., Rig]) -> None:
+    """Each failed retry stays quiet; the last one says it gave up, and no retry is left."""
+    r = rig(retries=2)
+    r.metrics.down = True
+    s = r.make()
+    with freeze_time(MONDAY_0800 + timedelta(minutes=30), real_asyncio=True):  # none due
+        await s.start()
+        for attempt in (0, 1, 2):
+            await s._run_idle(None if attempt == 0 else ["sim"], attempt)
+    texts = r.reports()
+    assert len(texts) == 2
+    assert "Retrying every 5 min." in texts[0]
+    assert "Gave up until next time." in texts[1]
+    assert s.scheduler.get_job(IDLE_RETRY).args == (IDLE_JOB, ["sim"], 2)  # from attempt 1
+    assert r.metrics.queries == 9
+
+
+async def test_config_changes_replace_the_stored_schedule(rig: Callable[..., Rig]) -> None:
+    """A new cron in the config replaces the stored one; `enabled: false` removes the job."""
+    r = rig()
+    with freeze_time(MONDAY_0800, real_asyncio=True):
+        s = r.make()
+        await s.start()
+        await s.stop()
+        r.settings = IdleReportSettings(cron="30 7 * * *")
+        s = r.make()
+        await s.start()
+        assert s.next_run() == datetime(2026, 11, 24, 7, 30, tzinfo=UTC)
+        await s.stop()
+        r.settings = IdleReportSettings(enabled=False)
+        s = r.make()
+        await s.start()
+        assert s.next_run() is None
