@@ -29,6 +29,7 @@ from gpubot.engine.context import alert_context, resolve_params
 from gpubot.engine.executor import Executor
 from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planner import make_plan, match_alert
+from gpubot.engine.planning import cluster_named, plan_alerts, plan_command, runbook_named
 from gpubot.engine.recorder import Engine
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
 
@@ -133,54 +134,11 @@ class GpubotService:
         )
 
     async def plan(self, *, runbook: str, args: Mapping[str, str], cluster: str) -> Plan:
-        rb = self._runbook(runbook)
-        base = alert_context(None)
-        params = resolve_params(rb, base=base, given=args)
-        return await make_plan(
-            rb,
-            base=base,
-            params=params,
-            cluster=self._cluster(cluster),
-            registry=self.e.registry,
-            clock=self.e.clock,
-        )
+        return await plan_command(self.e, runbook=runbook, args=args, cluster=cluster)
 
     async def plan_payload(self, payload: AlertmanagerPayload) -> list[Plan]:
         """Plans for every alert in a payload, without storing anything (`gpubot plan`)."""
-        plans: list[Plan] = []
-        for item in observations(payload):
-            if item.status != "firing":
-                continue
-            now = self.e.clock.now()
-            incident = Incident(
-                id="(not stored)",
-                key=item.correlation_key,
-                status=IncidentStatus.OPEN,
-                alertname=item.alertname,
-                cluster=item.cluster,
-                node=item.node,
-                severity=item.severity,
-                summary=item.summary,
-                labels=item.labels,
-                annotations=item.annotations,
-                generator_url=item.generator_url,
-                created_at=now,
-                updated_at=now,
-            )
-            for rb in match_alert(list(self.e.runbooks.values()), item.labels):
-                base = alert_context(incident)
-                params = resolve_params(rb, base=base, given={})
-                plans.append(
-                    await make_plan(
-                        rb,
-                        base=base,
-                        params=params,
-                        cluster=self._cluster(item.cluster),
-                        registry=self.e.registry,
-                        clock=self.e.clock,
-                    )
-                )
-        return plans
+        return await plan_alerts(self.e, payload)
 
     async def _create_run(
         self,
@@ -370,16 +328,10 @@ class GpubotService:
     # -- lookups --------------------------------------------------------------------------
 
     def _runbook(self, name: str) -> Runbook:
-        if name not in self.e.runbooks:
-            known = ", ".join(sorted(self.e.runbooks)) or "none"
-            raise InputError(f"unknown runbook {name!r} (known: {known})")
-        return self.e.runbooks[name]
+        return runbook_named(self.e, name)
 
     def _cluster(self, name: str) -> ClusterPorts:
-        if name not in self.e.clusters:
-            known = ", ".join(sorted(self.e.clusters)) or "none"
-            raise InputError(f"unknown cluster {name!r} (configured: {known}); no action taken")
-        return self.e.clusters[name]
+        return cluster_named(self.e, name)
 
     async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str) -> None:
         await self.e.store.append(

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import freezegun
 import pytest
 from reliability_procs import PgSchema, Procs, pg_schema
 
@@ -19,10 +18,6 @@ TESTS = Path(__file__).resolve().parents[1]
 for extra in (TESTS / "scenario", TESTS / "integration" / "kube"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
-
-# As in tests/integration/kube: the kubernetes client builds pydantic schemas lazily, and a
-# FakeDatetime patched in by another test's freeze_time would break them.
-freezegun.configure(extend_ignore_list=["kubernetes"])
 
 LONG_FUZZ_ENV = "GPUBOT_FUZZ_LONG"
 _KEEP = (LONG_FUZZ_ENV, "GPUBOT_TEST_PG_URL")

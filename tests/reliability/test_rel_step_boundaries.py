@@ -16,8 +16,8 @@ from reliability_crash import CountingCluster, Crash, CrashingStore, Fate
 from gpubot.actions.base import ClusterPorts
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated.fleet import default_fleet
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.backends.simulated.state import default_fleet
 from gpubot.backends.store import open_store
 from gpubot.config import load_settings
 from gpubot.domain.alerts import AlertmanagerPayload

@@ -1,6 +1,7 @@
 """An in-process GPU cluster for the demo and tests: KubeApi, NodeAgent and Metrics in one."""
 
 from gpubot.backends.simulated.cluster import UNSCHEDULABLE_TAINT, SimulatedCluster
+from gpubot.backends.simulated.fleet import default_fleet
 from gpubot.backends.simulated.scenarios import (
     XID_GPU_LOST,
     idle_pods,
@@ -16,7 +17,6 @@ from gpubot.backends.simulated.state import (
     SimNode,
     SimPdb,
     SimPod,
-    default_fleet,
 )
 
 __all__ = [

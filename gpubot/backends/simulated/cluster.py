@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
 import random
@@ -16,11 +15,12 @@ from pathlib import Path
 from typing import Literal
 
 from gpubot.backends.simulated import promql as promql_subset
+from gpubot.backends.simulated.fleet import default_fleet
 from gpubot.backends.simulated.pods import SimulatedPodReads
 from gpubot.backends.simulated.state import (
     ClusterState,
     SimPod,
-    default_fleet,
+    clone_state,
     name_suffix,
 )
 from gpubot.backends.simulated.workloads import SimulatedWorkloads
@@ -93,7 +93,7 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
     def snapshot(self) -> ClusterState:
         """A copy of the whole state; change the cluster through `mutation()` or scenarios."""
         with self._lock:
-            return copy.deepcopy(self._current())
+            return clone_state(self._current())
 
     def node_names(self) -> list[str]:
         with self._lock:
@@ -104,7 +104,7 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         """Change the state as one transaction: all of it is kept and written, or none."""
         with self._lock:
             # Work on a copy so a change that fails half-way leaves the cluster untouched.
-            draft = copy.deepcopy(self._current())
+            draft = clone_state(self._current())
             yield draft
             self._state = draft
             self._save()

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import freezegun
 import pytest
 from kube_standin import KubeStandin, client_for, serve
 
 from gpubot.backends.kube import KubernetesKubeApi
-
-# The client's pydantic models build schemas lazily; under freeze_time (other tests) a
-# FakeDatetime patched into them breaks that. Loading kubernetes here is what brings them in.
-freezegun.configure(extend_ignore_list=["kubernetes"])
 
 
 @pytest.fixture
