@@ -213,7 +213,8 @@ class RunStore(Protocol):
 
     async def steps(self, run_id: str) -> list[StepState]: ...
 
-    async def save_step(self, state: StepState) -> None: ...
+    async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:
+        """Upsert a step's state; with `audit`, append that event in the same transaction."""
 
 
 class ApprovalStore(Protocol):

@@ -80,9 +80,9 @@ class Executor(RunRecorder):
                 and not evaluate(step.when, variables)
             ):
                 await self._save(
-                    replace(state, status=StepStatus.SKIPPED, error=f"when: {step.when}")
+                    replace(state, status=StepStatus.SKIPPED, error=f"when: {step.when}"),
+                    event=self._event(run, "step.skipped", step=step, result={"when": step.when}),
                 )
-                await self._audit(run, "step.skipped", step=step, result={"when": step.when})
                 return "next"
             args = (
                 render_value(step.args, variables)
@@ -100,8 +100,12 @@ class Executor(RunRecorder):
             if run.dry_run:
                 note = await spec.plan(ctx, params)
                 done = replace(state, status=StepStatus.SUCCEEDED, output={"dry_run": note.summary})
-                await self._save(done)
-                await self._audit(run, "step.dry_run", step=step, args=args, result=done.output)
+                await self._save(
+                    done,
+                    event=self._event(
+                        run, "step.dry_run", step=step, args=args, result=done.output
+                    ),
+                )
                 await self._say(
                     run, messages.step_message(run, done, action=step.action, text=note.summary)
                 )
@@ -229,8 +233,7 @@ class Executor(RunRecorder):
             )
             ctx = replace(ctx, started_at=state.started_at)
             # Durable before acting: after a crash, RUNNING means "check live state first".
-            await self._save(state)
-            await self._audit(
+            started = self._event(
                 run,
                 "step.started",
                 step=step,
@@ -238,6 +241,7 @@ class Executor(RunRecorder):
                 actor=ctx.actor,
                 result={"attempt": attempts},
             )
+            await self._save(state, event=started)
             try:
                 output = await asyncio.wait_for(spec.run(ctx, params), timeout=step.timeout)
             except TemporaryStepError as exc:
@@ -335,8 +339,7 @@ class Executor(RunRecorder):
         done = replace(
             state, status=StepStatus.SUCCEEDED, output=output, finished_at=self.e.clock.now()
         )
-        await self._save(done)
-        await self._audit(
+        finished = self._event(
             run,
             "step.finished",
             step=step,
@@ -344,6 +347,7 @@ class Executor(RunRecorder):
             actor=actor,
             result={"ok": True, **output},
         )
+        await self._save(done, event=finished)
         await self._say(
             run,
             messages.step_message(run, done, action=step.action, text=messages._short(output, 300)),
@@ -356,14 +360,9 @@ class Executor(RunRecorder):
         failed = replace(
             state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
         )
-        await self._save(failed)
-        await self._audit(
-            run,
-            "step.failed",
-            step=step,
-            args=state.args,
-            result={"ok": False, "error": error, "on_failure": step.on_failure},
-        )
+        result = {"ok": False, "error": error, "on_failure": step.on_failure}
+        event = self._event(run, "step.failed", step=step, args=state.args, result=result)
+        await self._save(failed, event=event)
         await self._say(run, messages.step_message(run, failed, action=step.action, text=error))
         if step.on_failure == "continue":
             return "next"

@@ -84,12 +84,38 @@ class RunRecorder:
             run_events=run_events,
         )
 
-    async def _save(self, state: StepState) -> None:
-        await self.e.store.save_step(state)
+    async def _save(self, state: StepState, *, event: AuditDraft | None = None) -> None:
+        """Record a step's state; with `event`, its audit event in the same transaction."""
+        await self.e.store.save_step(state, audit=event)
 
     async def _set_run(self, run: Run, status: RunStatus, note: str) -> Run:
         return await self.e.store.update_run(
             run.id, status=status, note=note, now=self.e.clock.now()
+        )
+
+    def _event(
+        self,
+        run: Run,
+        kind: str,
+        *,
+        step: Step | None = None,
+        args: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | None = None,
+        actor: str = SYSTEM_ACTOR,
+    ) -> AuditDraft:
+        return AuditDraft(
+            ts=self.e.clock.now(),
+            actor=actor,
+            kind=kind,
+            incident_id=run.incident_id,
+            run_id=run.id,
+            step=step.id if step else None,
+            action=step.action if step else None,
+            target=run.target,
+            args=dict(args or {}),
+            result=dict(result or {}),
+            reason=f"runbook {run.runbook}" + (f" step {step.id}" if step else ""),
+            dry_run=run.dry_run,
         )
 
     async def _audit(
@@ -103,20 +129,7 @@ class RunRecorder:
         actor: str = SYSTEM_ACTOR,
     ) -> None:
         await self.e.store.append(
-            AuditDraft(
-                ts=self.e.clock.now(),
-                actor=actor,
-                kind=kind,
-                incident_id=run.incident_id,
-                run_id=run.id,
-                step=step.id if step else None,
-                action=step.action if step else None,
-                target=run.target,
-                args=dict(args or {}),
-                result=dict(result or {}),
-                reason=f"runbook {run.runbook}" + (f" step {step.id}" if step else ""),
-                dry_run=run.dry_run,
-            )
+            self._event(run, kind, step=step, args=args, result=result, actor=actor)
         )
 
     async def _say(self, run: Run, message: Message) -> None:

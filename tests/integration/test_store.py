@@ -524,6 +524,29 @@ async def test_deleted_head_is_reported(database: Database, store: SqlStore) -> 
         await store.append(draft(4))
 
 
+async def test_step_state_and_its_audit_event_commit_together(
+    database: Database, store: SqlStore
+) -> None:
+    """save_step(state, audit=event) is one transaction: both land, chained; and when the
+    append fails (here: the chain head was deleted) the step's new state is not kept either,
+    so a crash or an error never leaves a step recorded without its audit event."""
+    await store.create_run(make_run(incident_id=None, run_id="run-a"), make_steps("run-a"))
+    [first, *_] = await store.steps("run-a")
+    running = replace(first, status=StepStatus.RUNNING, attempts=1, started_at=NOW)
+    await store.save_step(running, audit=draft(1))
+    assert (await store.steps("run-a"))[0] == running
+    [event] = await store.events()
+    assert (event.seq, event.kind) == (1, draft(1).kind)
+    assert await store.verify() == []
+
+    database.execute("delete from audit_head")
+    done = replace(running, status=StepStatus.SUCCEEDED, finished_at=NOW)
+    with pytest.raises(GpubotError, match="audit_head row is missing"):
+        await store.save_step(done, audit=draft(2))
+    assert (await store.steps("run-a"))[0] == running  # rolled back with the failed append
+    assert len(await store.events()) == 1
+
+
 # Lookups and lifecycle
 
 

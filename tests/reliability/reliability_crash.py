@@ -68,13 +68,13 @@ class CrashingStore:
         self._inner = inner
         self._fate = fate
 
-    async def save_step(self, state: StepState) -> None:
+    async def save_step(self, state: StepState, *, audit: Any = None) -> None:
         self._fate.alive()
         if state.status is StepStatus.RUNNING:
             self._fate.at("before-start", state.step_id)
         if state.status is StepStatus.SUCCEEDED:
             self._fate.at("before-done", state.step_id)
-        await self._inner.save_step(state)
+        await self._inner.save_step(state, audit=audit)
         if state.status is StepStatus.RUNNING:
             self._fate.running = state.step_id
         if state.status is StepStatus.SUCCEEDED:

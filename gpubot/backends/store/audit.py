@@ -36,6 +36,14 @@ class SqlAuditLog(SqlDatabase):
         # reads would look like a tampered head.
         return await self._run(self._verify, write=False, snapshot=True)
 
+    def _audit_draft(self, draft: AuditDraft) -> AuditDraft:
+        """The draft as it will be stored and hashed (for appends inside another write)."""
+        return _as_stored(draft)
+
+    def _append_event(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
+        """Append inside the caller's transaction; `draft` from _audit_draft()."""
+        return self._append(conn, draft)
+
     def _append(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
         # FOR UPDATE queues concurrent appenders on PostgreSQL (SQLite renders nothing here;
         # its writers are serialised by the process lock and BEGIN IMMEDIATE).

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import runs as runs_table
 from gpubot.backends.store.tables import steps as steps_table
+from gpubot.domain.audit import AuditDraft
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.errors import NotFoundError
 
@@ -69,10 +70,20 @@ class SqlRuns(SqlDatabase):
             write=False,
         )
 
-    async def save_step(self, state: StepState) -> None:
+    async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:
         values = _step_values(state)
         upsert = _UPSERT_STEP["postgresql" if self._postgres else "sqlite"]
-        await self._run(lambda conn: conn.execute(upsert, values), write=True)
+        if audit is None:
+            await self._run(lambda conn: conn.execute(upsert, values), write=True)
+            return
+        stored = self._audit_draft(audit)
+
+        def both(conn: Connection) -> None:
+            # One transaction: a crash never leaves a step recorded without its audit event.
+            conn.execute(upsert, values)
+            self._append_event(conn, stored)
+
+        await self._run(both, write=True)
 
 
 _STEP_KEY = ("run_id", "step_id")
