@@ -16,7 +16,7 @@ class SqlAuditLog(SqlDatabase):
     """AuditLog: append-only; `gpubot audit verify` reads it back through verify()."""
 
     async def append(self, draft: AuditDraft) -> AuditEvent:
-        stored = _as_stored(draft)
+        stored = as_stored(draft)
         return await self._run(lambda conn: self._append(conn, stored), write=True)
 
     async def events(
@@ -35,14 +35,6 @@ class SqlAuditLog(SqlDatabase):
         # Events and head must come from one snapshot, or an append landing between the two
         # reads would look like a tampered head.
         return await self._run(self._verify, write=False, snapshot=True)
-
-    def _audit_draft(self, draft: AuditDraft) -> AuditDraft:
-        """The draft as it will be stored and hashed (for appends inside another write)."""
-        return _as_stored(draft)
-
-    def _append_event(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
-        """Append inside the caller's transaction; `draft` from _audit_draft()."""
-        return self._append(conn, draft)
 
     def _append(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
         # FOR UPDATE queues concurrent appenders on PostgreSQL (SQLite renders nothing here;
@@ -92,7 +84,7 @@ def _fields(draft: AuditDraft) -> dict[str, Any]:
     return {name: getattr(draft, name) for name in _DRAFT_FIELDS}
 
 
-def _as_stored(draft: AuditDraft) -> AuditDraft:
+def as_stored(draft: AuditDraft) -> AuditDraft:
     """The draft exactly as it will read back, so the hash is computed over that.
 
     Timestamps come back in UTC and JSON columns come back as plain JSON values, so hashing

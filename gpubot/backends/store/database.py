@@ -21,7 +21,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
 from gpubot.backends.store.tables import audit_head, metadata
-from gpubot.domain.audit import GENESIS_HASH, AuditDraft
+from gpubot.domain.audit import GENESIS_HASH
 from gpubot.errors import ConfigError
 
 T = TypeVar("T")
@@ -138,14 +138,6 @@ class SqlDatabase:
         self._lock = threading.Lock() if sqlite else None
         # A memory database is one shared connection: reads must queue too.
         self._lock_reads = sqlite and isinstance(engine.pool, StaticPool)
-
-    # The audit log's (SqlAuditLog overrides them): a write that must append an audit event
-    # in its own transaction, like a step's state with its step event, calls these.
-    def _audit_draft(self, draft: AuditDraft) -> AuditDraft:
-        raise NotImplementedError
-
-    def _append_event(self, conn: Connection, draft: AuditDraft) -> object:
-        raise NotImplementedError
 
     async def _run(
         self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False

@@ -12,7 +12,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import runs as runs_table
 from gpubot.backends.store.tables import steps as steps_table
-from gpubot.domain.audit import AuditDraft
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.errors import NotFoundError
 
@@ -70,20 +69,12 @@ class SqlRuns(SqlDatabase):
             write=False,
         )
 
-    async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:
-        values = _step_values(state)
+    async def save_step(self, state: StepState) -> None:
+        await self._run(lambda conn: self._upsert_step(conn, state), write=True)
+
+    def _upsert_step(self, conn: Connection, state: StepState) -> None:
         upsert = _UPSERT_STEP["postgresql" if self._postgres else "sqlite"]
-        if audit is None:
-            await self._run(lambda conn: conn.execute(upsert, values), write=True)
-            return
-        stored = self._audit_draft(audit)
-
-        def both(conn: Connection) -> None:
-            # One transaction: a crash never leaves a step recorded without its audit event.
-            conn.execute(upsert, values)
-            self._append_event(conn, stored)
-
-        await self._run(both, write=True)
+        conn.execute(upsert, _step_values(state))
 
 
 _STEP_KEY = ("run_id", "step_id")

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 
 from gpubot.backends.store.approvals import SqlApprovals
-from gpubot.backends.store.audit import SqlAuditLog
+from gpubot.backends.store.audit import SqlAuditLog, as_stored
 from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns
+from gpubot.domain.audit import AuditDraft
+from gpubot.domain.runs import StepState
 from gpubot.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -21,6 +24,20 @@ if TYPE_CHECKING:
 
 class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs):
     """The Store port over one SQLAlchemy engine; every call is one transaction in a thread."""
+
+    async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:
+        """A step's state, and with `audit` its event, in one transaction: a crash never
+        leaves a step recorded without its audit event."""
+        if audit is None:
+            await SqlRuns.save_step(self, state)
+            return
+        stored = as_stored(audit)
+
+        def both(conn: Connection) -> None:
+            self._upsert_step(conn, state)
+            self._append(conn, stored)
+
+        await self._run(both, write=True)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.dispose)

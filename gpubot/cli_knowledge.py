@@ -1,0 +1,127 @@
+"""`gpubot triage oom` and `gpubot xid explain|parse`: GPU failure knowledge, offline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpubot.errors import InputError
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("triage", help="classify a failed workload from its logs")
+    tsub = p.add_subparsers(dest="triage_command", required=True, metavar="SUBCOMMAND")
+    t = tsub.add_parser(
+        "oom",
+        help="CUDA OOM, fragmentation, host OOM kill, /dev/shm, or not an OOM",
+        description="Classify an out-of-memory failure from a container log, dmesg or "
+        "`kubectl describe pod` output; print the evidence and what to do.",
+    )
+    _log_arg(t)
+    t.add_argument("--exit-code", type=int, metavar="N", help="the container's exit code")
+    t.add_argument("--reason", metavar="R", help="the container's termination reason")
+    t.add_argument(
+        "--liveness-failed",
+        action="store_true",
+        help="the kubelet killed the container after a failed liveness probe",
+    )
+    t.add_argument("--json", action="store_true", help="print class, evidence, advice as JSON")
+
+    p = sub.add_parser("xid", help="NVIDIA XID errors: meaning and log parsing")
+    xsub = p.add_subparsers(dest="xid_command", required=True, metavar="SUBCOMMAND")
+    x = xsub.add_parser(
+        "explain",
+        help="what an XID code means and NVIDIA's immediate action",
+        description="Look an XID code up in NVIDIA's XID catalog.",
+    )
+    x.add_argument("code", type=int, metavar="N", help="the XID code, e.g. 79")
+    x.add_argument("--json", action="store_true", help="print the entry as JSON")
+    x = xsub.add_parser(
+        "parse",
+        help="list the XID events in a kernel log",
+        description="Find `NVRM: Xid` lines in dmesg, journalctl -k or syslog output.",
+    )
+    _log_arg(x)
+    x.add_argument("--json", action="store_true", help="print the events as a JSON list")
+
+
+def _log_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--log", required=True, metavar="FILE", help="the log to read; - reads standard input"
+    )
+
+
+def _read_log(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        return Path(name).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{name}: {exc.strerror}") from exc
+
+
+def _triage(args: argparse.Namespace) -> int:
+    from gpubot.domain.oom import classify
+
+    triage = classify(
+        _read_log(args.log),
+        exit_code=args.exit_code,
+        reason=args.reason,
+        liveness_failed=args.liveness_failed,
+    )
+    if args.json:
+        print(json.dumps(triage.as_json(), indent=2))
+        return 0
+    print(f"class: {triage.cls}")
+    print("evidence:")
+    print("\n".join(f"  {line}" for line in triage.evidence) or "  (none)")
+    if triage.advice:
+        print("advice:")
+        print("\n".join(f"  - {line}" for line in triage.advice))
+    return 0
+
+
+def _xid(args: argparse.Namespace) -> int:
+    from gpubot.domain.xid import CATALOG_URL, explain
+
+    if args.xid_command == "explain":
+        info = explain(args.code)
+        if info is None:
+            raise InputError(f"XID {args.code} is not in NVIDIA's XID catalog ({CATALOG_URL})")
+        if args.json:
+            print(json.dumps(info.as_json(), indent=2))
+            return 0
+        print(f"XID {info.code}  {info.name}")
+        print(f"  {info.description}")
+        print(f"  NVIDIA immediate action: {info.action or '(none published)'}")
+        print(f"  gpubot runbook: {info.runbook or '-'}")
+        print(f"  source: {CATALOG_URL}")
+        return 0
+    from gpubot.domain.xid_log import parse_xid_lines
+
+    events = parse_xid_lines(_read_log(args.log))
+    rows = []
+    for event in events:
+        info = explain(event.code)
+        action = info.action if info is not None else None
+        rows.append((event, action, info.runbook if info is not None else None))
+    if args.json:
+        print(json.dumps([e.as_json() | {"action": a, "runbook": r} for e, a, r in rows], indent=2))
+        return 0
+    if not events:
+        print("no XID events found")
+        return 0
+    print(f"{'XID':>4}  {'PCI':<12} {'PID':>8}  {'PROCESS':<16} {'ACTION':<20} MESSAGE")
+    for e, a, _ in rows:
+        pid = str(e.pid) if e.pid is not None else "-"
+        print(
+            f"{e.code:>4}  {e.pci:<12} {pid:>8}  {e.process or '-':<16} {a or '-':<20} {e.message}"
+        )
+    return 0
+
+
+def run_knowledge(args: argparse.Namespace) -> int:
+    return _triage(args) if args.command == "triage" else _xid(args)
