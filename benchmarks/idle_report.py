@@ -104,7 +104,7 @@ class Pods(SimulatedCluster):
 
 
 class NoAudit:
-    async def events(self, *, incident_id: str | None = None) -> list[object]:
+    async def events(self, **filters: object) -> list[object]:
         return []
 
 

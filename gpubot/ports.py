@@ -231,7 +231,12 @@ class AuditLog(Protocol):
     async def append(self, draft: AuditDraft) -> AuditEvent: ...
 
     async def events(
-        self, *, incident_id: str | None = None, run_id: str | None = None
+        self,
+        *,
+        incident_id: str | None = None,
+        run_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
     ) -> list[AuditEvent]: ...
 
     async def verify(self) -> list[ChainProblem]: ...

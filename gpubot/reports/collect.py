@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from gpubot.actions.base import ClusterPorts
 from gpubot.config import IdleReportSettings
@@ -14,7 +15,13 @@ from gpubot.domain.cluster import PodInfo
 from gpubot.domain.results import Message, Text
 from gpubot.errors import GpubotError, InputError, TemporaryStepError
 from gpubot.ports import AuditLog, Clock
-from gpubot.reports.idle import IdleQueries, IdleReport, Pricing, build_idle_report
+from gpubot.reports.idle import (
+    RECLAIM_ACTION,
+    IdleQueries,
+    IdleReport,
+    Pricing,
+    build_idle_report,
+)
 from gpubot.reports.idle_text import report_message
 
 log = logging.getLogger(__name__)
@@ -93,7 +100,7 @@ class IdleReporter:
                 replace(empty, error=f"{what}, so there is no report: {exc}"), temporary
             )
         pods = await self._pods(ports)
-        events = await self._reclaims()
+        events = await self._reclaims(since=now - s.lookback)
         report = build_idle_report(
             cluster=cluster,
             now=now,
@@ -119,9 +126,9 @@ class IdleReporter:
             log.warning("idle report for %s: cannot list pods: %s", ports.name, exc)
             return None
 
-    async def _reclaims(self) -> Sequence[AuditEvent]:
+    async def _reclaims(self, *, since: datetime) -> Sequence[AuditEvent]:
         try:
-            return await self.audit.events()
+            return await self.audit.events(action=RECLAIM_ACTION, since=since)
         except Exception as exc:  # the store's edge: report without the savings line
             log.warning("idle report: cannot read the audit trail: %s", exc)
             return ()

@@ -524,6 +524,16 @@ async def test_deleted_head_is_reported(database: Database, store: SqlStore) -> 
         await store.append(draft(4))
 
 
+async def test_audit_events_filter_by_action_and_time(store: SqlStore) -> None:
+    """The idle report reads only reclamations within its span, not the whole trail."""
+    for n in range(4):
+        await store.append(draft(n, action="workload.reclaim" if n % 2 else "node.cordon"))
+    reclaims = await store.events(action="workload.reclaim")
+    assert [e.seq for e in reclaims] == [2, 4]
+    recent = await store.events(action="workload.reclaim", since=NOW + timedelta(seconds=2))
+    assert [e.seq for e in recent] == [4]
+
+
 async def test_step_state_and_its_audit_event_commit_together(
     database: Database, store: SqlStore
 ) -> None:

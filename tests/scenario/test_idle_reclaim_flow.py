@@ -232,6 +232,15 @@ async def test_idle_deployment_is_reclaimed_after_the_grace_period_with_approval
     )
     assert await h.app.store.verify() == []
 
+    # The next report sums what the reclamation saved, and the sandbox is no longer idle.
+    _clock(h).advance(timedelta(hours=10))
+    assert h.app.reports is not None
+    report = (await h.app.reports.build(cluster="sim")).report
+    assert [(r.workload, r.gpus, r.saved_gpu_hours) for r in report.reclaimed] == [
+        ("Deployment/vllm-sandbox", 4, 40.0)
+    ]
+    assert not [a for a in report.idle if a.owner == "Deployment/vllm-sandbox"]
+
     # A click on the old notice now: refused as too late, and the button is taken away.
     await _object(h, notice, user=OWNER)
     assert (await _ephemeral(h, 1)).startswith("Too late: it was already reclaimed.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping, bindparam, insert, select, update
@@ -20,13 +21,22 @@ class SqlAuditLog(SqlDatabase):
         return await self._run(lambda conn: self._append(conn, stored), write=True)
 
     async def events(
-        self, *, incident_id: str | None = None, run_id: str | None = None
+        self,
+        *,
+        incident_id: str | None = None,
+        run_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
     ) -> list[AuditEvent]:
         query = select(audit).order_by(audit.c.seq)
         if incident_id is not None:
             query = query.where(audit.c.incident_id == incident_id)
         if run_id is not None:
             query = query.where(audit.c.run_id == run_id)
+        if action is not None:
+            query = query.where(audit.c.action == action)
+        if since is not None:
+            query = query.where(audit.c.ts >= since)
         return await self._run(
             lambda conn: [_event(row) for row in conn.execute(query).mappings()], write=False
         )
