@@ -3,6 +3,7 @@ alert at a time: same kinds, same incidents, same rows, on SQLite and PostgreSQL
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -138,3 +139,70 @@ async def test_a_payload_larger_than_one_in_list_is_stored_once(database: Any) -
     assert {o.kind for o in repeats} == {IntakeKind.DUPLICATE}
     assert database.scalar("select count(*) from alerts") == 1200
     assert database.scalar("select count(*) from incidents") == 300
+
+
+async def test_concurrent_payloads_share_commits_and_decide_as_if_one_after_another(
+    database: Any,
+) -> None:
+    """30 webhook bodies at once, about the same node, the same alert sent by all of them
+    plus one new alert each (a storm's shape): group commit writes them in fewer
+    transactions than bodies, yet the outcomes are what one body after another gives:
+    one incident opened, the repeated alert stored once, nothing lost."""
+    store = database.open()
+    commits: list[int] = []
+    event.listen(store._engine, "commit", lambda conn: commits.append(1))
+    payloads = [[fired("shared", "n1"), fired(f"own{i}", "n1")] for i in range(30)]
+
+    results = await asyncio.gather(*(store.ingest(p, now=NOW) for p in payloads))
+
+    kinds = [o.kind for outcomes in results for o in outcomes]
+    assert kinds.count(IntakeKind.OPENED) == 1
+    assert kinds.count(IntakeKind.DUPLICATE) == 29  # "shared" after its first time
+    assert kinds.count(IntakeKind.ATTACHED) == 30
+    assert len({o.incident_id for outcomes in results for o in outcomes}) == 1
+    assert database.scalar("select count(*) from alerts") == 31
+    assert database.scalar("select count(*) from incidents") == 1
+    assert 1 <= len(commits) < len(payloads)
+
+
+async def test_a_group_keeps_each_payloads_time_and_order_with_a_resolve_in_the_middle(
+    database: Any,
+) -> None:
+    """Four bodies received a second apart and written in one transaction: firing runs are
+    read and written together, the resolving body takes the per-alert path in its place,
+    and every row carries the time of the body that wrote it, not the group's."""
+    store = database.open()
+    commits: list[int] = []
+    event.listen(store._engine, "commit", lambda conn: commits.append(1))
+    at = [NOW + timedelta(seconds=n) for n in range(4)]
+    bodies = [
+        [fired("a", "n1")],
+        [fired("a", "n1"), fired("b", "n1")],
+        [fired("a", "n1", status="resolved")],
+        [fired("c", "n2")],
+    ]
+
+    sends = (store.ingest(body, now=t) for body, t in zip(bodies, at, strict=True))
+    results = await asyncio.gather(*sends)
+
+    assert len(commits) == 1  # one group: the mixed path is what ran
+    assert [[o.kind for o in outcomes] for outcomes in results] == [
+        [IntakeKind.OPENED],
+        [IntakeKind.DUPLICATE, IntakeKind.ATTACHED],
+        [IntakeKind.ALERT_RESOLVED],
+        [IntakeKind.OPENED],
+    ]
+    n1, n2 = results[0][0].incident_id, results[3][0].incident_id
+    assert n1 is not None
+    assert n2 is not None
+    assert n1 != n2
+    rows = {a.fingerprint: a for a in await store.alerts_for(n1)}
+    assert (rows["a"].status, rows["a"].received_at, rows["a"].last_seen_at) == (
+        "resolved",
+        at[0],
+        at[2],
+    )
+    assert (rows["b"].received_at, rows["b"].last_seen_at) == (at[1], at[1])
+    assert (await store.get_incident(n1)).updated_at == at[2]
+    second = await store.get_incident(n2)
+    assert (second.created_at, second.updated_at) == (at[3], at[3])

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, update
 
 from gpubot.backends.store.database import SqlDatabase, lock_id
+from gpubot.backends.store.grouping import GroupCommit
 from gpubot.backends.store.tables import alerts, as_utc, incidents
 from gpubot.domain.incidents import (
     AlertObservation,
@@ -25,16 +26,42 @@ FIRING = "firing"
 RESOLVED = "resolved"
 _IN_LIMIT = 500
 _Key = TypeVar("_Key", str, int)
+_Payload = tuple[list[AlertObservation], datetime]  # one webhook body's alerts, received at
 
 
 class SqlIncidents(SqlDatabase):
     """IncidentStore: one transaction per webhook payload, the point it is durable."""
 
+    _intake: GroupCommit[_Payload, list[IntakeOutcome]] | None = None
+
     async def ingest(
         self, items: Sequence[AlertObservation], *, now: datetime
     ) -> list[IntakeOutcome]:
-        batch = list(items)
-        return await self._run(lambda conn: self._ingest(conn, batch, now=now), write=True)
+        """Durable when this returns. Payloads that arrive while another is being written
+        share the next transaction (group commit): in a storm, one commit serves many."""
+        if self._intake is None:
+            self._intake = GroupCommit(self._ingest_group)
+        return await self._intake.submit((list(items), now))
+
+    async def _ingest_group(self, group: Sequence[_Payload]) -> list[list[IntakeOutcome]]:
+        def write(conn: Connection) -> list[list[IntakeOutcome]]:
+            if self._postgres:
+                # Every payload's locks up front, in one sorted order (see _lock_keys).
+                _lock_keys(conn, [item for items, _ in group for item in items])
+            # Payloads in their order of arrival; a run of firing-only ones (a storm's shape)
+            # is read and written together, deciding item by item as if one after another.
+            outcomes: list[list[IntakeOutcome]] = []
+            firing: list[_Payload] = []
+            for items, now in group:
+                if all(item.status == FIRING for item in items):
+                    firing.append((items, now))
+                    continue
+                outcomes += _ingest_firing(conn, firing)
+                firing = []
+                outcomes.append([_ingest_one(conn, item, now=now) for item in items])
+            return outcomes + _ingest_firing(conn, firing)
+
+        return await self._run(write, write=True)
 
     async def get_incident(self, incident_id: str) -> Incident:
         return await self._run(lambda conn: _get_incident(conn, incident_id), write=False)
@@ -60,19 +87,14 @@ class SqlIncidents(SqlDatabase):
             lambda conn: [_alert(row) for row in conn.execute(query).mappings()], write=False
         )
 
-    def _ingest(
-        self, conn: Connection, items: list[AlertObservation], *, now: datetime
-    ) -> list[IntakeOutcome]:
-        if self._postgres:
-            # Serialise payloads about the same problem across replicas, so two of them
-            # cannot both open an incident. Sorted, so two payloads never wait on each other
-            # in a cycle. (SQLite writers are serialised already.)
-            keys = {lock_id("gpubot.incident:" + item.correlation_key) for item in items}
-            for key in sorted(keys):
-                conn.execute(select(func.pg_advisory_xact_lock(key)))
-        if all(item.status == FIRING for item in items):
-            return _ingest_firing(conn, items, now=now)
-        return [_ingest_one(conn, item, now=now) for item in items]
+
+def _lock_keys(conn: Connection, items: Iterable[AlertObservation]) -> None:
+    """PostgreSQL: serialise payloads about the same problem across replicas, so two of them
+    cannot both open an incident. Sorted, so two payloads never wait on each other in a cycle.
+    (SQLite writers are serialised already.)"""
+    keys = {lock_id("gpubot.incident:" + item.correlation_key) for item in items}
+    for key in sorted(keys):
+        conn.execute(select(func.pg_advisory_xact_lock(key)))
 
 
 def _chunks(values: Iterable[_Key]) -> Iterator[list[_Key]]:
@@ -82,58 +104,64 @@ def _chunks(values: Iterable[_Key]) -> Iterator[list[_Key]]:
         yield ordered[start : start + _IN_LIMIT]
 
 
-def _ingest_firing(
-    conn: Connection, items: list[AlertObservation], *, now: datetime
-) -> list[IntakeOutcome]:
-    """A payload of firing alerts (a storm's shape) in a handful of statements, not four per
-    alert: read what is known, decide item by item exactly as _ingest_one would, then write
-    with one executemany per table."""
+def _ingest_firing(conn: Connection, payloads: Sequence[_Payload]) -> list[list[IntakeOutcome]]:
+    """Payloads of firing alerts (a storm's shape) in a handful of statements, not four per
+    alert: read what is known, decide item by item exactly as _ingest_one would, each with
+    its payload's time, then write with one executemany per table."""
+    everything = [item for items, _ in payloads for item in items]
     known: dict[tuple[str, datetime], tuple[int | None, str, str]] = {}
-    for chunk in _chunks(item.fingerprint for item in items):
+    for chunk in _chunks(item.fingerprint for item in everything):
         for row in conn.execute(_KNOWN_ALERTS, {"values": chunk}):
             known[(row.fingerprint, as_utc(row.starts_at))] = (row.id, row.status, row.incident_id)
     open_ids: dict[str, str] = {}
-    for chunk in _chunks(item.correlation_key for item in items):
+    for chunk in _chunks(item.correlation_key for item in everything):
         open_ids.update(
             (row.key, row.id) for row in conn.execute(_OPEN_INCIDENTS, {"values": chunk})
         )
     new_incidents: list[dict[str, Any]] = []
     new_alerts: list[dict[str, Any]] = []
-    touched: set[str] = set()
-    seen: set[int] = set()
-    outcomes: list[IntakeOutcome] = []
-    for item in items:
-        where = (item.fingerprint, as_utc(item.starts_at))
-        if (hit := known.get(where)) is not None:
-            alert_id, status, incident_id = hit
-            if status != FIRING:  # a firing re-send of a resolved alert: see _ingest_one
-                outcomes.append(IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, incident_id))
+    touched: dict[str, datetime] = {}  # incident → the time of the last payload naming it
+    seen: dict[int, datetime] = {}  # stored alert → the same
+    outcomes: list[list[IntakeOutcome]] = []
+    for items, now in payloads:
+        outcomes.append(payload_outcomes := [])
+        for item in items:
+            where = (item.fingerprint, as_utc(item.starts_at))
+            if (hit := known.get(where)) is not None:
+                alert_id, status, incident_id = hit
+                kind = IntakeKind.DUPLICATE
+                if status != FIRING:  # a firing re-send of a resolved alert: see _ingest_one
+                    kind = IntakeKind.IGNORED
+                elif alert_id is not None:  # None: stored by this call a moment ago
+                    seen[alert_id] = now
+                payload_outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
                 continue
-            if alert_id is not None:  # None: stored by this payload a moment ago
-                seen.add(alert_id)
-            outcomes.append(IntakeOutcome(item.fingerprint, IntakeKind.DUPLICATE, incident_id))
-            continue
-        open_id = open_ids.get(item.correlation_key)
-        if open_id is None:
-            incident_id = open_ids[item.correlation_key] = new_incident_id()
-            new_incidents.append(_new_incident(incident_id, item, now=now))
-            kind = IntakeKind.OPENED
-        else:
-            incident_id = open_id
-            touched.add(incident_id)
-            kind = IntakeKind.ATTACHED
-        new_alerts.append(_alert_row(item, incident_id, now=now))
-        known[where] = (None, FIRING, incident_id)
-        outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
+            open_id = open_ids.get(item.correlation_key)
+            if open_id is None:
+                incident_id = open_ids[item.correlation_key] = new_incident_id()
+                new_incidents.append(_new_incident(incident_id, item, now=now))
+                kind = IntakeKind.OPENED
+            else:
+                incident_id = open_id
+                touched[incident_id] = now
+                kind = IntakeKind.ATTACHED
+            new_alerts.append(_alert_row(item, incident_id, now=now))
+            known[where] = (None, FIRING, incident_id)
+            payload_outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
     if new_incidents:
         conn.execute(_INSERT_INCIDENTS, new_incidents)
     if new_alerts:
         conn.execute(_INSERT_ALERTS, new_alerts)
-    for chunk in _chunks(touched):
-        conn.execute(_TOUCH_INCIDENTS, {"values": chunk, "now": now})
-    for ids in _chunks(seen):
-        conn.execute(_SEEN_ALERTS, {"values": ids, "now": now})
+    if touched:
+        conn.execute(_TOUCH_INCIDENTS, _stamps(touched))
+    if seen:
+        conn.execute(_SEEN_ALERTS, _stamps(seen))
     return outcomes
+
+
+def _stamps(times: dict[_Key, datetime]) -> list[dict[str, Any]]:
+    """Rows for an executemany update, in key order (PostgreSQL row locks in one order)."""
+    return [{"b_id": key, "b_now": at} for key, at in sorted(times.items())]
 
 
 # Built once: a statement object caches its compiled form, where one built per call would
@@ -148,15 +176,14 @@ _OPEN_INCIDENTS = select(incidents.c.key, incidents.c.id).where(
 _GET_INCIDENT = select(incidents).where(incidents.c.id == bindparam("incident_id"))
 _INSERT_INCIDENTS = insert(incidents)
 _INSERT_ALERTS = insert(alerts)
+# Executed many: one row each, with the time of the payload that touched or saw it.
 _TOUCH_INCIDENTS = (
     update(incidents)
-    .where(incidents.c.id.in_(bindparam("values", expanding=True)))
-    .values(updated_at=bindparam("now"))
+    .where(incidents.c.id == bindparam("b_id"))
+    .values(updated_at=bindparam("b_now"))
 )
 _SEEN_ALERTS = (
-    update(alerts)
-    .where(alerts.c.id.in_(bindparam("values", expanding=True)))
-    .values(last_seen_at=bindparam("now"))
+    update(alerts).where(alerts.c.id == bindparam("b_id")).values(last_seen_at=bindparam("b_now"))
 )
 
 
