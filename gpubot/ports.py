@@ -213,6 +213,9 @@ class RunStore(Protocol):
 
     async def steps(self, run_id: str) -> list[StepState]: ...
 
+    async def run_with_steps(self, run_id: str) -> tuple[Run, list[StepState]]:
+        """The run and its steps as one read (one snapshot)."""
+
     async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:
         """Upsert a step's state; with `audit`, append that event in the same transaction."""
 

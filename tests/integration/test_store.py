@@ -364,6 +364,11 @@ async def test_steps_are_ordered_and_upserted(store: SqlStore) -> None:
         StepState(run_id="run-a", step_id="cap-power", position=1),
         extra,
     ]
+    # The executor's read before each step: the same run and steps, in one transaction.
+    assert await store.run_with_steps("run-a") == (
+        await store.get_run("run-a"),
+        await store.steps("run-a"),
+    )
 
 
 # Approvals

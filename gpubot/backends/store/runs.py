@@ -69,6 +69,13 @@ class SqlRuns(SqlDatabase):
             write=False,
         )
 
+    async def run_with_steps(self, run_id: str) -> tuple[Run, list[StepState]]:
+        def read(conn: Connection) -> tuple[Run, list[StepState]]:
+            run = _get_run(conn, run_id)
+            return run, [_step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()]
+
+        return await self._run(read, write=False, snapshot=True)
+
     async def save_step(self, state: StepState) -> None:
         await self._run(lambda conn: self._upsert_step(conn, state), write=True)
 
