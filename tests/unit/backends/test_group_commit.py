@@ -27,14 +27,23 @@ class Recorder:
         return [item.upper() for item in items]
 
 
-async def test_calls_arriving_during_a_write_share_the_next_one() -> None:
+async def held_write(
+    first: str, *behind: str
+) -> tuple[Recorder, asyncio.Task[str], list[asyncio.Task[str]]]:
+    """A write for `first` under way and held at the gate, with `behind` submitted during it;
+    open the gate (rec.gate.set()) to let the writes go."""
     rec = Recorder()
     group = GroupCommit(rec.write)
     rec.gate.clear()
-    first = asyncio.create_task(group.submit("a"))
-    await asyncio.sleep(0)  # the write for "a" is now under way and held
-    later = [asyncio.create_task(group.submit(x)) for x in ("b", "c", "d")]
+    started = asyncio.create_task(group.submit(first))
+    await asyncio.sleep(0)  # the write for `first` is now under way and held
+    waiting = [asyncio.create_task(group.submit(x)) for x in behind]
     await asyncio.sleep(0)
+    return rec, started, waiting
+
+
+async def test_calls_arriving_during_a_write_share_the_next_one() -> None:
+    rec, first, later = await held_write("a", "b", "c", "d")
     rec.gate.set()
     assert await first == "A"
     assert [await t for t in later] == ["B", "C", "D"]
@@ -49,13 +58,7 @@ async def test_a_lone_call_is_written_at_once_not_after_a_delay() -> None:
 
 
 async def test_a_failed_group_is_retried_one_by_one_and_only_the_bad_call_fails() -> None:
-    rec = Recorder()
-    group = GroupCommit(rec.write)
-    rec.gate.clear()
-    first = asyncio.create_task(group.submit("a"))
-    await asyncio.sleep(0)
-    rest = [asyncio.create_task(group.submit(x)) for x in ("b", "bad", "c")]
-    await asyncio.sleep(0)
+    rec, first, rest = await held_write("a", "b", "bad", "c")
     rec.gate.set()
     results = await asyncio.gather(first, *rest, return_exceptions=True)
     assert (results[0], results[1], results[3]) == ("A", "B", "C")
@@ -72,14 +75,7 @@ async def test_a_lone_failing_call_is_not_written_twice() -> None:
 
 
 async def test_a_caller_that_went_away_does_not_disturb_the_others() -> None:
-    rec = Recorder()
-    group = GroupCommit(rec.write)
-    rec.gate.clear()
-    first = asyncio.create_task(group.submit("a"))
-    await asyncio.sleep(0)
-    gone = asyncio.create_task(group.submit("b"))
-    kept = asyncio.create_task(group.submit("c"))
-    await asyncio.sleep(0)
+    rec, first, (gone, kept) = await held_write("a", "b", "c")
     gone.cancel()
     rec.gate.set()
     assert await first == "A"
@@ -88,13 +84,7 @@ async def test_a_caller_that_went_away_does_not_disturb_the_others() -> None:
 
 
 async def test_a_group_is_bounded() -> None:
-    rec = Recorder()
-    group = GroupCommit(rec.write)
-    rec.gate.clear()
-    first = asyncio.create_task(group.submit("first"))
-    await asyncio.sleep(0)
-    many = [asyncio.create_task(group.submit(f"i{n}")) for n in range(MAX_GROUP + 5)]
-    await asyncio.sleep(0)
+    rec, first, many = await held_write("first", *(f"i{n}" for n in range(MAX_GROUP + 5)))
     rec.gate.set()
     await asyncio.gather(first, *many)
     assert [len(g) for g in rec.groups] == [1, MAX_GROUP, 5]
