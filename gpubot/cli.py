@@ -50,8 +50,10 @@ def parser() -> argparse.ArgumentParser:
         help="run the node agent (GPU reads and actions over HTTP, XID watcher)",
         description="The per-node agent (a DaemonSet): reads the node's GPUs through NVML, "
         "sets power limits within the device's range, resets a GPU no process holds, and "
-        "forwards critical XID events to the bot (agent.bot_url). The bearer token comes from "
-        "GPUBOT_AGENT_TOKEN or agent.token_file.",
+        "forwards critical XID events to the bot (agent.bot_url). It holds only its own "
+        "node's tokens: GPUBOT_AGENT_READ_TOKEN (or agent.read_token_file) to be read, and "
+        "GPUBOT_AGENT_MUTATE_TOKEN (or agent.mutate_token_file) to act; without a mutate "
+        "token it is read-only. Print them with `gpubot agent-token --node NAME`.",
     )
     _config_arg(p)
     p.add_argument(
@@ -62,6 +64,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--listen", metavar="HOST:PORT", help="bind (default from config: 0.0.0.0:9400)")
     p.add_argument("--node", help="this node's name (default: agent.node, else the host name)")
+
+    p = sub.add_parser(
+        "agent-token",
+        help="print a node agent's tokens, derived from the bot's master secret",
+        description="Derive NODE's agent tokens from the master secret (GPUBOT_AGENT_TOKEN or "
+        "agent.token_file): HMAC-SHA256(master, 'gpubot-agent:SCOPE:NODE'), hex. The read "
+        "token reads that node's GPUs; the mutate token also sets power limits and resets "
+        "them, on that node only. Without --scope, prints both as environment lines.",
+    )
+    _config_arg(p)
+    p.add_argument("--node", required=True, help="the node's name, as the cluster reports it")
+    p.add_argument("--scope", choices=["read", "mutate"], help="print only this token, bare")
 
     p = sub.add_parser(
         "demo",
@@ -255,15 +269,18 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _agent(args: argparse.Namespace) -> int:
     import socket
 
+    from gpubot.agent.api import AgentTokens
     from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
     from gpubot.config import load_settings
     from gpubot.errors import ConfigError
 
     s = load_settings(args.config)
-    token = s.agent_token_value()
-    if token is None:
+    read, mutate = s.agent_node_tokens()
+    if read is None:
         raise ConfigError(
-            "the agent needs a bearer token: set GPUBOT_AGENT_TOKEN or agent.token_file"
+            "the agent needs its node's tokens: set GPUBOT_AGENT_READ_TOKEN (and "
+            "GPUBOT_AGENT_MUTATE_TOKEN to act) or agent.read_token_file; print them on the "
+            "bot's side with `gpubot agent-token --node NAME`"
         )
     host, port = parse_listen(args.listen or s.agent.listen)
     node = args.node or s.agent.node or socket.gethostname()
@@ -283,7 +300,7 @@ async def _agent(args: argparse.Namespace) -> int:
 
         driver = NvmlDriver()  # type: ignore[assignment]
     opts = AgentOptions(
-        token=token,
+        tokens=AgentTokens(read=read, mutate=mutate),
         node=node,
         cluster=s.agent.cluster,
         host=host,
@@ -293,6 +310,28 @@ async def _agent(args: argparse.Namespace) -> int:
         reset_timeout_s=s.agent.reset_timeout_seconds,
     )
     await serve_agent(driver, driver, opts)
+    return 0
+
+
+def _agent_token(args: argparse.Namespace) -> int:
+    from gpubot.config import load_settings
+    from gpubot.domain.agent_tokens import SCOPES, node_token
+    from gpubot.domain.names import check_node_name
+    from gpubot.errors import ConfigError
+
+    try:
+        node = check_node_name(args.node)
+    except ValueError as exc:
+        raise InputError(f"--node: {exc}") from exc
+    master = load_settings(args.config).agent_token_value()
+    if master is None:
+        raise ConfigError("no agent master secret: set GPUBOT_AGENT_TOKEN or agent.token_file")
+    if args.scope:
+        print(node_token(master=master, node=node, scope=args.scope))
+        return 0
+    for scope in SCOPES:
+        token = node_token(master=master, node=node, scope=scope)
+        print(f"GPUBOT_AGENT_{scope.upper()}_TOKEN={token}")
     return 0
 
 
@@ -314,6 +353,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "agent":
         return asyncio.run(_agent(args))
+    if args.command == "agent-token":
+        return _agent_token(args)
     if args.command == "demo":
         from gpubot.demo.run import demo
 

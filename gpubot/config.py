@@ -15,6 +15,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -61,6 +62,30 @@ class RunbookSettings(_Section):
     builtin: bool = Field(True, description="load the runbooks shipped with gpubot")
 
 
+class ClusterAgentSettings(_Section):
+    """Where a node's agent is: an address the cluster reports for that node, plus a port."""
+
+    address: Literal["internal_ip", "agent_pod"] = Field(
+        "internal_ip",
+        description="internal_ip: the Node's InternalIP (agent on a hostPort); agent_pod: the "
+        "IP of the agent pod scheduled on that node (namespace + selector)",
+    )
+    port: int = Field(9400, ge=1, le=65535, description="the agent's port at that address")
+    scheme: Literal["http", "https"] = "http"
+    ca_file: Path | None = Field(None, description="CA bundle for https agents")
+    namespace: str = Field(
+        "gpubot", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="agent pods' namespace"
+    )
+    selector: str = Field(
+        "app.kubernetes.io/component=agent",
+        pattern=r"^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$",
+        description="label selector of the agent pods (key=value[,key=value])",
+    )
+    cache_seconds: float = Field(
+        30.0, ge=0, description="how long node addresses read from the cluster are reused"
+    )
+
+
 class ClusterSettings(_Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     backend: Literal["simulated", "kubernetes"] = "simulated"
@@ -82,7 +107,21 @@ class ClusterSettings(_Section):
     prometheus_token_file: Path | None = Field(
         None, description="file with a bearer token for Prometheus, re-read on each query"
     )
-    agent_url: str | None = Field(None, description="node agent URL template, {node} is replaced")
+    agent: ClusterAgentSettings | None = Field(
+        None,
+        description="how the bot reaches the node agents: at an address the cluster reports",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_agent_url(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "agent_url" in data:
+            raise ValueError(
+                "agent_url is no longer read: the bot finds each node's agent from the cluster; "
+                "set agent: {port: 9400, address: internal_ip} (or address: agent_pod, with "
+                "namespace and selector) instead"
+            )
+        return data
 
 
 class GroupSettings(_Section):
@@ -262,7 +301,19 @@ class AgentSettings(_Section):
     node: str | None = Field(None, description="this node's name (default: the host name)")
     cluster: str = Field("sim", description="the cluster label on forwarded XID events")
     token_file: Path | None = Field(
-        None, description="file holding the bearer token, when GPUBOT_AGENT_TOKEN is unset"
+        None,
+        description="bot side: file with the agent master secret, when GPUBOT_AGENT_TOKEN is "
+        "unset (each node's tokens are derived from it; never give it to an agent)",
+    )
+    read_token_file: Path | None = Field(
+        None,
+        description="agent side: this node's read token, when GPUBOT_AGENT_READ_TOKEN is unset "
+        "(`gpubot agent-token --node NAME --scope read`)",
+    )
+    mutate_token_file: Path | None = Field(
+        None,
+        description="agent side: this node's mutate token, when GPUBOT_AGENT_MUTATE_TOKEN is "
+        "unset; without one the agent is read-only",
     )
     bot_url: str | None = Field(
         None, description="bot base URL for XID events (POST {bot_url}/agent/events); off if unset"
@@ -309,6 +360,12 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("GPUBOT_WEBHOOK_TOKEN")
     )
     agent_token: SecretStr | None = Field(None, validation_alias=AliasChoices("GPUBOT_AGENT_TOKEN"))
+    agent_read_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("GPUBOT_AGENT_READ_TOKEN")
+    )
+    agent_mutate_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("GPUBOT_AGENT_MUTATE_TOKEN")
+    )
     audit_key: SecretStr | None = Field(None, validation_alias=AliasChoices("GPUBOT_AUDIT_KEY"))
 
     @classmethod
@@ -324,22 +381,35 @@ class Settings(BaseSettings):
         return env_settings, init_settings, file_secret_settings
 
     def agent_token_value(self) -> str | None:
-        """The agent's bearer token: GPUBOT_AGENT_TOKEN, else the first line of agent.token_file."""
-        if self.agent_token is not None:
-            return self.agent_token.get_secret_value() or None
-        path = self.agent.token_file
-        if path is None:
-            return None
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(f"agent.token_file: cannot read {path}: {exc.strerror}") from exc
-        if not token:
-            raise ConfigError(f"agent.token_file: {path} is empty")
-        return token
+        """The bot's agent master secret: GPUBOT_AGENT_TOKEN, else agent.token_file's first line."""
+        return _secret(self.agent_token, self.agent.token_file, "agent.token_file")
+
+    def agent_node_tokens(self) -> tuple[str | None, str | None]:
+        """An agent's own (read, mutate) tokens, from the environment or the token files."""
+        return (
+            _secret(self.agent_read_token, self.agent.read_token_file, "agent.read_token_file"),
+            _secret(
+                self.agent_mutate_token, self.agent.mutate_token_file, "agent.mutate_token_file"
+            ),
+        )
 
     def cluster(self, name: str) -> ClusterSettings | None:
         return next((c for c in self.clusters if c.name == name), None)
+
+
+def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:
+    """A secret from the environment, else the first line of a file; None when neither is set."""
+    if value is not None:
+        return value.get_secret_value() or None
+    if path is None:
+        return None
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read {path}: {exc.strerror}") from exc
+    if not token:
+        raise ConfigError(f"{key}: {path} is empty")
+    return token
 
 
 def load_settings(path: Path | None = None, **overrides: Any) -> Settings:

@@ -42,6 +42,15 @@ class KubeApi(Protocol):
 
     async def get_node(self, *, node: str) -> NodeInfo: ...
 
+    # Where a node's agent listens: only what the cluster reports, never an alert's text.
+    async def node_internal_ips(self) -> dict[str, str]:
+        """Every Node's InternalIP (status.addresses) by node name; one without is left out."""
+        ...
+
+    async def pod_ips_by_node(self, *, namespace: str, selector: str) -> dict[str, str]:
+        """Running pods in `namespace` matching the label `selector`: spec.nodeName → podIP."""
+        ...
+
     async def set_unschedulable(
         self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
     ) -> None:
@@ -135,8 +144,9 @@ class NodeAgent(Protocol):
         """Within the device's min/max; InputError naming the range otherwise."""
         ...
 
-    async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
-        """Reset one GPU; PermanentStepError while a process holds it."""
+    async def reset_gpu(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
+        """Reset one GPU; PermanentStepError while a process holds it, while another reset of
+        it runs, or when `uuid` is given and GPU `gpu` is not that device."""
         ...
 
 

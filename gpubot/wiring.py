@@ -26,7 +26,7 @@ from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.engine.validation import validate
 from gpubot.errors import ConfigError, PermanentStepError, RunbookError
-from gpubot.ports import ChatNotifier, Clock, Metrics, NodeAgent, ReportPoster, Store
+from gpubot.ports import ChatNotifier, Clock, KubeApi, Metrics, NodeAgent, ReportPoster, Store
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 from gpubot.reports.scheduler import ReportScheduler
@@ -93,7 +93,7 @@ def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:
             continue
         sim = SimulatedCluster.default(name=c.name, state_path=c.state_file)
         clusters[c.name] = ClusterPorts(
-            name=c.name, kube=sim, agent=node_agent(settings, c) or sim, metrics=sim
+            name=c.name, kube=sim, agent=node_agent(settings, c, kube=sim) or sim, metrics=sim
         )
     return clusters
 
@@ -102,16 +102,17 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
     """The official client for the cluster's context; its GPUs through the node agents."""
     from gpubot.backends.kube import KubernetesKubeApi, api_client_for
 
-    agent = node_agent(settings, c)
-    if agent is None:
+    if c.agent is None:
         raise ConfigError(
-            f"clusters.{c.name}: a kubernetes cluster needs agent_url "
-            "(e.g. http://{node}:9400) to read and reset its GPUs"
+            f"clusters.{c.name}: a kubernetes cluster needs agent (e.g. agent: {{port: 9400}}) "
+            "to read and reset its GPUs"
         )
     api = api_client_for(
         cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
     )
     kube = KubernetesKubeApi(api, dry_run=settings.dry_run)
+    agent = node_agent(settings, c, kube=kube)
+    assert agent is not None  # c.agent is set
     return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
 
 
@@ -150,17 +151,34 @@ class _NoMetrics:
         )
 
 
-def node_agent(settings: Settings, cluster: ClusterSettings) -> NodeAgent | None:
-    """The HTTP node agent when the cluster names one (`agent_url`), else None."""
-    if cluster.agent_url is None:
+def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -> NodeAgent | None:
+    """The HTTP node agent when the cluster has an `agent` section, else None.
+
+    Agents are found at the addresses `kube` reports for each node, and called with tokens
+    derived per node from the master secret (GPUBOT_AGENT_TOKEN or agent.token_file).
+    """
+    a = cluster.agent
+    if a is None:
         return None
-    if "{node}" not in cluster.agent_url:
-        raise ConfigError(
-            f"clusters.{cluster.name}.agent_url: needs {{node}}, as http://{{node}}:9400"
-        )
+    if a.ca_file is not None and not a.ca_file.is_file():
+        raise ConfigError(f"clusters.{cluster.name}.agent.ca_file: {a.ca_file} is not a file")
+    from gpubot.backends.agent_address import AgentAddresses, AgentLocation
     from gpubot.backends.agent_client import HttpNodeAgent
 
-    return HttpNodeAgent(url_template=cluster.agent_url, token=settings.agent_token_value())
+    location = AgentLocation(
+        cluster=cluster.name,
+        address=a.address,
+        port=a.port,
+        scheme=a.scheme,
+        namespace=a.namespace,
+        selector=a.selector,
+        cache_seconds=a.cache_seconds,
+    )
+    return HttpNodeAgent(
+        addresses=AgentAddresses(kube, location),
+        master=settings.agent_token_value(),
+        ca_file=a.ca_file,
+    )
 
 
 @dataclass

@@ -17,6 +17,16 @@ class GpuParams(Params):
     gpu: int = Field(ge=0, le=63)
 
 
+class ResetParams(GpuParams):
+    # The GPU the alert named (DCGM's UUID label): the agent refuses when GPU `gpu` is not it.
+    # Empty means unknown (an alert without the label, or an index chosen from the live state).
+    uuid: str = Field("", pattern=r"^((GPU|MIG)-[0-9A-Za-z-]{1,64})?$")
+
+    @property
+    def expected_uuid(self) -> str | None:
+        return self.uuid or None
+
+
 async def _gpu(ctx: ActionContext, p: GpuParams) -> GpuState:
     for gpu in await ctx.cluster.agent.gpus(node=p.node):
         if gpu.index == p.gpu:
@@ -24,8 +34,15 @@ async def _gpu(ctx: ActionContext, p: GpuParams) -> GpuState:
     raise NotFoundError(f"{p.node} has no GPU {p.gpu}")
 
 
-async def plan_reset(ctx: ActionContext, p: GpuParams) -> PlanNote:
+async def plan_reset(ctx: ActionContext, p: ResetParams) -> PlanNote:
     gpu = await _gpu(ctx, p)
+    if p.expected_uuid is not None and gpu.uuid != p.expected_uuid:
+        # Not a no-op: the step must run and fail, so the runbook does not go on as if reset.
+        return PlanNote(
+            f"reset GPU {p.gpu} on {p.node} will be refused: it is {gpu.uuid}, "
+            f"not {p.expected_uuid} as the alert says",
+            facts={"uuid_mismatch": True},
+        )
     holders = [
         pod.ref for pod in await ctx.cluster.kube.list_pods(node=p.node) if pod.gpu_request > 0
     ]
@@ -36,9 +53,9 @@ async def plan_reset(ctx: ActionContext, p: GpuParams) -> PlanNote:
     return PlanNote(note, facts={"state": state, "gpu_pods": holders})
 
 
-async def run_reset(ctx: ActionContext, p: GpuParams) -> Output:
+async def run_reset(ctx: ActionContext, p: ResetParams) -> Output:
     before = await _gpu(ctx, p)
-    after = await ctx.cluster.agent.reset_gpu(node=p.node, gpu=p.gpu)
+    after = await ctx.cluster.agent.reset_gpu(node=p.node, gpu=p.gpu, uuid=p.expected_uuid)
     if not after.healthy:
         raise PermanentStepError(
             f"{p.node} GPU {p.gpu} is still unhealthy after the reset (lost={after.lost}, "
@@ -47,7 +64,7 @@ async def run_reset(ctx: ActionContext, p: GpuParams) -> Output:
     return {"node": p.node, "gpu": p.gpu, "was_lost": before.lost, "healthy": after.healthy}
 
 
-async def check_reset(ctx: ActionContext, p: GpuParams) -> CheckResult:
+async def check_reset(ctx: ActionContext, p: ResetParams) -> CheckResult:
     gpu = await _gpu(ctx, p)
     if gpu.healthy:
         return CheckResult(
@@ -62,8 +79,9 @@ async def check_reset(ctx: ActionContext, p: GpuParams) -> CheckResult:
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
         "gpu.reset",
-        "Reset one GPU through the node agent (refused while it is in use).",
-        GpuParams,
+        "Reset one GPU through the node agent (refused while it is in use, or when `uuid` is "
+        "given and the GPU at that index is another one).",
+        ResetParams,
         True,
         plan_reset,
         run_reset,

@@ -1,12 +1,12 @@
-"""The node agent's HTTP API (Starlette): GPU reads and actions behind a bearer token."""
+"""The node agent's HTTP API (Starlette): GPU reads and actions behind this node's tokens."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,17 +17,21 @@ from starlette.routing import Route
 
 from gpubot.agent.driver import DriverErrorKind, GpuDriverError
 from gpubot.agent.operations import GpuOperations
+from gpubot.domain.agent_tokens import Scope, bearer, same_token
 from gpubot.domain.problems import first_problem
 
 log = logging.getLogger(__name__)
 B = TypeVar("B", bound=BaseModel)
 MAX_BODY_BYTES = 16 * 1024
+MAX_NESTING = 8  # the bodies are flat objects; deeper is an attack on the parser
 
 # How each driver error kind reads over HTTP; the client maps these back to gpubot errors.
 STATUS: dict[DriverErrorKind, int] = {
     "out_of_range": 422,
     "invalid_argument": 422,
     "in_use": 409,
+    "busy": 409,
+    "uuid_mismatch": 409,
     "gpu_lost": 410,
     "not_found": 404,
     "no_permission": 403,
@@ -48,24 +52,52 @@ class PowerLimitBody(_Body):
     watts: float = Field(gt=0, le=5000)
 
 
+class ResetBody(_Body):
+    # The GPU the alert named (DCGM's UUID label): the agent refuses when the index disagrees.
+    uuid: str | None = Field(None, pattern=r"^(GPU|MIG)-[0-9A-Za-z-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class AgentTokens:
+    """This node's own tokens (never the bot's master): `read` reads, `mutate` also acts.
+
+    Without `mutate` the agent is read-only: every action answers 403.
+    """
+
+    read: str
+    mutate: str | None = None
+
+    def scope_of(self, given: str) -> Scope | None:
+        if self.mutate and same_token(given, self.mutate):
+            return "mutate"
+        if same_token(given, self.read):
+            return "read"
+        return None
+
+
 def error(code: int, reason: str, kind: str = "bad_request") -> JSONResponse:
     return JSONResponse({"error": reason.splitlines()[0] if reason else kind, "kind": kind}, code)
 
 
-def create_agent_app(ops: GpuOperations, *, token: str, node: str) -> Starlette:
-    """The agent's routes. `token` is required: an agent that can reset GPUs is never open."""
-    if not token:
-        raise ValueError("the agent needs a bearer token")
-    expected = token.encode()
+def create_agent_app(ops: GpuOperations, *, tokens: AgentTokens, node: str) -> Starlette:
+    """The agent's routes. A read token is required: an agent is never open."""
+    if not tokens.read:
+        raise ValueError("the agent needs its node's read token")
     Handler = Callable[[Request], Awaitable[Response]]
 
-    def authed(handler: Handler) -> Handler:
+    def authed(handler: Handler, *, needs: Scope = "read") -> Handler:
         async def wrapped(request: Request) -> Response:
-            scheme, _, given = request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                given.strip().encode(), expected
-            ):
-                return error(401, "missing or wrong bearer token", "unauthorized")
+            given = bearer(request.headers.get("authorization", ""))
+            scope = tokens.scope_of(given) if given is not None else None
+            if scope is None:
+                return error(401, f"missing or wrong bearer token for node {node}", "unauthorized")
+            if needs == "mutate" and scope != "mutate":
+                reason = (
+                    "this agent is read-only (it has no mutate token)"
+                    if tokens.mutate is None
+                    else "a read token cannot change GPUs; this needs the node's mutate token"
+                )
+                return error(403, reason, "forbidden")
             try:
                 return await handler(request)
             except GpuDriverError as exc:
@@ -106,8 +138,10 @@ def create_agent_app(ops: GpuOperations, *, token: str, node: str) -> Starlette:
         return JSONResponse({"node": node, **result})
 
     async def reset(request: Request) -> Response:
-        index, body = _index(request), await _parse(request, _Body)
-        result = await in_thread(lambda: ops.reset(index=index, dry_run=body.dry_run))
+        index, body = _index(request), await _parse(request, ResetBody)
+        result = await in_thread(
+            lambda: ops.reset(index=index, uuid=body.uuid, dry_run=body.dry_run)
+        )
         return JSONResponse({"node": node, **result})
 
     async def healthz(request: Request) -> Response:
@@ -118,9 +152,17 @@ def create_agent_app(ops: GpuOperations, *, token: str, node: str) -> Starlette:
             Route("/healthz", healthz),
             Route("/v1/gpus", authed(gpus)),
             Route("/v1/gpus/{index:int}/processes", authed(processes)),
-            Route("/v1/gpus/{index:int}/power-limit", authed(power_limit), methods=["POST"]),
-            Route("/v1/gpus/{index:int}/power-limit/restore", authed(restore), methods=["POST"]),
-            Route("/v1/gpus/{index:int}/reset", authed(reset), methods=["POST"]),
+            Route(
+                "/v1/gpus/{index:int}/power-limit",
+                authed(power_limit, needs="mutate"),
+                methods=["POST"],
+            ),
+            Route(
+                "/v1/gpus/{index:int}/power-limit/restore",
+                authed(restore, needs="mutate"),
+                methods=["POST"],
+            ),
+            Route("/v1/gpus/{index:int}/reset", authed(reset, needs="mutate"), methods=["POST"]),
         ]
     )
 
@@ -134,14 +176,42 @@ def _index(request: Request) -> int:
 
 
 async def _parse(request: Request, model: type[B]) -> B:
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise _BadRequestError(f"body larger than {MAX_BODY_BYTES} bytes")
+    body = bytearray()
+    async for chunk in request.stream():  # capped while reading, not after
+        body.extend(chunk)
+        if len(body) > MAX_BODY_BYTES:
+            raise _BadRequestError(f"body larger than {MAX_BODY_BYTES} bytes")
+    if _nesting(bytes(body)) > MAX_NESTING:
+        raise _BadRequestError(f"JSON nested deeper than {MAX_NESTING} levels")
     try:
-        data = json.loads(body or b"{}")
+        data = json.loads(bytes(body) or b"{}")
     except json.JSONDecodeError as exc:
         raise _BadRequestError(f"malformed JSON: {exc.msg}") from exc
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise _BadRequestError("malformed JSON") from exc
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _BadRequestError(first_problem(exc)) from exc
+
+
+def _nesting(body: bytes) -> int:
+    """The deepest [ / { nesting in a JSON text, brackets inside strings not counted."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest

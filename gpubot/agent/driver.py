@@ -19,6 +19,8 @@ DriverErrorKind = Literal[
     "invalid_argument",
     "in_use",  # a process holds the GPU (reset refused)
     "out_of_range",  # a power limit outside the device's min/max
+    "busy",  # a reset of that GPU is already under way
+    "uuid_mismatch",  # the GPU at that index is not the one the caller named
     "failed",  # anything else NVML or nvidia-smi reports
 ]
 GpuCondition = Literal["ok", "lost", "no_permission", "error"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
@@ -16,6 +17,10 @@ class GpuOperations:
     def __init__(self, driver: GpuDriver, *, reset_timeout_s: float = 120.0) -> None:
         self.driver = driver
         self.reset_timeout_s = reset_timeout_s
+        # GPUs with a reset under way: a second reset of one is refused at once, not queued
+        # (two `nvidia-smi -r` on one device overlap badly); other GPUs are not held up.
+        self._resetting: set[int] = set()
+        self._resetting_lock = threading.Lock()
 
     def gpu(self, index: int) -> GpuReport:
         for report in self.driver.gpus():
@@ -59,8 +64,28 @@ class GpuOperations:
             )
         return self.set_power_limit(index=index, watts=default, dry_run=dry_run)
 
-    def reset(self, *, index: int, dry_run: bool = False) -> dict[str, Any]:
+    def reset(
+        self, *, index: int, uuid: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Reset GPU `index` when no process holds it; with `uuid`, only if that GPU is it."""
+        with self._resetting_lock:
+            if index in self._resetting:
+                raise GpuDriverError(f"reset of GPU {index} already in progress", kind="busy")
+            self._resetting.add(index)
+        try:
+            return self._reset(index=index, uuid=uuid, dry_run=dry_run)
+        finally:
+            with self._resetting_lock:
+                self._resetting.discard(index)
+
+    def _reset(self, *, index: int, uuid: str | None, dry_run: bool) -> dict[str, Any]:
         before = self.gpu(index)
+        if uuid is not None and before.uuid != uuid:
+            raise GpuDriverError(
+                f"GPU {index} is {before.uuid or 'of unknown UUID'}, not {uuid}; "
+                "refusing to reset a GPU other than the one named",
+                kind="uuid_mismatch",
+            )
         try:
             holders = self.driver.processes(index=index)
         except GpuDriverError as exc:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import uvicorn
 
-from gpubot.agent.api import create_agent_app
+from gpubot.agent.api import AgentTokens, create_agent_app
 from gpubot.agent.driver import GpuDriver, XidSource
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AgentOptions:
-    token: str
+    tokens: AgentTokens
     node: str
     cluster: str
     host: str
@@ -41,7 +41,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOptions) -> None:
     ops = GpuOperations(driver, reset_timeout_s=opts.reset_timeout_s)
-    app = create_agent_app(ops, token=opts.token, node=opts.node)
+    app = create_agent_app(ops, tokens=opts.tokens, node=opts.node)
     config = uvicorn.Config(
         app, host=opts.host, port=opts.port, log_level="warning", access_log=False
     )
@@ -50,7 +50,9 @@ async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOpti
     watcher_task = None
     sender = None
     if opts.bot_url and xids is not None:
-        sender = BotEventSender(bot_url=opts.bot_url, token=opts.token)
+        # Events go out with the read token: the bot takes them only for this node, and a
+        # bot_url pointed elsewhere learns nothing that can change a GPU.
+        sender = BotEventSender(bot_url=opts.bot_url, token=opts.tokens.read)
         model = next((g.name for g in driver.gpus() if g.name), "") if opts.node else ""
         watcher = XidWatcher(
             xids,

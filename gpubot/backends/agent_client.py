@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from gpubot.backends.agent_address import AgentAddresses
+from gpubot.domain.agent_tokens import Scope, node_token
 from gpubot.domain.cluster import GpuState
 from gpubot.errors import (
     GpubotError,
@@ -18,59 +21,65 @@ from gpubot.errors import (
 
 
 class HttpNodeAgent:
-    """Talks to `gpubot agent` on each node; `url_template` has `{node}` in it.
+    """Talks to `gpubot agent` on each node, at the address the cluster reports for it.
 
-    Connection failures are retried (the request never reached the agent); anything after
-    that is not, since a POST may have taken effect: the executor's check() decides then.
+    Each call carries that node's own token, derived from the master secret: a read token
+    for reads, a mutate token for actions, so an agent (or anyone it is misrouted to) never
+    sees a credential for another node. Connection failures are retried (the request never
+    reached the agent); anything after that is not, since a POST may have taken effect: the
+    executor's check() decides then.
     """
 
     def __init__(
         self,
         *,
-        url_template: str,
-        token: str | None,
+        addresses: AgentAddresses,
+        master: str | None,
         timeout_s: float = 10.0,
         reset_timeout_s: float = 180.0,
         connect_retries: int = 2,
         retry_delay_s: float = 0.5,
+        ca_file: Path | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if "{node}" not in url_template:
-            raise ValueError(f"agent URL template {url_template!r} has no {{node}}")
-        self._template = url_template.rstrip("/")
+        self._addresses = addresses
+        self._master = master or None
         self._timeout = httpx.Timeout(timeout_s)
         self._reset_timeout = httpx.Timeout(timeout_s, read=reset_timeout_s)
         self._retries = connect_retries
         self._delay = retry_delay_s
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.AsyncClient(headers=headers, transport=transport)
+        verify: bool | str = str(ca_file) if ca_file is not None else True
+        # No redirects: an agent's answer never sends the token anywhere else.
+        self._client = httpx.AsyncClient(
+            transport=transport, verify=verify, follow_redirects=False, trust_env=False
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def url(self, node: str) -> str:
-        return self._template.replace("{node}", node)
-
     # ports.NodeAgent
 
     async def gpus(self, *, node: str) -> list[GpuState]:
-        data = await self._call("GET", node, "/v1/gpus")
+        data = await self._call("GET", node, "/v1/gpus", scope="read")
         return [gpu_state(g) for g in data["gpus"]]
 
     async def set_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
-        data = await self._call("POST", node, f"/v1/gpus/{gpu}/power-limit", json={"watts": watts})
+        data = await self._call(
+            "POST", node, f"/v1/gpus/{int(gpu)}/power-limit", json={"watts": watts}
+        )
         return gpu_state(data["gpu_state"])
 
-    async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
+    async def reset_gpu(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
+        body: dict[str, Any] = {"uuid": uuid} if uuid else {}
         data = await self._call(
-            "POST", node, f"/v1/gpus/{gpu}/reset", json={}, limits=self._reset_timeout
+            "POST", node, f"/v1/gpus/{int(gpu)}/reset", json=body, limits=self._reset_timeout
         )
         return gpu_state(data["gpu_state"])
 
     # The agent's own extras
 
     async def restore_power_limit(self, *, node: str, gpu: int) -> GpuState:
-        data = await self._call("POST", node, f"/v1/gpus/{gpu}/power-limit/restore", json={})
+        data = await self._call("POST", node, f"/v1/gpus/{int(gpu)}/power-limit/restore", json={})
         return gpu_state(data["gpu_state"])
 
     async def _call(
@@ -79,32 +88,51 @@ class HttpNodeAgent:
         node: str,
         path: str,
         *,
+        scope: Scope = "mutate",
         json: dict[str, Any] | None = None,
         limits: httpx.Timeout | None = None,
     ) -> dict[str, Any]:
-        url = self.url(node) + path
+        if self._master is None:
+            raise PermanentStepError(
+                "the bot has no agent master secret: set GPUBOT_AGENT_TOKEN or agent.token_file"
+            )
+        # Raises before any request for a node the cluster does not report.
+        url = await self._addresses.base_url(node) + path
+        headers = {
+            "authorization": f"Bearer {node_token(master=self._master, node=node, scope=scope)}"
+        }
         attempt = 0
         while True:
             try:
                 response = await self._client.request(
-                    method, url, json=json, timeout=limits or self._timeout
+                    method, url, json=json, headers=headers, timeout=limits or self._timeout
                 )
                 break
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                self._addresses.forget()  # the agent may have moved: read the cluster again
                 attempt += 1
                 if attempt > self._retries:
                     raise TemporaryStepError(
                         f"node agent on {node} unreachable at {url}: {exc}", delay=5.0
                     ) from exc
                 await asyncio.sleep(self._delay * attempt)
+                url = await self._addresses.base_url(node) + path
             except httpx.TimeoutException as exc:
                 raise TemporaryStepError(f"node agent on {node} timed out on {path}") from exc
             except httpx.HTTPError as exc:
                 raise TemporaryStepError(f"node agent on {node}: {exc}") from exc
-        if response.status_code == 200:
-            body: dict[str, Any] = response.json()
-            return body
-        raise agent_error(node, response)
+        if response.status_code != 200:
+            raise agent_error(node, response)
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise TemporaryStepError(f"node agent on {node}: answer is not JSON") from exc
+        if not isinstance(body, dict) or body.get("node") != node:
+            answered = body.get("node") if isinstance(body, dict) else None
+            raise PermanentStepError(
+                f"the agent at {url} answers for node {answered!r}, not {node}; not using it"
+            )
+        return body
 
 
 def agent_error(node: str, response: httpx.Response) -> GpubotError:
@@ -121,7 +149,10 @@ def agent_error(node: str, response: httpx.Response) -> GpubotError:
     if code == 404:
         return NotFoundError(message)
     if code == 401:
-        return PermanentStepError(message + " (check GPUBOT_AGENT_TOKEN on the bot and agent)")
+        return PermanentStepError(
+            message + " (the agent's tokens must be derived from the bot's GPUBOT_AGENT_TOKEN: "
+            f"gpubot agent-token --node {node})"
+        )
     if code in (403, 409, 410, 501) or kind in ("in_use", "gpu_lost"):
         return PermanentStepError(message)
     return TemporaryStepError(message, delay=5.0)

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
+from gpubot.web.agent_auth import agent_event_refusal
 from gpubot.web.metrics import WebMetrics
 
 log = logging.getLogger(__name__)
@@ -95,18 +96,11 @@ def create_app(
         service.spawn(service.process(summary))
         return JSONResponse({"status": "stored", **summary.as_json()})
 
-    agent_expected = agent_token.encode() if agent_token else None
-
     async def agent_events(request: Request) -> Response:
-        """XID events from node agents, shaped as Alertmanager alerts: no scrape, no `for:`."""
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if (
-            agent_expected is None
-            or scheme.lower() != "bearer"
-            or not hmac.compare_digest(token.strip().encode(), agent_expected)
-        ):
-            return _error(401, "missing or wrong agent bearer token")
-        return await _accept(request)
+        """XID events from node agents, shaped as Alertmanager alerts: no scrape, no `for:`.
+        `agent_token` is the master secret; each agent signs with its own node's token."""
+        refusal = await agent_event_refusal(request, master=agent_token)
+        return refusal if refusal is not None else await _accept(request)
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")

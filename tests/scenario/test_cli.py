@@ -666,7 +666,7 @@ def test_serve_with_a_missing_config_is_one_line(tmp_path: Path) -> None:
         pytest.param("web: {port: 99999}\n", ["web.port"], id="port-out-of-range"),
         pytest.param(
             "clusters:\n  - {name: sim, backend: kubernetes}\n",
-            ["clusters.sim", "agent_url"],
+            ["clusters.sim", "agent"],
             id="kubernetes-without-agent",
         ),
         pytest.param("store: {url: [\n", ["cfg.yaml:", "invalid YAML"], id="broken-yaml"),

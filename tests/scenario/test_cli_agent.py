@@ -13,7 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-TOKEN = "cli-agent-token"
+from gpubot.domain.agent_tokens import node_token
+
+MASTER = "cli-agent-master"
+NODE = "gpu-node-12"
+TOKEN = node_token(master=MASTER, node=NODE, scope="mutate")
+READ = node_token(master=MASTER, node=NODE, scope="read")
 
 
 def _free_port() -> int:
@@ -35,7 +40,7 @@ def _gpubot(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 @pytest.fixture
 def agent(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
-    env = {**os.environ, "GPUBOT_AGENT_TOKEN": TOKEN}
+    env = {**os.environ, "GPUBOT_AGENT_READ_TOKEN": READ, "GPUBOT_AGENT_MUTATE_TOKEN": TOKEN}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -83,19 +88,45 @@ def test_agent_serves_authenticated_reads_and_actions(agent: str) -> None:
     r = httpx.post(f"{agent}/v1/gpus/0/reset", json={}, headers=auth)
     assert r.status_code == 409
     assert r.json()["kind"] == "in_use"
+    read = {"authorization": f"Bearer {READ}"}
+    assert httpx.get(f"{agent}/v1/gpus", headers=read).status_code == 200
+    r = httpx.post(f"{agent}/v1/gpus/6/power-limit", json={"watts": 300}, headers=read)
+    assert r.status_code == 403
 
 
-def test_agent_without_a_token_exits_with_one_line(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "GPUBOT_AGENT_TOKEN"}
+def test_agent_without_its_tokens_exits_with_one_line(tmp_path: Path) -> None:
+    """The master secret is not an agent credential: with only it, the agent does not start."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBOT_AGENT")}
+    env["GPUBOT_AGENT_TOKEN"] = MASTER
     done = _gpubot("agent", "--driver", "simulated", env=env)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "gpubot: error: the agent needs a bearer token: set GPUBOT_AGENT_TOKEN or agent.token_file"
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("gpubot: error: the agent needs its node's tokens")
+    assert "gpubot agent-token --node NAME" in line
+
+
+def test_agent_token_prints_the_derived_tokens() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBOT_AGENT")}
+    env["GPUBOT_AGENT_TOKEN"] = MASTER
+    both = _gpubot("agent-token", "--node", NODE, env=env)
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.splitlines() == [
+        f"GPUBOT_AGENT_READ_TOKEN={READ}",
+        f"GPUBOT_AGENT_MUTATE_TOKEN={TOKEN}",
     ]
+    one = _gpubot("agent-token", "--node", NODE, "--scope", "read", env=env)
+    assert one.stdout == READ + "\n"
+    bad = _gpubot("agent-token", "--node", "evil.example:80/x", env=env)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("gpubot: error: --node:")
+    del env["GPUBOT_AGENT_TOKEN"]
+    none = _gpubot("agent-token", "--node", NODE, env=env)
+    assert none.returncode == 2
+    assert "GPUBOT_AGENT_TOKEN" in none.stderr
 
 
 def test_agent_with_a_bad_listen_address(tmp_path: Path) -> None:
-    env = {**os.environ, "GPUBOT_AGENT_TOKEN": TOKEN}
+    env = {**os.environ, "GPUBOT_AGENT_READ_TOKEN": READ}
     done = _gpubot("agent", "--driver", "simulated", "--listen", "nonsense", env=env)
     assert done.returncode == 2
     assert "HOST:PORT" in done.stderr

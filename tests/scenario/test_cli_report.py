@@ -106,7 +106,7 @@ def test_prometheus_down_is_one_line_and_exit_1(tmp_path: Path) -> None:
         "name": "prod",
         "backend": "kubernetes",
         "kubeconfig": str(kubeconfig),
-        "agent_url": "http://{node}:9400",
+        "agent": {"port": 9400},
         "prometheus_url": f"http://127.0.0.1:{dead}",
         "prometheus_retries": 0,
     }

@@ -91,6 +91,34 @@ class KubernetesKubeApi:
     async def get_node(self, *, node: str) -> NodeInfo:
         return convert.node_info(await self._read_node(node))
 
+    async def node_internal_ips(self) -> dict[str, str]:
+        nodes = await self._call(self.core.list_node, verb="list", resource="nodes")
+        found: dict[str, str] = {}
+        for n in nodes.items:
+            addresses = (n.status.addresses if n.status else None) or []
+            ip = next((a.address for a in addresses if a.type == "InternalIP"), None)
+            name = n.metadata.name if n.metadata else None
+            if name and ip:
+                found[name] = ip
+        return found
+
+    async def pod_ips_by_node(self, *, namespace: str, selector: str) -> dict[str, str]:
+        pods = await self._call(
+            self.core.list_namespaced_pod,
+            verb="list",
+            resource=f"pods in {namespace}",
+            namespace=namespace,
+            label_selector=selector,
+            field_selector="status.phase=Running",
+        )
+        found: dict[str, str] = {}
+        for pod in pods.items:
+            node = pod.spec.node_name if pod.spec else None
+            ip = pod.status.pod_ip if pod.status else None
+            if node and ip and not (pod.metadata and pod.metadata.deletion_timestamp):
+                found[node] = ip
+        return found
+
     async def _read_node(self, node: str) -> Any:
         return await self._call(
             self.core.read_node, verb="get", resource=f"nodes/{node}", name=node

@@ -43,6 +43,7 @@ from gpubot.errors import (
 )
 
 # The taint the node controller adds to a cordoned node; kept so the simulator reads like one.
+SIMULATED_NODE_IP = "127.0.0.1"  # what the simulated cluster reports as every node's address
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 _METRICS: dict[str, Callable[[GpuState], float]] = {
@@ -118,6 +119,14 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
     async def get_node(self, *, node: str) -> NodeInfo:
         with self._lock:
             return self._current().node(node).info()
+
+    async def node_internal_ips(self) -> dict[str, str]:
+        # Loopback for every node: a `gpubot agent --driver simulated` on this machine may
+        # answer for one; with no agent configured the simulated GPUs answer in-process.
+        return {name: SIMULATED_NODE_IP for name in self.node_names()}
+
+    async def pod_ips_by_node(self, *, namespace: str, selector: str) -> dict[str, str]:
+        return {name: SIMULATED_NODE_IP for name in self.node_names()}
 
     async def set_unschedulable(
         self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
@@ -254,15 +263,19 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
             sim_node.set_gpu(updated)
             return updated
 
-    async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
+    async def reset_gpu(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
         """Reset one GPU, as `nvidia-smi -r` would: only when no pod holds it."""
-        return self.apply_reset(node=node, gpu=gpu)
+        return self.apply_reset(node=node, gpu=gpu, uuid=uuid)
 
-    def apply_reset(self, *, node: str, gpu: int) -> GpuState:
+    def apply_reset(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
         """reset_gpu() for synchronous callers (the agent's simulated driver)."""
         with self.mutation() as state:
             sim_node = state.node(node)
             current = sim_node.gpu(gpu)
+            if uuid is not None and current.uuid != uuid:
+                raise PermanentStepError(
+                    f"{node} GPU {gpu} is {current.uuid}, not {uuid}; not resetting it"
+                )
             holder = state.holder(node, gpu)
             if holder is not None:
                 raise PermanentStepError(

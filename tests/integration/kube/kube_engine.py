@@ -61,7 +61,7 @@ class FakeAgent:
     async def set_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
         return (await self.gpus(node=node))[gpu]
 
-    async def reset_gpu(self, *, node: str, gpu: int) -> GpuState:
+    async def reset_gpu(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
         self.resets.append((node, gpu))
         if self.reset_fails:
             return (await self.gpus(node=node))[gpu]

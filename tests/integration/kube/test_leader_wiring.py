@@ -56,7 +56,7 @@ async def test_enabled_leader_election_takes_the_lease(
                 "backend": "kubernetes",
                 "context": "lab",
                 "kubeconfig": str(kubeconfig),
-                "agent_url": "http://{node}:9400",
+                "agent": {"port": 9400},
             }
         ],
         slack={"mode": "off"},

@@ -9,17 +9,21 @@ from typing import Any
 import httpx
 import pytest
 
-from gpubot.agent.api import create_agent_app
+from gpubot.agent.api import AgentTokens, create_agent_app
 from gpubot.agent.driver import GpuDriverError
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.simulated import SimulatedDriver
+from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster, inject_xid
 from gpubot.config import load_settings
+from gpubot.domain.agent_tokens import node_token
 from gpubot.errors import ConfigError, InputError, PermanentStepError, TemporaryStepError
 
-TOKEN = "s3cret-agent-token"
+MASTER = "s3cret-agent-master"
 NODE = "gpu-node-12"  # runs idle pods: GPUs 0-4 held, 5-7 free
+TOKEN = node_token(master=MASTER, node=NODE, scope="mutate")
+READ = node_token(master=MASTER, node=NODE, scope="read")
 
 
 @pytest.fixture
@@ -30,7 +34,7 @@ def cluster() -> SimulatedCluster:
 @pytest.fixture
 async def client(cluster: SimulatedCluster) -> AsyncIterator[httpx.AsyncClient]:
     ops = GpuOperations(SimulatedDriver(cluster, node=NODE))
-    app = create_agent_app(ops, token=TOKEN, node=NODE)
+    app = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=TOKEN), node=NODE)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(
         transport=transport,
@@ -65,7 +69,10 @@ async def test_unauthenticated_calls_get_401(
     client.headers.pop("authorization")
     r = await client.request(method, path, headers=headers, json={"watts": 300})
     assert r.status_code == 401
-    assert r.json() == {"error": "missing or wrong bearer token", "kind": "unauthorized"}
+    assert r.json() == {
+        "error": f"missing or wrong bearer token for node {NODE}",
+        "kind": "unauthorized",
+    }
     assert (await cluster.gpus(node=NODE))[0].power_limit_w == 700.0
 
 
@@ -178,7 +185,11 @@ async def test_unknown_gpu_is_404(client: httpx.AsyncClient) -> None:
 
 def test_the_agent_refuses_to_run_without_a_token(cluster: SimulatedCluster) -> None:
     with pytest.raises(ValueError, match="token"):
-        create_agent_app(GpuOperations(SimulatedDriver(cluster, node=NODE)), token="", node=NODE)
+        create_agent_app(
+            GpuOperations(SimulatedDriver(cluster, node=NODE)),
+            tokens=AgentTokens(read=""),
+            node=NODE,
+        )
 
 
 class _NvidiaSmiRecorder:
@@ -213,10 +224,14 @@ def test_nvml_reset_runs_nvidia_smi_with_an_argument_list(monkeypatch: pytest.Mo
 # HttpNodeAgent
 
 
-def _client_for(app_client: httpx.AsyncClient, *, token: str = TOKEN) -> HttpNodeAgent:
+def _addresses() -> AgentAddresses:
+    return AgentAddresses(SimulatedCluster.default(), AgentLocation(cluster="sim"))
+
+
+def _client_for(app_client: httpx.AsyncClient, *, master: str = MASTER) -> HttpNodeAgent:
     return HttpNodeAgent(
-        url_template="http://{node}:9400",
-        token=token,
+        addresses=_addresses(),
+        master=master,
         transport=app_client._transport,  # the same ASGI app
     )
 
@@ -238,7 +253,7 @@ async def test_http_node_agent_maps_errors(
     restored = await agent.restore_power_limit(node=NODE, gpu=1)
     assert restored.power_limit_w == 700.0
     await agent.aclose()
-    wrong = _client_for(client, token="nope")
+    wrong = _client_for(client, master="nope")
     with pytest.raises(PermanentStepError, match="GPUBOT_AGENT_TOKEN"):
         await wrong.gpus(node=NODE)
     await wrong.aclose()
@@ -251,20 +266,20 @@ async def test_http_node_agent_retries_connection_errors_only() -> None:
         calls.append(request.url.host)
         if len(calls) < 3:
             raise httpx.ConnectError("connection refused", request=request)
-        return httpx.Response(200, json={"gpus": []})
+        return httpx.Response(200, json={"node": "gpu-node-01", "gpus": []})
 
     agent = HttpNodeAgent(
-        url_template="http://{node}:9400",
-        token=TOKEN,
+        addresses=_addresses(),
+        master=MASTER,
         retry_delay_s=0,
         transport=httpx.MockTransport(handler),
     )
     assert await agent.gpus(node="gpu-node-01") == []
-    assert calls == ["gpu-node-01"] * 3
+    assert calls == ["127.0.0.1"] * 3  # the address the cluster reports, never the name
     calls.clear()
     never = HttpNodeAgent(
-        url_template="http://{node}:9400",
-        token=TOKEN,
+        addresses=_addresses(),
+        master=MASTER,
         retry_delay_s=0,
         connect_retries=1,
         transport=httpx.MockTransport(
@@ -279,7 +294,7 @@ async def test_http_node_agent_retries_connection_errors_only() -> None:
         raise httpx.ReadTimeout("slow", request=request)
 
     timed = HttpNodeAgent(
-        url_template="http://{node}:9400", token=TOKEN, transport=httpx.MockTransport(slow)
+        addresses=_addresses(), master=MASTER, transport=httpx.MockTransport(slow)
     )
     with pytest.raises(TemporaryStepError, match="timed out"):
         await timed.set_power_limit(node="gpu-node-01", gpu=0, watts=300)

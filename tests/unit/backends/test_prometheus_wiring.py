@@ -47,7 +47,7 @@ def build(kubeconfig: Path) -> Iterator[Any]:
                     "name": "lab",
                     "backend": "kubernetes",
                     "kubeconfig": str(kubeconfig),
-                    "agent_url": "http://{node}:9400",
+                    "agent": {"port": 9400},
                     **cluster,
                 }
             ],

@@ -11,6 +11,7 @@ import httpx
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher, xid_alert
 from gpubot.backends.simulated.scenarios import inject_xid
+from gpubot.domain.agent_tokens import node_token
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.web.app import create_app
 
@@ -41,8 +42,9 @@ steps:
     approval: auto
     when: "not steps.check.output.healthy"
 """
-TOKEN = "agent-token"
+MASTER = "agent-master-secret"
 NODE = "gpu-node-07"
+TOKEN = node_token(master=MASTER, node=NODE, scope="read")  # what the node's agent holds
 
 
 def _sender(app: Any, token: str = TOKEN) -> BotEventSender:
@@ -59,7 +61,7 @@ async def test_xid79_from_the_watcher_opens_an_incident_and_quarantines(
     harness: MakeHarness,
 ) -> None:
     h = harness(XID79)
-    bot = create_app(h.service, agent_token=TOKEN)
+    bot = create_app(h.service, agent_token=MASTER)
     sent: list[dict[str, Any]] = []
     sender = _sender(bot)
 
@@ -108,14 +110,14 @@ async def test_agent_events_need_the_agent_token(harness: MakeHarness) -> None:
     h = harness(XID79)
     inject_xid(h.cluster, node=NODE, gpu=3)
     driver = SimulatedDriver(h.cluster, node=NODE)
-    for app in (create_app(h.service, agent_token=TOKEN), create_app(h.service)):
+    for app in (create_app(h.service, agent_token=MASTER), create_app(h.service)):
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://bot"
         ) as c:
             body = xid_alert(
                 driver.wait_xid(timeout_s=0) or _event(), node=NODE, cluster="sim", window_s=300
             )
-            for headers in ({}, {"authorization": "Bearer wrong"}):
+            for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": MASTER}):
                 r = await c.post("/agent/events", json=body, headers=headers)
                 assert r.status_code == 401
     assert await h.store.list_incidents() == []
