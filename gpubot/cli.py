@@ -257,6 +257,8 @@ async def _serve(args: argparse.Namespace) -> int:
         webhook_token=token,
         agent_token=s.agent_token_value(),  # XID events from node agents (POST /agent/events)
         max_body_bytes=s.web.max_body_bytes,
+        body_timeout_s=s.web.body_timeout_seconds,
+        header_timeout_s=s.web.header_timeout_seconds,
         slack_events=app.slack.handle_http if app.slack and s.slack.mode == "http" else None,
     )
     try:

@@ -290,7 +290,18 @@ class ReclaimSettings(_Section):
 class WebSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
-    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    max_body_bytes: int = Field(
+        1024 * 1024, ge=1024, description="larger request bodies get 413, on every endpoint"
+    )
+    body_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, description="a request body not received in this time gets 408"
+    )
+    header_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="a connection idle this long, or whose request headers take longer, is closed",
+    )
 
 
 class AgentSettings(_Section):

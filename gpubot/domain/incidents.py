@@ -8,14 +8,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from gpubot.domain.alerts import Alert, AlertmanagerPayload
+from gpubot.domain.alerts import NODE_LABELS, Alert, AlertmanagerPayload
+from gpubot.domain.codes import ascii_int
 from gpubot.domain.xid import explain
 
 # Added to XID alerts by the bot, from NVIDIA's catalog; never sent by Alertmanager.
 XID_ACTION_LABEL = "gpubot_xid_action"
 
-# Labels that name the node an alert is about, in order of preference (DCGM exporter first).
-NODE_LABELS = ("Hostname", "node", "kubernetes_node", "instance_node")
 # Alerts about a workload, not a node: one incident per pod even when pods share a node.
 # An alert rule can choose with the label `gpubot_scope: pod | node`.
 SCOPE_LABEL = "gpubot_scope"
@@ -37,6 +36,10 @@ class IntakeKind(StrEnum):
     IGNORED = (
         "ignored"  # a stale firing re-send after resolution, or a resolve for an unknown alert
     )
+    # A re-send with the fingerprint and start of a stored alert but other labels: the stored
+    # labels stand, and the difference is noted in the incident.
+    CONFLICT = "conflict"
+    REJECTED = "rejected"  # an alert that cannot be used (its reason in `detail`); not stored
 
 
 @dataclass(frozen=True)
@@ -106,9 +109,10 @@ def observe(alert: Alert, *, group_key: str) -> AlertObservation:
 
 def xid_action(code: str) -> str | None:
     """NVIDIA's immediate-action bucket for an XID label value, or None."""
-    if not code.isdigit():
+    value = ascii_int(code)
+    if value is None:
         return None
-    info = explain(int(code))
+    info = explain(value)
     return info.action if info is not None else None
 
 
@@ -156,3 +160,20 @@ class IntakeOutcome:
     fingerprint: str
     kind: IntakeKind
     incident_id: str | None
+    detail: str = ""  # why, for CONFLICT and REJECTED
+
+
+def label_changes(stored: Mapping[str, str], sent: Mapping[str, str]) -> str:
+    """What differs between two label sets, as one short line ("" when nothing does)."""
+    parts = []
+    for name in sorted(set(stored) | set(sent)):
+        before, after = stored.get(name), sent.get(name)
+        if before == after or name == XID_ACTION_LABEL:
+            continue
+        if before is None:
+            parts.append(f"{name} added ({after!r:.60})")
+        elif after is None:
+            parts.append(f"{name} missing (stored {before!r:.60})")
+        else:
+            parts.append(f"{name}: stored {before!r:.60}, sent {after!r:.60}")
+    return "; ".join(parts[:8]) + (f" (and {len(parts) - 8} more)" if len(parts) > 8 else "")

@@ -47,8 +47,9 @@ def parse_matcher(text: str) -> Matcher:
     pattern = None
     if op in ("=~", "!~"):
         try:
-            # Alertmanager anchors regular expressions at both ends.
-            pattern = re.compile(f"(?:{value})")
+            # Alertmanager anchors regular expressions at both ends, and its RE2 classes
+            # (\d, \w, \s) are ASCII: a label of Arabic-Indic digits is not "79".
+            pattern = re.compile(f"(?:{value})", re.ASCII)
         except re.error as exc:
             raise ValueError(f"bad regular expression in {text!r}: {exc}") from exc
     return Matcher(name=name, op=op, value=value, pattern=pattern)  # type: ignore[arg-type]

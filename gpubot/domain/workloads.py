@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpubot.domain.cluster import PodInfo
+from gpubot.domain.codes import ascii_int
 
 # The kinds gpubot scales to zero; a bare Pod is deleted; anything else is left to a human.
 SCALABLE_KINDS = ("Deployment", "StatefulSet")
@@ -43,7 +44,7 @@ class Workload:
     def recorded_replicas(self) -> int | None:
         """The replica count gpubot scaled this workload down from, if it did."""
         raw = self.annotations.get(RECLAIMED_FROM_ANNOTATION, "")
-        return int(raw) if raw.isdigit() else None
+        return ascii_int(raw)
 
     def restore_hint(self, replicas: int | None) -> str:
         """How a human puts it back, as one line."""

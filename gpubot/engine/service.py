@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpubot.actions.base import ClusterPorts
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
 from gpubot.domain.audit import AuditDraft
 from gpubot.domain.incidents import (
@@ -58,14 +58,36 @@ class GpubotService:
 
     # -- intake ---------------------------------------------------------------------------
 
-    async def ingest(self, payload: AlertmanagerPayload) -> IntakeSummary:
-        """Store the alerts durably (the caller answers 2xx only after this returns)."""
-        outcomes = await self.e.store.ingest(observations(payload), now=self.e.clock.now())
+    async def ingest(self, webhook: ParsedWebhook | AlertmanagerPayload) -> IntakeSummary:
+        """Store the good alerts and record the rejected ones, durably (the caller answers
+        2xx only after this returns). A rejected alert never holds back the others."""
+        if isinstance(webhook, AlertmanagerPayload):
+            webhook = ParsedWebhook(payload=webhook, rejected=())
+        now = self.e.clock.now()
+        outcomes: list[IntakeOutcome] = []
+        if webhook.payload is not None:
+            outcomes = await self.e.store.ingest(observations(webhook.payload), now=now)
+        for bad in webhook.rejected:
+            log.warning("alert rejected: %s (alertname %r)", bad.reason, bad.alertname)
+            await self.e.store.append(
+                AuditDraft(
+                    ts=now,
+                    actor="alertmanager",
+                    kind="alert.rejected",
+                    target=bad.alertname or None,
+                    args={"fingerprint": bad.fingerprint, "index": bad.index},
+                    reason=bad.reason,
+                )
+            )
+            outcomes.append(IntakeOutcome(bad.fingerprint, IntakeKind.REJECTED, None, bad.reason))
         return IntakeSummary(tuple(outcomes))
 
     async def process(self, summary: IntakeSummary) -> None:
         """Follow-up after intake: threads, plans, runs. Recovery redoes it after a crash."""
         for outcome in summary.outcomes:
+            if outcome.kind is IntakeKind.CONFLICT and outcome.incident_id is not None:
+                await self._note_conflict(outcome)
+                continue
             # ATTACHED alerts join the incident's run silently: in a storm, one message per
             # alert would bury the thread (the alerts stay listed in the store). Nothing to
             # read for them either: a storm is mostly ATTACHED and DUPLICATE outcomes.
@@ -332,6 +354,31 @@ class GpubotService:
 
     def _cluster(self, name: str) -> ClusterPorts:
         return cluster_named(self.e, name)
+
+    async def _note_conflict(self, outcome: IntakeOutcome) -> None:
+        """A re-send whose labels differ from the stored alert's: logged, audited, posted."""
+        log.warning(
+            "alert %s re-sent with other labels (incident %s): %s",
+            outcome.fingerprint,
+            outcome.incident_id,
+            outcome.detail,
+        )
+        await self.e.store.append(
+            AuditDraft(
+                ts=self.e.clock.now(),
+                actor="alertmanager",
+                kind="alert.conflict",
+                incident_id=outcome.incident_id,
+                reason=f"fingerprint {outcome.fingerprint}: {outcome.detail}",
+            )
+        )
+        await self._post(
+            outcome.incident_id,
+            messages.text(
+                "An alert was re-sent with other labels; the first ones stand",
+                f"fingerprint {outcome.fingerprint}: {outcome.detail}",
+            ),
+        )
 
     async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str) -> None:
         await self.e.store.append(

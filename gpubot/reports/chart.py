@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 
+from gpubot.domain.codes import natural_key
 from gpubot.reports.idle import IdleAllocation, IdleReport
 
 _MAX_BARS = 15
@@ -87,4 +88,4 @@ def render_chart(report: IdleReport) -> bytes:
 
 
 def _gpu_order(text: str) -> tuple[int, str]:
-    return (int(text), "") if text.isdigit() else (1 << 30, text)
+    return natural_key(text)

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpubot.domain.audit import AuditEvent
 from gpubot.domain.cluster import PodInfo, Sample
+from gpubot.domain.codes import natural_key
 
 # The DCGM exporter's labels (DESIGN: Alerts). Results are grouped by these in PromQL.
 _GPU_KEY = ("Hostname", "gpu", "namespace", "pod")
@@ -278,7 +279,7 @@ def _labels(g: _Gpu) -> dict[str, str]:
 
 
 def _natural(text: str) -> tuple[int, str]:
-    return (int(text), "") if text.isdigit() else (1 << 30, text)
+    return natural_key(text)
 
 
 def _totals(allocations: Sequence[IdleAllocation]) -> tuple[NamespaceTotal, ...]:

@@ -10,37 +10,23 @@ from collections.abc import Awaitable, Callable
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.alerts import parse_webhook
 from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
+from gpubot.web.limits import BodyLimit
 from gpubot.web.metrics import WebMetrics
 
 log = logging.getLogger(__name__)
 
 
-class _TooLarge(Exception):
-    pass
-
-
 def _error(code: int, reason: str) -> JSONResponse:
     return JSONResponse({"error": reason}, status_code=code)
-
-
-async def _read_capped(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > limit:
-            raise _TooLarge
-    return bytes(body)
 
 
 SlackHandler = Callable[[Request], Awaitable[Response]]
@@ -51,12 +37,21 @@ def create_app(
     *,
     webhook_token: str | None = None,
     max_body_bytes: int = 1 << 20,
+    body_timeout_s: float = 10.0,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
 ) -> Starlette:
-    """`slack_events` (Slack HTTP mode) is bolt's handler: it verifies the signature."""
+    """`slack_events` (Slack HTTP mode) is bolt's handler: it verifies the signature.
+
+    Every body is read by `BodyLimit` before any route sees it: at most `max_body_bytes`,
+    within `body_timeout_s`.
+    """
     metrics = WebMetrics()
     expected = webhook_token.encode() if webhook_token else None
+
+    def refused_early(path: str, status: int) -> None:
+        if path == "/alertmanager":
+            metrics.requests.labels(str(status)).inc()
 
     async def alertmanager(request: Request) -> Response:
         started = time.perf_counter()
@@ -77,24 +72,28 @@ def create_app(
         return await _accept(request)
 
     async def _accept(request: Request) -> Response:
-        """Store an Alertmanager-shaped body durably, answer, then process it."""
+        """Store an Alertmanager-shaped body durably, answer, then process it.
+
+        An alert that cannot be used is rejected on its own (recorded, counted, named in
+        the answer) and the others are stored: 2xx, since a retry would not cure it. Only a
+        failure a retry can cure (the store down) gets 503.
+        """
         try:
-            body = await _read_capped(request, max_body_bytes)
-        except _TooLarge:
-            return _error(413, f"body larger than {max_body_bytes} bytes")
-        try:
-            payload = AlertmanagerPayload.model_validate_json(body)
+            webhook = parse_webhook(await request.body())
         except ValidationError as exc:
             return _error(400, first_problem(exc))
         try:
-            summary = await service.ingest(payload)
+            summary = await service.ingest(webhook)
         except Exception:  # the edge: Alertmanager retries on 5xx, so nothing is lost
             log.exception("could not store alerts")
             return _error(503, "alerts could not be stored; retry")
         for outcome in summary.outcomes:
             metrics.alerts.labels(outcome.kind.value).inc()
         service.spawn(service.process(summary))
-        return JSONResponse({"status": "stored", **summary.as_json()})
+        answer: dict[str, object] = {"status": "stored", **summary.as_json()}
+        if webhook.rejected:
+            answer["rejected_alerts"] = [r.reason for r in webhook.rejected[:20]]
+        return JSONResponse(answer)
 
     async def agent_events(request: Request) -> Response:
         """XID events from node agents, shaped as Alertmanager alerts: no scrape, no `for:`.
@@ -117,6 +116,14 @@ def create_app(
 
     slack_routes = [Route("/slack/events", slack_events, methods=["POST"])] if slack_events else []
     return Starlette(
+        middleware=[
+            Middleware(
+                BodyLimit,
+                max_bytes=max_body_bytes,
+                read_timeout_s=body_timeout_s,
+                refused=refused_early,
+            )
+        ],
         routes=[
             *slack_routes,
             Route("/alertmanager", alertmanager, methods=["POST"]),
@@ -124,5 +131,5 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", prometheus),
-        ]
+        ],
     )

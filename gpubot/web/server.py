@@ -15,6 +15,7 @@ import uvicorn
 
 from gpubot.engine.service import GpubotService
 from gpubot.web.app import SlackHandler, create_app
+from gpubot.web.limits import HeaderTimeoutProtocol
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 15.0
@@ -53,6 +54,8 @@ def make_server(
     port: int,
     webhook_token: str | None,
     max_body_bytes: int,
+    body_timeout_s: float = 10.0,
+    header_timeout_s: float = 5.0,
     sock: socket.socket | None = None,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
@@ -61,11 +64,20 @@ def make_server(
         service,
         webhook_token=webhook_token,
         max_body_bytes=max_body_bytes,
+        body_timeout_s=body_timeout_s,
         slack_events=slack_events,
         agent_token=agent_token,
     )
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http=HeaderTimeoutProtocol,
+        timeout_keep_alive=max(1, round(header_timeout_s)),
+        h11_max_incomplete_event_size=64 * 1024,  # request line and headers
     )
     return _Server(config)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -18,6 +18,7 @@ from gpubot.domain.incidents import (
     IncidentStatus,
     IntakeKind,
     IntakeOutcome,
+    label_changes,
     new_incident_id,
 )
 from gpubot.errors import NotFoundError
@@ -109,10 +110,15 @@ def _ingest_firing(conn: Connection, payloads: Sequence[_Payload]) -> list[list[
     alert: read what is known, decide item by item exactly as _ingest_one would, each with
     its payload's time, then write with one executemany per table."""
     everything = [item for items, _ in payloads for item in items]
-    known: dict[tuple[str, datetime], tuple[int | None, str, str]] = {}
+    known: dict[tuple[str, datetime], tuple[int | None, str, str, Mapping[str, str]]] = {}
     for chunk in _chunks(item.fingerprint for item in everything):
         for row in conn.execute(_KNOWN_ALERTS, {"values": chunk}):
-            known[(row.fingerprint, as_utc(row.starts_at))] = (row.id, row.status, row.incident_id)
+            known[(row.fingerprint, as_utc(row.starts_at))] = (
+                row.id,
+                row.status,
+                row.incident_id,
+                row.labels,
+            )
     open_ids: dict[str, str] = {}
     for chunk in _chunks(item.correlation_key for item in everything):
         open_ids.update(
@@ -128,13 +134,13 @@ def _ingest_firing(conn: Connection, payloads: Sequence[_Payload]) -> list[list[
         for item in items:
             where = (item.fingerprint, as_utc(item.starts_at))
             if (hit := known.get(where)) is not None:
-                alert_id, status, incident_id = hit
+                alert_id, status, incident_id, stored_labels = hit
                 kind = IntakeKind.DUPLICATE
                 if status != FIRING:  # a firing re-send of a resolved alert: see _ingest_one
                     kind = IntakeKind.IGNORED
                 elif alert_id is not None:  # None: stored by this call a moment ago
                     seen[alert_id] = now
-                payload_outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
+                payload_outcomes.append(_resent(item, kind, incident_id, stored_labels))
                 continue
             open_id = open_ids.get(item.correlation_key)
             if open_id is None:
@@ -146,7 +152,7 @@ def _ingest_firing(conn: Connection, payloads: Sequence[_Payload]) -> list[list[
                 touched[incident_id] = now
                 kind = IntakeKind.ATTACHED
             new_alerts.append(_alert_row(item, incident_id, now=now))
-            known[where] = (None, FIRING, incident_id)
+            known[where] = (None, FIRING, incident_id, item.labels)
             payload_outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
     if new_incidents:
         conn.execute(_INSERT_INCIDENTS, new_incidents)
@@ -167,7 +173,12 @@ def _stamps(times: dict[_Key, datetime]) -> list[dict[str, Any]]:
 # Built once: a statement object caches its compiled form, where one built per call would
 # pay for construction and its cache key every time (nearly half of this path's cost).
 _KNOWN_ALERTS = select(
-    alerts.c.id, alerts.c.fingerprint, alerts.c.starts_at, alerts.c.status, alerts.c.incident_id
+    alerts.c.id,
+    alerts.c.fingerprint,
+    alerts.c.starts_at,
+    alerts.c.status,
+    alerts.c.incident_id,
+    alerts.c.labels,
 ).where(alerts.c.fingerprint.in_(bindparam("values", expanding=True)))
 _OPEN_INCIDENTS = select(incidents.c.key, incidents.c.id).where(
     incidents.c.key.in_(bindparam("values", expanding=True)),
@@ -190,7 +201,7 @@ _SEEN_ALERTS = (
 def _ingest_one(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:
     row = (
         conn.execute(
-            select(alerts.c.id, alerts.c.status, alerts.c.incident_id).where(
+            select(alerts.c.id, alerts.c.status, alerts.c.incident_id, alerts.c.labels).where(
                 alerts.c.fingerprint == item.fingerprint, alerts.c.starts_at == item.starts_at
             )
         )
@@ -202,11 +213,11 @@ def _ingest_one(conn: Connection, item: AlertObservation, *, now: datetime) -> I
     incident_id: str = row["incident_id"]
     if row["status"] == item.status:
         conn.execute(update(alerts).where(alerts.c.id == row["id"]).values(last_seen_at=now))
-        return IntakeOutcome(item.fingerprint, IntakeKind.DUPLICATE, incident_id)
+        return _resent(item, IntakeKind.DUPLICATE, incident_id, row["labels"])
     if item.status != RESOLVED:
         # A firing re-send of an alert that already resolved (a replay, a late retry):
         # reopening would restart remediation for a problem that is gone.
-        return IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, incident_id)
+        return _resent(item, IntakeKind.IGNORED, incident_id, row["labels"])
     conn.execute(
         update(alerts)
         .where(alerts.c.id == row["id"])
@@ -226,6 +237,16 @@ def _ingest_one(conn: Connection, item: AlertObservation, *, now: datetime) -> I
         .values(status=IncidentStatus.RESOLVED.value, resolved_at=now, updated_at=now)
     )
     return IntakeOutcome(item.fingerprint, IntakeKind.INCIDENT_RESOLVED, incident_id)
+
+
+def _resent(
+    item: AlertObservation, kind: IntakeKind, incident_id: str, stored: Mapping[str, str]
+) -> IntakeOutcome:
+    """A re-send of a stored alert; with other labels it is a conflict, never silently
+    merged: the stored labels stand and the difference goes to the incident."""
+    if changes := label_changes(stored, item.labels):
+        return IntakeOutcome(item.fingerprint, IntakeKind.CONFLICT, incident_id, changes)
+    return IntakeOutcome(item.fingerprint, kind, incident_id)
 
 
 def _new_alert(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:

@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy.exc import OperationalError
+from web_harness import Harness, MakeHarness
 
-from gpubot.backends.recording import RecordingNotifier
-from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.backends.store import open_store
-from gpubot.config import load_settings
 from gpubot.domain.cluster import Taint
 from gpubot.domain.incidents import IncidentStatus
 from gpubot.domain.runs import RunStatus, StepStatus
-from gpubot.web.app import create_app
-from gpubot.wiring import App, build_app
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "alertmanager"
 FIRING = (FIXTURES / "alertmanager_firing.json").read_bytes()  # real Alertmanager capture
@@ -34,110 +23,6 @@ RESOLVED = (FIXTURES / "alertmanager_resolved.json").read_bytes()  # real Alertm
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
 NODE, GPU = "gpu-node-07", 3
 XID_TAINT = Taint(key="gpubot.io/xid", value="79", effect="NoSchedule")
-
-
-@pytest.fixture(autouse=True)
-def _no_env_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings read GPUBOT_*/SLACK_* from the environment; a developer's shell must not leak in."""
-    for name in list(os.environ):
-        if name.startswith(("GPUBOT_", "SLACK_")):
-            monkeypatch.delenv(name)
-
-
-class FlakyStore:
-    """A real SQL store whose named methods raise as a down database would, until healed."""
-
-    def __init__(self, inner: Any, *, failing: Iterable[str]) -> None:
-        self._inner = inner
-        self.failing = set(failing)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self.failing:
-
-            async def down(*args: Any, **kwargs: Any) -> Any:
-                raise OperationalError(
-                    "SELECT 1", {}, sqlite3.OperationalError("unable to open database file")
-                )
-
-            return down
-        return getattr(self._inner, name)
-
-
-@dataclass
-class Harness:
-    app: App
-    client: httpx.AsyncClient
-    notifier: RecordingNotifier
-    flaky: FlakyStore | None = None
-
-    async def post(self, body: bytes | dict[str, Any], **headers: str) -> httpx.Response:
-        content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return await self.client.post(
-            "/alertmanager",
-            content=content,
-            headers={"content-type": "application/json", **headers},
-        )
-
-    @property
-    def sim(self) -> SimulatedCluster:
-        kube = self.app.clusters["sim"].kube
-        assert isinstance(kube, SimulatedCluster)
-        return kube
-
-    async def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        """/metrics parsed as Prometheus text: {(sample name, sorted labels): value}."""
-        reply = await self.client.get("/metrics")
-        assert reply.status_code == 200
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(reply.text)
-            for s in family.samples
-        }
-
-
-MakeHarness = Callable[..., Awaitable[Harness]]
-
-
-@pytest.fixture
-async def make_harness(tmp_path: Path) -> AsyncIterator[MakeHarness]:
-    """Builds the real app (SQLite in tmp_path, simulated cluster) and closes all of it after."""
-    async with contextlib.AsyncExitStack() as stack:
-        count = 0
-
-        async def make(
-            *,
-            webhook_token: str | None = None,
-            max_body_bytes: int = 1 << 20,
-            failing: Iterable[str] = (),
-        ) -> Harness:
-            nonlocal count
-            count += 1
-            settings = load_settings(
-                None,
-                store={"url": f"sqlite:///{tmp_path}/t{count}.db"},
-                policy={"groups": {"oncall": {"users": ["U1"]}}},
-            )
-            notifier = RecordingNotifier()
-            store: FlakyStore | None = None
-            if failing:
-                store = FlakyStore(open_store(settings.store.url), failing=failing)
-            app = build_app(settings, notifier=notifier, store=store)
-            stack.push_async_callback(app.aclose)
-            web = create_app(
-                app.service, webhook_token=webhook_token, max_body_bytes=max_body_bytes
-            )
-            client = httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=web), base_url="http://test"
-            )
-            stack.push_async_callback(client.aclose)
-            return Harness(app=app, client=client, notifier=notifier, flaky=store)
-
-        yield make
-
-
-@pytest.fixture
-async def harness(make_harness: MakeHarness) -> Harness:
-    return await make_harness()
 
 
 def _one_line_error(reply: httpx.Response) -> str:
@@ -232,22 +117,42 @@ def _alert_field(key: str, value: Any) -> dict[str, Any]:
         pytest.param(_xid79(alerts=[]), "alerts", id="empty-alerts"),
         pytest.param(_xid79(version="3"), "version", id="version-3"),
         pytest.param(_xid79(alerts="x"), "alerts", id="alerts-not-a-list"),
-        pytest.param(_alert_field("labels", ["a"]), "alerts.0.labels", id="labels-a-list"),
-        pytest.param(_alert_field("startsAt", "yesterday"), "alerts.0.startsAt", id="bad-time"),
-        pytest.param(_alert_field("status", "pending"), "alerts.0.status", id="bad-status"),
-        pytest.param(_alert_field("fingerprint", ""), "alerts.0.fingerprint", id="empty-fp"),
         pytest.param(_xid79(truncatedAlerts="many"), "truncatedAlerts", id="count-a-string"),
     ],
 )
-async def test_wrong_schema_is_400_naming_the_field(
+async def test_wrong_envelope_is_400_naming_the_field(
     harness: Harness, payload: dict[str, Any], field: str
 ) -> None:
-    """Valid JSON in the wrong shape is refused with the offending field named first."""
+    """A body whose envelope is the wrong shape is refused with the offending field named."""
     reply = await harness.post(payload)
 
     assert reply.status_code == 400
     assert _one_line_error(reply).startswith(f"{field}: ")
     assert await harness.app.store.list_incidents() == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        pytest.param(_alert_field("labels", ["a"]), "alerts.0.labels", id="labels-a-list"),
+        pytest.param(_alert_field("startsAt", "yesterday"), "alerts.0.startsAt", id="bad-time"),
+        pytest.param(_alert_field("status", "pending"), "alerts.0.status", id="bad-status"),
+        pytest.param(_alert_field("fingerprint", ""), "alerts.0.fingerprint", id="empty-fp"),
+    ],
+)
+async def test_a_malformed_alert_is_rejected_on_its_own_and_recorded(
+    harness: Harness, payload: dict[str, Any], field: str
+) -> None:
+    """A malformed alert cannot be cured by a retry: 2xx, nothing stored for it, and the
+    rejection is in the audit trail with the offending field named."""
+    reply = await harness.post(payload)
+
+    assert reply.status_code == 200
+    assert reply.json()["rejected"] == 1
+    assert reply.json()["rejected_alerts"][0].startswith(f"{field}: ")
+    assert await harness.app.store.list_incidents() == []
+    events = [e for e in await harness.app.store.events() if e.kind == "alert.rejected"]
+    assert [e.reason.split(":")[0] for e in events] == [field]
 
 
 @pytest.mark.parametrize("body", [b"[]", b"null", b'"alerts"'])
@@ -343,11 +248,13 @@ async def test_webhook_token_accepts_the_right_bearer_token(
 
 
 async def test_token_is_checked_before_the_body_is_read(make_harness: MakeHarness) -> None:
-    """An unauthenticated caller learns nothing about the body: 401 even for garbage or size."""
+    """An unauthenticated caller's body is never parsed: 401 for garbage. A declared size
+    over the cap is refused before the token too, since that costs no byte read."""
     harness = await make_harness(webhook_token="s3cret", max_body_bytes=1024)
 
     assert (await harness.post(b"{bad")).status_code == 401
-    assert (await harness.post(b" " * 4096)).status_code == 401
+    assert (await harness.post(b" " * 1000)).status_code == 401
+    assert (await harness.post(b" " * 4096)).status_code == 413
 
 
 # -- routes and probes -----------------------------------------------------------------------
@@ -404,7 +311,7 @@ async def test_metrics_count_requests_by_code_and_alerts_by_outcome(harness: Har
 async def test_metrics_count_refusals_too(make_harness: MakeHarness) -> None:
     """401 and 413 answers are counted under their own code, and open no incident."""
     harness = await make_harness(webhook_token="s3cret", max_body_bytes=1024)
-    await harness.post(XID79)
+    await harness.post(b"{}")
     await harness.post(XID79, authorization="Bearer s3cret")
 
     samples = await harness.metrics()
