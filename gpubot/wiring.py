@@ -246,6 +246,7 @@ def build_app(
     if slack_on:
         from gpubot.slack.app import make_slack_app
         from gpubot.slack.notifier import SlackNotifier
+        from gpubot.slack.verify import SeenRequests
 
         if isinstance(notifier, SlackNotifier):  # not when a test passes its own notifier
             slack = make_slack_app(
@@ -254,6 +255,7 @@ def build_app(
                 notifier=notifier,
                 usergroups={name: g.usergroups for name, g in policy.groups.items()},
                 idle=reporter.summary,
+                seen=cast(SeenRequests, store),  # replay record shared by replicas
             )
     return App(
         settings=settings,

@@ -150,7 +150,9 @@ class Notice:
         if ctx.run_id is not None:
             blocks.append(Button("Object — keep it", action="object", value=ctx.run_id))
         return Message(
-            f"Idle GPUs: {a.workload.ref} in {p.namespace} will be reclaimed", tuple(blocks)
+            f"Idle GPUs: {a.workload.ref} in {p.namespace} will be reclaimed",
+            tuple(blocks),
+            mentions=(owner.mention,),  # rebuilt from an id (parse_owner): the one live ping
         )
 
     # -- the grace period -----------------------------------------------------------------

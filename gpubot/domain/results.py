@@ -49,10 +49,16 @@ Block = Text | Fields | Table | Code | Button
 
 @dataclass(frozen=True)
 class Message:
-    """A titled list of blocks; renderers turn it into Block Kit or terminal text."""
+    """A titled list of blocks; renderers turn it into Block Kit or terminal text.
+
+    All text is data: a chat renderer escapes it (gpubot.domain.mrkdwn), so an alert's
+    `<!channel>` shows as typed. `mentions` are the Slack mentions gpubot itself wrote into
+    the text (`<@U…>`, `<!subteam^S…>`, built from ids it trusts): only those stay live.
+    """
 
     title: str
     blocks: tuple[Block, ...] = ()
+    mentions: tuple[str, ...] = ()
 
     def plain(self) -> str:
         """A plain-text rendering, used for logs, fallbacks and tests."""

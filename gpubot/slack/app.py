@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
@@ -22,6 +23,7 @@ from gpubot.slack.edge import unreadable_body
 from gpubot.slack.listeners import GpuCommands, UserGroups, register
 from gpubot.slack.notifier import NotifierStore, Route, SlackNotifier
 from gpubot.slack.outbox import SlackOutbox
+from gpubot.slack.verify import MemorySeenRequests, Refused, SeenRequests, SlackVerifier
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +54,42 @@ class SlackParts:
     app: AsyncApp
     notifier: SlackNotifier
     settings: Settings
+    seen: SeenRequests = field(default_factory=MemorySeenRequests)
+    now: Callable[[], float] = time.time  # epoch seconds, for the signature's 5-minute window
     _socket: AsyncSocketModeHandler | None = None
 
     def __post_init__(self) -> None:
         self._http = AsyncSlackRequestHandler(self.app)
+        secret = self.settings.slack_signing_secret
+        self._verifier = (
+            SlackVerifier(secret.get_secret_value(), now=self.now) if secret is not None else None
+        )
 
     async def handle_http(self, request: Request) -> Response:
-        """POST /slack/events: bolt checks the signature and the 5-minute window first."""
-        # Bolt reads the body before it checks the signature and raises on one it cannot
-        # read: refuse those here with a 400 instead of a 500 and a traceback.
-        if reason := unreadable_body(await request.body(), request.headers):
-            return JSONResponse({"error": reason}, status_code=400)
+        """POST /slack/events: signature, window and replay first, on the raw bytes; only
+        then is the body parsed (unreadable ones get a 400) and handed to bolt."""
+        if self._verifier is None:
+            return _error(401, "invalid request: no signing secret is configured")
+        body = await request.body()  # the web layer caps its size and its read time
+        try:
+            signed = self._verifier.check(body, request.headers)
+        except Refused as exc:
+            return _error(401, f"invalid request: {exc}")
+        try:
+            first = await self.seen.first_sight(
+                signed.digest, expires_at=signed.expires_at, now=signed.now
+            )
+        except Exception as exc:  # the edge: the store is down; Slack shows the user an error
+            log.error("slack: cannot record a request, refused: %s", type(exc).__name__)
+            return _error(503, "cannot record the request; retry")
+        if not first:
+            # A replay, or Slack retrying (X-Slack-Retry-Num) a request already accepted
+            # here or by another replica: answered 200 so Slack stops, and nothing is done.
+            retry = request.headers.get("x-slack-retry-num")
+            log.warning("slack: a request already accepted came again (retry %s)", retry or "-")
+            return Response(status_code=200)
+        if reason := unreadable_body(body, request.headers):
+            return _error(400, reason)
         response: Response = await self._http.handle(request)
         return response
 
@@ -100,6 +127,10 @@ class SlackParts:
         await self.notifier.outbox.aclose()
 
 
+def _error(status: int, reason: str) -> Response:
+    return JSONResponse({"error": reason}, status_code=status)
+
+
 def make_slack_app(
     settings: Settings,
     *,
@@ -107,16 +138,23 @@ def make_slack_app(
     notifier: SlackNotifier,
     usergroups: Mapping[str, frozenset[str]],
     idle: Callable[[str | None], Awaitable[Message]] | None = None,
+    seen: SeenRequests | None = None,
+    now: Callable[[], float] = time.time,
 ) -> SlackParts:
-    """Bolt AsyncApp with the `/gpu` command and approval buttons; verifies signatures."""
+    """Bolt AsyncApp with the `/gpu` command and approval buttons.
+
+    `seen` records accepted requests (the store, so replicas share it; in memory when not
+    given); `now` is the clock for the signature's window.
+    """
     if settings.slack.mode == "http" and settings.slack_signing_secret is None:
         raise ConfigError("SLACK_SIGNING_SECRET is not set (needed for slack.mode: http)")
-    secret = settings.slack_signing_secret
     client = notifier.outbox.client
     app = AsyncApp(
         client=client,
-        signing_secret=secret.get_secret_value() if secret else None,
-        request_verification_enabled=secret is not None,
+        # SlackParts.handle_http verifies every HTTP request before bolt sees its body (and
+        # Socket Mode needs no signature), so bolt's own check, after its parse, is off.
+        signing_secret=None,
+        request_verification_enabled=False,
         process_before_response=False,
     )
     groups = UserGroups(
@@ -127,4 +165,10 @@ def make_slack_app(
     default_cluster = settings.clusters[0].name
     commands = GpuCommands(service, default_cluster=default_cluster, idle=idle)
     register(app, commands=commands, groups=groups)
-    return SlackParts(app=app, notifier=notifier, settings=settings)
+    return SlackParts(
+        app=app,
+        notifier=notifier,
+        settings=settings,
+        seen=seen if seen is not None else MemorySeenRequests(),
+        now=now,
+    )

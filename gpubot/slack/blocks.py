@@ -1,11 +1,16 @@
-"""Pure Block Kit builders: neutral messages, incident roots and approval requests as data."""
+"""Pure Block Kit builders: neutral messages, incident roots and approval requests as data.
+
+Every piece of text is escaped for mrkdwn (gpubot.domain.mrkdwn), in the blocks and in the
+fallback text; only the mentions a message declares stay live.
+"""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
+from gpubot.domain import mrkdwn
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
 from gpubot.domain.incidents import Incident
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
@@ -26,23 +31,7 @@ _STATE_ICON = {
     "waiting for approval": ":hourglass_flowing_sand:",
     "resolved": ":white_check_mark:",
 }
-# Slack's own markup that a message may carry on purpose: <@U…>, <#C…>, <!subteam^S…>.
-_SLACK_TOKEN = re.compile(r"<[@#!][A-Za-z0-9^|_.-]+>")
-
-
-def escape(text: str) -> str:
-    """Escape &, < and > (Slack's control characters), keeping user and group mentions."""
-    out, last = [], 0
-    for match in _SLACK_TOKEN.finditer(text):
-        out.append(_escape_plain(text[last : match.start()]))
-        out.append(match.group(0))
-        last = match.end()
-    out.append(_escape_plain(text[last:]))
-    return "".join(out)
-
-
-def _escape_plain(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+escape = mrkdwn.escape  # everything, mentions included: outside text pings nobody
 
 
 def _cut(text: str, limit: int) -> str:
@@ -50,16 +39,23 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}}
+    """A section of already-rendered mrkdwn."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn.cut(text, SECTION_LIMIT)}}
 
 
 def _context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _cut(text, SECTION_LIMIT)}]}
+    elements = [{"type": "mrkdwn", "text": mrkdwn.cut(text, SECTION_LIMIT)}]
+    return {"type": "context", "elements": elements}
 
 
-def _fields(pairs: tuple[tuple[str, str], ...]) -> list[Block]:
+def _fields(pairs: tuple[tuple[str, str], ...], live: Collection[str] = ()) -> list[Block]:
     cells = [
-        {"type": "mrkdwn", "text": _cut(f"*{escape(k)}*\n{escape(v)}", FIELD_LIMIT)}
+        {
+            "type": "mrkdwn",
+            "text": mrkdwn.cut(
+                f"*{mrkdwn.render(k, live=live)}*\n{mrkdwn.render(v, live=live)}", FIELD_LIMIT
+            ),
+        }
         for k, v in pairs
     ]
     return [
@@ -81,34 +77,38 @@ def table_text(table: Table, *, width: int = 40) -> str:
 
 
 def _table(table: Table) -> Block:
-    body = table_text(table)
+    # Escaped first, so the cut counts the characters Slack receives and keeps whole lines.
+    body = escape(table_text(table))
     room = SECTION_LIMIT - 40  # the fences and the "… n more rows" line
     if len(body) > room:
         kept = body[:room].rsplit("\n", 1)[0]
         dropped = body.count("\n") - kept.count("\n")
         body = f"{kept}\n… {dropped} more rows"
-    return _section(f"```{escape(body)}```")
+    return _section(f"```{body}```")
 
 
 def message_blocks(message: Message) -> list[Block]:
     """One neutral message as Block Kit: a bold title, then its blocks in order."""
-    blocks = [_section(f"*{escape(message.title)}*")]
+    live = message.mentions
+    blocks = [_section(f"*{mrkdwn.render(message.title, live=live)}*")]
     for block in message.blocks:
         if isinstance(block, Text):
-            blocks.append(_section(escape(block.text)))
+            blocks.append(_section(mrkdwn.render(block.text, live=live)))
         elif isinstance(block, Fields):
-            blocks.extend(_fields(block.pairs))
+            blocks.extend(_fields(block.pairs, live))
         elif isinstance(block, Table):
             blocks.append(_table(block))
         elif isinstance(block, Code):
-            blocks.append(_section(f"```{escape(_cut(block.text, SECTION_LIMIT - 8))}```"))
+            code = mrkdwn.cut(escape(block.text), SECTION_LIMIT - 8)
+            blocks.append(_section(f"```{code}```"))
         elif isinstance(block, Button):
             blocks.append(_button(block))
     return blocks
 
 
 def _button(button: Button) -> Block:
-    """One button in its own actions block; the value is opaque (a run id), never a command."""
+    """One button in its own actions block; the value is opaque (a run id), never a command.
+    Its label is plain_text, which Slack never reads as markup."""
     action_id = f"gpubot_{button.action}"
     return {
         "type": "actions",
@@ -126,14 +126,15 @@ def _button(button: Button) -> Block:
 
 
 def without_button(original: list[Block], action_id: str, note: str) -> list[Block]:
-    """A message after its button was answered: the same blocks, the button replaced by `note`."""
+    """A message after its button was answered: the same blocks, the button replaced by `note`
+    (rendered mrkdwn: see `mrkdwn.render`)."""
     kept = [b for b in original if b.get("block_id") != action_id]
-    return [*kept, _context(escape(note))]
+    return [*kept, _context(note)]
 
 
 def fallback_text(message: Message) -> str:
-    """The notification and screen-reader text that goes beside the blocks."""
-    return _cut(message.plain(), FALLBACK_LIMIT)
+    """The notification and screen-reader text that goes beside the blocks, escaped alike."""
+    return mrkdwn.cut(mrkdwn.render(message.plain(), live=message.mentions), FALLBACK_LIMIT)
 
 
 def incident_root(incident: Incident, *, state: str) -> tuple[str, list[Block]]:
@@ -149,14 +150,15 @@ def incident_root(incident: Incident, *, state: str) -> tuple[str, list[Block]]:
         ("Incident", incident.id),
     )
     blocks = [_section(f"{icon} *{escape(title)}*"), *_fields(pairs)]
+    # Links carry gpubot's label; the alert's URL is kept only when it is http(s).
     links = []
     if incident.generator_url:
-        links.append(f"<{_escape_plain(incident.generator_url)}|Alert source>")
+        links.append(mrkdwn.link(incident.generator_url, "Alert source"))
     if runbook_url := incident.annotations.get("runbook_url"):
-        links.append(f"<{_escape_plain(runbook_url)}|Runbook>")
+        links.append(mrkdwn.link(runbook_url, "Runbook"))
     state_icon = _STATE_ICON.get(state, ":information_source:")
     blocks.append(_context(" · ".join([f"{state_icon} {escape(state)}", *links])))
-    return _cut(f"{title} ({incident.id}) — {state}", FALLBACK_LIMIT), blocks
+    return mrkdwn.cut(escape(f"{title} ({incident.id}) — {state}"), FALLBACK_LIMIT), blocks
 
 
 def approval_request(message: Message, request: ApprovalRequest) -> list[Block]:
@@ -194,9 +196,13 @@ def _at(when: datetime) -> str:
 def approval_decided(
     original: Message | None, request: ApprovalRequest, note: str
 ) -> tuple[str, list[Block]]:
-    """The approval message after a vote: who decided and when; buttons only while pending."""
+    """The approval message after a vote: who decided and when; buttons only while pending.
+
+    The voters' mentions (Slack user ids from signed clicks) are live, in `note` too."""
+    live = tuple(m for v in request.votes if (m := mrkdwn.user_mention(v.user)))
     votes = "; ".join(
-        f"{'approved' if v.decision == 'approve' else 'denied'} by <@{v.user}> at {_at(v.at)}"
+        f"{'approved' if v.decision == 'approve' else 'denied'} by "
+        f"{mrkdwn.user_mention(v.user) or escape(v.user)} at {_at(v.at)}"
         for v in request.votes
     )
     icon = {
@@ -204,14 +210,16 @@ def approval_decided(
         ApprovalStatus.DENIED: ":no_entry:",
         ApprovalStatus.PENDING: ":hourglass_flowing_sand:",
     }.get(request.status, ":heavy_minus_sign:")
-    status = f"{icon} *{request.status.value}*: {escape(note)}" + (f" ({votes})" if votes else "")
-    base = message_blocks(original) if original else [_section(f"*Approval {request.id}*")]
+    said = mrkdwn.render(note, live=live)
+    status = f"{icon} *{request.status.value}*: {said}" + (f" ({votes})" if votes else "")
+    base = message_blocks(original) if original else [_section(f"*Approval {escape(request.id)}*")]
     blocks = [*base, _context(status)]
     if request.status is ApprovalStatus.PENDING:
         blocks.append(_buttons(request.id))
-    title = original.title if original else f"Approval {request.id}"
-    return _cut(f"{title}: {request.status.value}. {note}", FALLBACK_LIMIT), blocks
+    title = escape(original.title if original else f"Approval {request.id}")
+    return mrkdwn.cut(f"{title}: {request.status.value}. {said}", FALLBACK_LIMIT), blocks
 
 
-def ephemeral(text: str) -> list[Block]:
-    return [_section(escape(text))]
+def ephemeral(text: str, *, mentions: Collection[str] = ()) -> list[Block]:
+    """A one-section answer to one user; `text` is escaped except the declared mentions."""
+    return [_section(mrkdwn.render(text, live=mentions))]

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Literal
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncRespond
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from gpubot.domain import mrkdwn
 from gpubot.domain.incidents import IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.domain.xid import CATALOG_URL, explain
@@ -39,6 +43,7 @@ from gpubot.slack.commands import (
 
 log = logging.getLogger(__name__)
 _BUTTONS = re.compile(f"^({APPROVE_ACTION}|{DENY_ACTION})$")
+FAILED = "That failed: gpubot or Slack's Web API did not answer. Try again in a minute."
 
 
 class UserGroups:
@@ -176,7 +181,8 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
         try:
             parsed = commands.parse(str(command.get("text", "")))
         except UsageError as exc:
-            await _respond(respond, response_type="ephemeral", text=f"{exc}\n\n{USAGE}")
+            text = mrkdwn.escape(f"{exc}\n\n{USAGE}")  # it may quote what was typed
+            await _respond(respond, response_type="ephemeral", text=text)
             return
         try:
             message = await commands.answer(parsed, user=user)
@@ -188,6 +194,26 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
             log.exception("/gpu %s failed", type(parsed).__name__)
             message = messages.text("That failed inside gpubot; the error is in its log.")
         await _respond(respond, **_reply(message))
+
+    @app.error
+    async def failed(
+        error: Exception, request: AsyncBoltRequest, response: BoltResponse | None
+    ) -> BoltResponse | None:
+        """Every listener's and middleware's unexpected error, once: one log line, and the
+        user is told in an ephemeral message where Slack allows it; never a 500."""
+        expected = isinstance(error, OSError | TimeoutError | SlackClientError)
+        what = request.body.get("command") or request.body.get("type") or "request"
+        log.error("slack: %s failed: %s", what, _one_line(error), exc_info=not expected)
+        if response is not None:  # not answered yet: the answer itself says it (slash commands)
+            return BoltResponse(
+                status=200,
+                body=json.dumps({"response_type": "ephemeral", "text": FAILED}),
+                headers={"content-type": "application/json"},
+            )
+        respond = request.context.respond  # already acked: through the response_url
+        if respond is not None:
+            await _respond(respond, response_type="ephemeral", replace_original=False, text=FAILED)
+        return None
 
     @app.action(_BUTTONS)
     async def button(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
@@ -204,14 +230,9 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
                 decision=decision,
                 user_groups=await groups.of(user),
             )
-        except ApprovalError as exc:
-            channel = str(
-                (body.get("channel") or {}).get("id")
-                or (body.get("container") or {}).get("channel_id", "")
-            )
-            await client.chat_postEphemeral(
-                channel=channel, user=user, text=str(exc), blocks=blocks.ephemeral(str(exc))
-            )
+        except ApprovalError as exc:  # gpubot's own reason: its mentions are built from ids
+            reason = str(exc)
+            await _tell(client, body, user=user, text=reason, mentions=mrkdwn.mentions_in(reason))
 
     @app.action(OBJECT_ACTION)
     async def keep(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
@@ -225,20 +246,19 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
                 user=user,
                 member_of=lambda usergroup: groups.is_member(user, usergroup),
             )
-        except ApprovalError as exc:
+        except ApprovalError as exc:  # gpubot's own reason: its mentions are built from ids
+            reason, live = str(exc), mrkdwn.mentions_in(str(exc))
             if isinstance(exc, ObjectionClosed):
-                await _close_notice(client, body, channel, str(exc))
-            await client.chat_postEphemeral(
-                channel=channel, user=user, text=str(exc), blocks=blocks.ephemeral(str(exc))
-            )
+                await _close_notice(client, body, channel, mrkdwn.render(reason, live=live))
+            await _tell(client, body, user=user, text=reason, mentions=live)
             return
         at = service.e.clock.now().strftime("%Y-%m-%d %H:%M UTC")
-        note = f"Kept by <@{user}> at {at}: {kept.workload} stays; nothing is reclaimed."
+        who = mrkdwn.user_mention(user) or mrkdwn.escape(user)  # the clicker, from Slack
+        workload = mrkdwn.escape(kept.workload)
+        note = f"Kept by {who} at {at}: {workload} stays; nothing is reclaimed."
         await _close_notice(client, body, channel, note)
         text = f"Objection recorded: {kept.workload} is kept. The run stops within a minute."
-        await client.chat_postEphemeral(
-            channel=channel, user=user, text=text, blocks=blocks.ephemeral(text)
-        )
+        await _tell(client, body, user=user, text=text)
 
 
 async def _respond(respond: AsyncRespond, **reply: Any) -> None:
@@ -250,6 +270,29 @@ async def _respond(respond: AsyncRespond, **reply: Any) -> None:
         log.warning("/gpu: could not send the answer: %s", exc)
 
 
+async def _tell(
+    client: AsyncWebClient,
+    body: dict[str, Any],
+    *,
+    user: str,
+    text: str,
+    mentions: tuple[str, ...] = (),
+) -> None:
+    """An ephemeral answer to whoever clicked; `text` is escaped except `mentions`.
+    When the Web API fails, the error handler tells them through the response_url."""
+    await client.chat_postEphemeral(
+        channel=_channel(body),
+        user=user,
+        text=mrkdwn.render(text, live=mentions),
+        blocks=blocks.ephemeral(text, mentions=mentions),
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    first = (str(error).splitlines() or [""])[0][:300]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
 def _channel(body: dict[str, Any]) -> str:
     return str(
         (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
@@ -259,7 +302,8 @@ def _channel(body: dict[str, Any]) -> str:
 async def _close_notice(
     client: AsyncWebClient, body: dict[str, Any], channel: str, note: str
 ) -> None:
-    """Edit the notice: its button gives way to who kept it (or why it is closed)."""
+    """Edit the notice: its button gives way to who kept it (or why it is closed);
+    `note` is rendered mrkdwn."""
     message = body.get("message") or {}
     ts = message.get("ts") or (body.get("container") or {}).get("message_ts")
     if not ts:
@@ -268,6 +312,7 @@ async def _close_notice(
         await client.chat_update(
             channel=channel,
             ts=str(ts),
+            # The notice's text as Slack holds it (escaped when posted), then the note.
             text=f"{message.get('text', '')} {note}".strip(),
             blocks=blocks.without_button(list(message.get("blocks") or []), OBJECT_ACTION, note),
         )

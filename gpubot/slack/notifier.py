@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
+from gpubot.domain import mrkdwn
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
 from gpubot.domain.incidents import Incident
 from gpubot.domain.results import Message
@@ -53,7 +54,8 @@ def merge_progress(old: Payload, new: Payload) -> Payload:
     if not isinstance(a, Message) or not isinstance(b, Message):
         return new
     title = b.title if "): " in b.title else a.title
-    merged = Message(title, (*a.blocks, *b.blocks)[-_MAX_MERGED_BLOCKS:])
+    mentions = tuple(dict.fromkeys((*a.mentions, *b.mentions)))
+    merged = Message(title, (*a.blocks, *b.blocks)[-_MAX_MERGED_BLOCKS:], mentions)
     return _payload(merged)
 
 
@@ -155,7 +157,9 @@ class SlackNotifier:
         elif (stored := await self.store.get_chat_ref(f"approval:{request.id}")) is not None:
             channel, ref = stored[0], Ref(*stored)
         else:
-            await self.post(incident_id=incident_id, message=message)
+            # The voters (Slack user ids from signed clicks) may be mentioned; nobody else.
+            voters = tuple(m for v in request.votes if (m := mrkdwn.user_mention(v.user)))
+            await self.post(incident_id=incident_id, message=replace(message, mentions=voters))
             return
         note = " ".join([message.title, *(b.text for b in message.blocks if hasattr(b, "text"))])
         text, body = blocks.approval_decided(original, request, note)

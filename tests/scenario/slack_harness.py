@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator
@@ -27,6 +28,13 @@ from gpubot.wiring import App, build_app
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
 CHANNEL = "#gpu-incidents"
+# Slack gives every request its own trigger_id, so two real requests never share a
+# signature (a signed request is accepted once); the harness does the same.
+_TRIGGERS = itertools.count(1)
+
+
+def trigger_id() -> str:
+    return f"1.2.{next(_TRIGGERS)}"
 
 
 def sign(body: bytes, *, secret: str = SECRET, ts: int | None = None) -> dict[str, str]:
@@ -82,7 +90,7 @@ class SlackHarness:
                 "text": text,
                 "api_app_id": "A0001",
                 "response_url": self.standin.response_url(response),
-                "trigger_id": "1.2.3",
+                "trigger_id": trigger_id(),
             }
         ).encode()
 
@@ -98,7 +106,7 @@ class SlackHarness:
             "api_app_id": "A0001",
             "token": "legacy-unused",
             "container": {"type": "message", "message_ts": "1.1", "channel_id": "C0INCIDENTS"},
-            "trigger_id": "1.2.3",
+            "trigger_id": trigger_id(),
             "channel": {"id": "C0INCIDENTS", "name": "gpu-incidents"},
             "message": {"ts": "1.1", "text": "approval"},
             "response_url": self.standin.response_url("click"),

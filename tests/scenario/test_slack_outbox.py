@@ -82,7 +82,8 @@ async def test_progress_becomes_one_message_edited_in_place(standin: SlackStandi
     await n.outbox.aclose()
     [root] = standin.roots()
     titles = [m.text.splitlines()[0] for m in standin.thread(root.ts)]
-    assert titles == ["Plan: xid79", "xid79 > drain (node.drain): succeeded", "Run finished"]
+    # The fallback text is escaped mrkdwn, as Slack keeps it: ">" is "&gt;".
+    assert titles == ["Plan: xid79", "xid79 &gt; drain (node.drain): succeeded", "Run finished"]
     [drain] = [m for m in standin.thread(root.ts) if "drain" in m.text]
     assert "evicted 9" in standin.text_of(drain)
     assert "done" in standin.text_of(drain)

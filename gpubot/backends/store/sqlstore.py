@@ -14,6 +14,7 @@ from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns
+from gpubot.backends.store.slackseen import SqlSlackSeen
 from gpubot.domain.audit import AuditDraft
 from gpubot.domain.runs import StepState
 from gpubot.errors import ConfigError
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from gpubot.ports import Store
 
 
-class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs):
+class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs, SqlSlackSeen):
     """The Store port over one SQLAlchemy engine; every call is one transaction in a thread."""
 
     async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:

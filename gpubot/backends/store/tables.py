@@ -190,3 +190,13 @@ chat_refs = Table(
     Column("channel", String(255), nullable=False),
     Column("ts", String(64), nullable=False),
 )
+
+# Signed Slack requests already accepted (a SHA-256 of their signature), kept until their
+# 5-minute window is over: a replay, to any replica, is refused.
+slack_seen = Table(
+    "gpubot_slack_seen",
+    metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Index("ix_gpubot_slack_seen_expires", "expires_at"),
+)

@@ -79,9 +79,10 @@ def test_long_table_is_cut_with_a_count() -> None:
     assert "more rows" in text
 
 
-def test_mentions_survive_escaping() -> None:
+def test_escape_leaves_no_markup_live() -> None:
+    """Outside text pings nobody: mentions in it are escaped like any other `<`."""
     assert blocks.escape("Approved by <@U1> & <!subteam^S9> <x>") == (
-        "Approved by <@U1> &amp; <!subteam^S9> &lt;x&gt;"
+        "Approved by &lt;@U1&gt; &amp; &lt;!subteam^S9&gt; &lt;x&gt;"
     )
 
 
