@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Callable
 
+import h11
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -137,11 +138,38 @@ async def _refuse(send: Send, status: int, reason: str) -> None:
 
 
 class HeaderTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol with the keep-alive timer armed from the first byte, so a
-    connection that never completes its request headers is closed like an idle one."""
+    """uvicorn's h11 protocol with a deadline for each request's line and headers (the
+    keep-alive timeout): a connection that trickles bytes without finishing them is closed.
+    uvicorn's own keep-alive timer stops at the first byte, so it cannot do this."""
+
+    _header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.timeout_keep_alive_task = self.loop.call_later(
-            self.timeout_keep_alive, self.timeout_keep_alive_handler
-        )
+        self._arm_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._header_timer is not None and self.conn.their_state is not h11.IDLE:
+            self._header_timer.cancel()  # the request line and headers are in
+            self._header_timer = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_header_timer()  # the next request on this connection gets its own deadline
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def _arm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._header_timer = self.loop.call_later(self.timeout_keep_alive, self._headers_late)
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
