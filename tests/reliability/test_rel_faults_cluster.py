@@ -13,18 +13,18 @@ from kube_standin import KubeStandin, client_for, serve
 from reliability_engine import HookClock, make_bot, serve_asgi
 from reliability_fuzz import error_log
 from reliability_procs import free_port
-from starlette.applications import Starlette
-from starlette.routing import Mount
 
-from gpubot.agent.api import create_agent_app
+from gpubot.agent.api import AgentTokens, create_agent_app
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.simulated import SimulatedDriver
+from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.prometheus import PrometheusMetrics
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid, thermal_runaway
 from gpubot.backends.store import open_store
+from gpubot.domain.agent_tokens import node_token
 from gpubot.errors import TemporaryStepError
 
 NODE = "gpu-node-07"
@@ -188,20 +188,24 @@ async def test_unreachable_agent_is_retried_and_the_run_resumes(tmp_path: Path) 
     and quarantines the node."""
     sim = SimulatedCluster.default()
     inject_xid(sim, node=NODE, gpu=3)
-    port, token = free_port(), "agent-token"
-    agent_app = create_agent_app(
-        GpuOperations(SimulatedDriver(sim, node=NODE)), token=token, node=NODE
+    port, master = free_port(), "agent-master"
+    tokens = AgentTokens(
+        read=node_token(master=master, node=NODE, scope="read"),
+        mutate=node_token(master=master, node=NODE, scope="mutate"),
     )
-    routed = Starlette(routes=[Mount(f"/{NODE}", app=agent_app)])
+    agent_app = create_agent_app(
+        GpuOperations(SimulatedDriver(sim, node=NODE)), tokens=tokens, node=NODE
+    )
     up = []
 
     def agent_comes_up() -> None:
-        up.append(serve_asgi(routed, port))
+        up.append(serve_asgi(agent_app, port))
         up[-1].__enter__()
 
+    # The simulated cluster reports 127.0.0.1 for every node; the agent listens on `port`.
     agent = HttpNodeAgent(
-        url_template=f"http://127.0.0.1:{port}/{{node}}",
-        token=token,
+        addresses=AgentAddresses(sim, AgentLocation(cluster="sim", port=port)),
+        master=master,
         connect_retries=1,
         retry_delay_s=0.01,
         timeout_s=5,

@@ -190,7 +190,8 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
     assert plan["runbook"] == "xid79"
     assert plan["cluster"] == "sim"
     assert plan["target"] == NODE
-    assert plan["params"] == {"node": NODE, "xid": "79", "gpu": str(GPU)}
+    uuid = json.loads(XID79.read_text())["alerts"][0]["labels"]["UUID"]
+    assert plan["params"] == {"node": NODE, "xid": "79", "gpu": str(GPU), "uuid": uuid}
     assert plan["problems"] == []
     steps = {s["id"]: s for s in plan["steps"]}
     assert list(steps) == [
@@ -218,7 +219,8 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
     }
     for gated in ("drain", "reset", "untaint", "uncordon", "reboot"):
         assert steps[gated]["approval"] == "required"
-    assert steps["reset"]["args"] == {"node": NODE, "gpu": str(GPU)}
+    # The alert's UUID label goes with the index: the agent refuses a reset of another GPU.
+    assert steps["reset"]["args"] == {"node": NODE, "gpu": str(GPU), "uuid": uuid}
     assert steps["drain"]["approvers"] == "oncall"
     assert steps["cordon"]["args"] == {"node": NODE}
     assert steps["drain"]["args"] == {"node": NODE}

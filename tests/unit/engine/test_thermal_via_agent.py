@@ -7,43 +7,52 @@ from typing import Any
 
 import httpx
 
-from gpubot.agent.api import create_agent_app
+from gpubot.agent.api import AgentTokens, create_agent_app
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.simulated import SimulatedDriver
+from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import thermal_runaway
+from gpubot.domain.agent_tokens import node_token
 from gpubot.domain.runs import RunStatus
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 THERMAL = (Path(__file__).parents[3] / "runbooks" / "thermal.yaml").read_text()
-TOKEN = "agent-token-for-tests"
+MASTER = "agent-master-for-tests"
 NODE, GPU = "gpu-node-03", 2
 
 
 def fleet_of_agents(cluster: SimulatedCluster) -> Any:
-    """One agent app per node, chosen by the Host header: http://{node}:9400 reaches it."""
-    apps = {
-        node: create_agent_app(
-            GpuOperations(SimulatedDriver(cluster, node=node)), token=TOKEN, node=node
+    """One agent app per node, each holding only its node's tokens. The simulated cluster
+    reports one address for every node, so the request goes to the app whose token it is."""
+    apps: dict[str, Any] = {}
+    for node in cluster.node_names():
+        read, mutate = (node_token(master=MASTER, node=node, scope=s) for s in ("read", "mutate"))
+        app = create_agent_app(
+            GpuOperations(SimulatedDriver(cluster, node=node)),
+            tokens=AgentTokens(read=read, mutate=mutate),
+            node=node,
         )
-        for node in cluster.node_names()
-    }
+        apps[f"Bearer {read}"] = apps[f"Bearer {mutate}"] = app
 
     async def route(scope: Any, receive: Any, send: Any) -> None:
-        host = dict(scope["headers"])[b"host"].decode().split(":")[0]
-        await apps[host](scope, receive, send)
+        await apps[dict(scope["headers"])[b"authorization"].decode()](scope, receive, send)
 
     return route
 
 
-async def test_thermal_cap_and_revert_through_the_agent_api(harness: MakeHarness) -> None:
-    cluster = SimulatedCluster.default()
-    agent = HttpNodeAgent(
-        url_template="http://{node}:9400",
-        token=TOKEN,
+def agent_for(cluster: SimulatedCluster) -> HttpNodeAgent:
+    return HttpNodeAgent(
+        addresses=AgentAddresses(cluster, AgentLocation(cluster="sim")),
+        master=MASTER,
         transport=httpx.ASGITransport(app=fleet_of_agents(cluster)),
     )
+
+
+async def test_thermal_cap_and_revert_through_the_agent_api(harness: MakeHarness) -> None:
+    cluster = SimulatedCluster.default()
+    agent = agent_for(cluster)
     h = harness(THERMAL, cluster=cluster, agent=agent)
     thermal_runaway(cluster, node=NODE, gpu=GPU, temperature_c=93)
     _plan, run = await h.service.start_command_run(
@@ -74,11 +83,7 @@ async def test_thermal_cap_and_revert_through_the_agent_api(harness: MakeHarness
 async def test_cap_below_the_device_minimum_is_clamped_to_it(harness: MakeHarness) -> None:
     """A GPU whose minimum is above the cap: clamped, so the request stays in range."""
     cluster = SimulatedCluster.default()
-    agent = HttpNodeAgent(
-        url_template="http://{node}:9400",
-        token=TOKEN,
-        transport=httpx.ASGITransport(app=fleet_of_agents(cluster)),
-    )
+    agent = agent_for(cluster)
     h = harness(THERMAL, cluster=cluster, agent=agent)
     thermal_runaway(cluster, node=NODE, gpu=GPU, temperature_c=93)
     _plan, run = await h.service.start_command_run(
@@ -120,11 +125,7 @@ async def test_a_limit_outside_the_range_fails_the_step_naming_the_range(
     harness: MakeHarness,
 ) -> None:
     cluster = SimulatedCluster.default()
-    agent = HttpNodeAgent(
-        url_template="http://{node}:9400",
-        token=TOKEN,
-        transport=httpx.ASGITransport(app=fleet_of_agents(cluster)),
-    )
+    agent = agent_for(cluster)
     h = harness(RESTORE_TO, cluster=cluster, agent=agent)
     _plan, run = await h.service.start_command_run(
         runbook="restore-to",
