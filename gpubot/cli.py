@@ -296,7 +296,7 @@ async def _agent(args: argparse.Namespace) -> int:
         )
         if node not in sim.node_names():
             raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
-        driver = SimulatedDriver(sim, node=node)
+        driver = SimulatedDriver(sim, node=node, reset_seconds=s.agent.simulated_reset_seconds)
     else:
         from gpubot.agent.nvml import NvmlDriver
 

@@ -333,6 +333,9 @@ class AgentSettings(_Section):
         300.0, gt=0, description="repeat XIDs of one GPU within this window are one incident"
     )
     reset_timeout_seconds: float = Field(120.0, gt=0, description="limit for nvidia-smi -r")
+    simulated_reset_seconds: float = Field(
+        0.0, ge=0, le=600, description="--driver simulated: how long a GPU reset takes"
+    )
 
 
 def _default_clusters() -> list[ClusterSettings]:

@@ -54,9 +54,10 @@ class SimulatedGpus(Protocol):
 class SimulatedDriver:
     """Reads and changes one node of the simulated cluster, as NVML would on that node."""
 
-    def __init__(self, cluster: SimulatedGpus, *, node: str) -> None:
+    def __init__(self, cluster: SimulatedGpus, *, node: str, reset_seconds: float = 0.0) -> None:
         self._cluster = cluster
         self._node = node
+        self._reset_seconds = reset_seconds  # a real `nvidia-smi -r` takes seconds
         self._seen = self._xids()  # XIDs already there when the agent starts are not events
 
     def system(self) -> SystemInfo:
@@ -87,6 +88,8 @@ class SimulatedDriver:
 
     def reset(self, *, index: int, timeout_s: float) -> str:
         self._gpu(index)
+        if self._reset_seconds > 0:
+            time.sleep(self._reset_seconds)  # blocking, as the real tool is; the API threads it
         try:
             self._cluster.apply_reset(node=self._node, gpu=index)
         except PermanentStepError as exc:
