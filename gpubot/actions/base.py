@@ -39,7 +39,9 @@ class ActionContext:
     actor: str  # who caused this: the approver, or "system" for auto steps
     reason: str  # incident / run / step, written where the cluster keeps notes (annotations)
     dry_run: bool = False
-    say: Callable[[str], Awaitable[None]] | None = None  # progress into the incident thread
+    # Progress into the incident thread: the text, and the Slack mentions in it that gpubot
+    # built from ids it trusts (everything else in the text is shown as typed).
+    say: Callable[[str, tuple[str, ...]], Awaitable[None]] | None = None
     deadline: datetime | None = None  # the step's timeout, on ctx.clock: loops stop by then
     # When the step first started (kept across retries and restarts): durable waits count from it.
     started_at: datetime | None = None
@@ -48,9 +50,11 @@ class ActionContext:
     # This run's audit events of one kind: durable signals from people, such as an objection.
     run_events: Callable[[str], Awaitable[Sequence[AuditEvent]]] | None = None
 
-    async def progress(self, text: str) -> None:
+    async def progress(self, text: str, *, mentions: tuple[str, ...] = ()) -> None:
+        """`mentions`: the `<@U…>` / `<!subteam^S…>` in `text` built from a config or Slack
+        id, which stay live; the rest of `text` (alert data included) pings nobody."""
         if self.say is not None:
-            await self.say(text)
+            await self.say(text, mentions)
 
     async def events(self, kind: str) -> Sequence[AuditEvent]:
         return await self.run_events(kind) if self.run_events is not None else ()

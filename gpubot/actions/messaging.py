@@ -30,11 +30,15 @@ class WaitParams(Params):
         return seconds
 
 
+def _mention(p: NotifyParams) -> tuple[str, ...]:
+    """The runbook's mention (config, an id checked above): the one live ping."""
+    if not p.mention:
+        return ()
+    return (f"<!subteam^{p.mention}>" if p.mention.startswith("S") else f"<@{p.mention}>",)
+
+
 def _text(p: NotifyParams) -> str:
-    prefix = ""
-    if p.mention:
-        prefix = f"<!subteam^{p.mention}> " if p.mention.startswith("S") else f"<@{p.mention}> "
-    return prefix + p.message
+    return " ".join([*_mention(p), p.message])
 
 
 async def plan_notify(ctx: ActionContext, p: NotifyParams) -> PlanNote:
@@ -42,7 +46,7 @@ async def plan_notify(ctx: ActionContext, p: NotifyParams) -> PlanNote:
 
 
 async def run_notify(ctx: ActionContext, p: NotifyParams) -> Output:
-    await ctx.progress(_text(p))
+    await ctx.progress(_text(p), mentions=_mention(p))
     return {"posted": _text(p)}
 
 

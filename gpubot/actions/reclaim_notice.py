@@ -174,7 +174,8 @@ class Notice:
         while True:
             if (user := await objection(ctx)) is not None:
                 await ctx.progress(
-                    f"<@{user}> objected: {p.namespace}/{p.pod} is kept; nothing is reclaimed."
+                    f"<@{user}> objected: {p.namespace}/{p.pod} is kept; nothing is reclaimed.",
+                    mentions=(f"<@{user}>",),  # the objector's Slack id, from the audit trail
                 )
                 raise StopRunError(f"kept by <@{user}>: the owner objected during the grace period")
             now = ctx.clock.now()

@@ -61,8 +61,9 @@ class RunRecorder:
         }
 
     def _ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
-        async def say(text: str) -> None:
-            await self._say(run, messages.text(f"{run.runbook} > {step.id}", text))
+        async def say(text: str, mentions: tuple[str, ...]) -> None:
+            said = messages.text(f"{run.runbook} > {step.id}", text)
+            await self._say(run, Message(said.title, said.blocks, mentions))
 
         async def post(message: Message) -> None:
             await self._say(run, message)

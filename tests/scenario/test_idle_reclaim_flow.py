@@ -278,9 +278,7 @@ async def test_the_owner_objects_and_keeps_the_workload(h: SlackHarness) -> None
     assert (deployment.replicas, deployment.gpus) == (1, 4)
     assert not [m for m in h.standin.messages.values() if "Approval needed" in m.text]
     thread = " ".join(h.standin.text_of(m) for m in h.standin.thread(notice.thread_ts or ""))
-    # Progress text is data to the renderer (it can quote a pod or an annotation), so the
-    # objector's mention in it is shown as text; the edited notice above pings.
-    assert f"&lt;@{OWNER}&gt; objected" in thread
+    assert f"<@{OWNER}> objected" in thread
 
 
 async def test_a_bare_pod_is_deleted_after_approval(h: SlackHarness) -> None:
