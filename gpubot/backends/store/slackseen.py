@@ -27,11 +27,13 @@ class SqlSlackSeen(SqlDatabase):
             insert(slack_seen)
             .values(digest=digest, expires_at=expires_at)
             .on_conflict_do_nothing(index_elements=[slack_seen.c.digest])
+            # The row comes back only when it was inserted (psycopg's rowcount says -1).
+            .returning(slack_seen.c.digest)
         )
         prune = delete(slack_seen).where(slack_seen.c.expires_at < now)
 
         def write(conn: Connection) -> bool:
             conn.execute(prune)
-            return bool(conn.execute(add).rowcount == 1)
+            return conn.execute(add).first() is not None
 
         return await self._run(write, write=True)
