@@ -204,16 +204,18 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
         expected = isinstance(error, OSError | TimeoutError | SlackClientError)
         what = request.body.get("command") or request.body.get("type") or "request"
         log.error("slack: %s failed: %s", what, _one_line(error), exc_info=not expected)
-        if response is not None:  # not answered yet: the answer itself says it (slash commands)
+        if response is not None and request.body.get("command"):
+            # Not answered yet, and a slash command shows its answer's body: say it there.
             return BoltResponse(
                 status=200,
                 body=json.dumps({"response_type": "ephemeral", "text": FAILED}),
                 headers={"content-type": "application/json"},
             )
-        respond = request.context.respond  # already acked: through the response_url
+        respond = request.context.respond  # a click (Slack ignores its answer's body)
         if respond is not None:
             await _respond(respond, response_type="ephemeral", replace_original=False, text=FAILED)
-        return None
+        # Not answered yet: 200, so Slack shows no error of its own beside ours.
+        return BoltResponse(status=200, body="") if response is not None else None
 
     @app.action(_BUTTONS)
     async def button(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:

@@ -125,3 +125,17 @@ async def test_web_api_failing_after_the_ack_answers_through_the_response_url(
     assert answer["response_type"] == "ephemeral"
     assert answer["replace_original"] is False
     assert answer["text"] == FAILED
+
+
+async def test_web_api_unreachable_before_the_ack_a_click_is_told_through_response_url(
+    h: SlackHarness,
+) -> None:
+    """Slack's Web API is down from the start (bolt's auth.test fails before the ack): the
+    click is answered 200 and told through its response_url."""
+    h.slack.app.client.base_url = "http://127.0.0.1:9/api/"
+    reply = await h.click("apr-does-not-exist", user="U9")
+    assert (reply.status_code, reply.content) == (200, b"")
+    await h.standin.wait_for(lambda: bool(h.standin.of("response_url")))
+    [answer] = h.standin.of("response_url")
+    assert answer.args["text"] == FAILED
+    assert answer.args["response_type"] == "ephemeral"
