@@ -1,9 +1,10 @@
 """What a /slack/events body must hold before bolt and the listeners read it.
 
-Bolt parses the body, and reads the team, user and channel out of it, before it checks the
-signature, and raises on a body it cannot read; its action matchers and gpubot's listeners
-index the payload (`actions[0].action_id`, `user.id`). A body that would break them gets a
-one-line 400 here instead of a 500 with a traceback.
+Runs only after the signature holds (gpubot.slack.verify): this is the first parse. Bolt
+reads the team, user and channel out of the body and raises on one it cannot read; its
+action matchers and gpubot's listeners index the payload (`actions[0].action_id`,
+`user.id`). A signed body that would break them gets a one-line 400 here instead of a 500
+with a traceback.
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ def unreadable_body(raw: bytes, headers: Mapping[str, str]) -> str | None:
     except UnicodeDecodeError:
         return "not a Slack request: the body is not UTF-8"
     try:
-        # What bolt does first, before any signature check: parse the body and read the
-        # team, user and channel out of it.
+        # What bolt does first: parse the body and read the team, user and channel out of it.
         payload: Any = AsyncBoltRequest(body=body, headers=dict(headers)).body
     except ValueError:
         return "not a Slack request: the body or its payload is not readable JSON"

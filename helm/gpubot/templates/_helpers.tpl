@@ -89,6 +89,11 @@ app.kubernetes.io/component: agent
 {{- fail (printf "gpubot: config.leader_election.%s is set by the chart (on with more than one replica)" $key) -}}
 {{- end -}}
 {{- end -}}
+{{- range $c := (.Values.config | default dict).clusters | default list -}}
+{{- if hasKey $c "agent_url" -}}
+{{- fail (printf "gpubot: config.clusters[%s].agent_url is no longer read: the bot finds each node's agent from the cluster; set agent: {address: agent_pod, port: 9400}" ($c.name | default "?")) -}}
+{{- end -}}
+{{- end -}}
 {{- range $file, $_ := .Values.runbooks.extra -}}
 {{- if not (regexMatch "^[-._a-zA-Z0-9]+\\.ya?ml$" $file) -}}
 {{- fail (printf "gpubot: runbooks.extra key %q must be a file name ending in .yaml or .yml" $file) -}}
@@ -139,6 +144,16 @@ app.kubernetes.io/component: agent
 {{- $_ := set $runbooks "dirs" (list (include "gpubot.runbooksDir" .)) -}}
 {{- end -}}
 {{- $_ := set $cfg "runbooks" $runbooks -}}
+{{- /* agent_pod: the agents are this release's DaemonSet pods, in this namespace. */}}
+{{- $agentSelector := printf "app.kubernetes.io/name=%s,app.kubernetes.io/instance=%s,app.kubernetes.io/component=agent" (include "gpubot.name" .) .Release.Name -}}
+{{- range $c := $cfg.clusters | default list -}}
+{{- $a := $c.agent | default dict -}}
+{{- if eq ($a.address | default "") "agent_pod" -}}
+{{- if not (hasKey $a "namespace") -}}{{- $_ := set $a "namespace" $.Release.Namespace -}}{{- end -}}
+{{- if not (hasKey $a "selector") -}}{{- $_ := set $a "selector" $agentSelector -}}{{- end -}}
+{{- if not (hasKey $a "port") -}}{{- $_ := set $a "port" (int $.Values.agent.port) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- $le := deepCopy ($cfg.leader_election | default dict) -}}
 {{- $_ := set $le "enabled" (eq (include "gpubot.ha" .) "true") -}}
 {{- $_ := set $le "namespace" .Release.Namespace -}}

@@ -51,6 +51,19 @@ CASES: dict[str, dict[str, Any]] = {
     },
     "agent-off": {"agent": {"enabled": False}},
     "agent-read-only": {"agent": {"gpuAdmin": False}},
+    "agent-host-port": {
+        "agent": {"hostPort": 9400},
+        "config": {
+            "clusters": [
+                {
+                    "name": "default",
+                    "backend": "kubernetes",
+                    "in_cluster": True,
+                    "agent": {"address": "internal_ip", "port": 9400},
+                }
+            ]
+        },
+    },
     "existing-secret": {"secrets": {"existingSecret": "gpubot-tokens"}},
     "inline-tokens": {
         "secrets": {

@@ -39,8 +39,21 @@ def test_rendered_config_loads_with_the_real_settings(case: str, tmp_path: Path)
     (cluster,) = s.clusters
     assert cluster.backend == "kubernetes"
     assert cluster.in_cluster
-    assert cluster.agent_url == "http://{node}:9400"
     assert s.slack.mode == "socket"
+    # The agents are this release's DaemonSet pods: found by the cluster, never by an alert.
+    assert cluster.agent is not None
+    if case == "agent-host-port":  # the operator's internal_ip is kept as given
+        assert (cluster.agent.address, cluster.agent.port) == ("internal_ip", 9400)
+        return
+    assert (cluster.agent.address, cluster.agent.port, cluster.agent.namespace) == (
+        "agent_pod",
+        9400,
+        "gpubot",
+    )
+    assert cluster.agent.selector == (
+        "app.kubernetes.io/name=gpubot,app.kubernetes.io/instance=gpubot,"
+        "app.kubernetes.io/component=agent"
+    )
 
 
 def test_sqlite_store_is_an_absolute_path_on_the_volume(tmp_path: Path) -> None:
@@ -82,7 +95,7 @@ def test_operator_config_is_merged_not_replaced(tmp_path: Path) -> None:
                     "name": "prod-a",
                     "backend": "kubernetes",
                     "in_cluster": True,
-                    "agent_url": "http://{node}:9400",
+                    "agent": {"address": "internal_ip", "port": 9401},
                     "prometheus_url": "http://prometheus-operated.monitoring.svc:9090",
                 }
             ],
@@ -97,6 +110,9 @@ def test_operator_config_is_merged_not_replaced(tmp_path: Path) -> None:
     assert s.policy.groups["oncall"].users == ["U012ABCDEF"]
     assert s.leader_election.lease_seconds == 30
     assert s.clusters[0].prometheus_url == "http://prometheus-operated.monitoring.svc:9090"
+    agent = s.clusters[0].agent
+    assert agent is not None
+    assert (agent.address, agent.port) == ("internal_ip", 9401)  # the operator's choice kept
     agent_env = env_of(rendered.one("DaemonSet")["spec"]["template"]["spec"]["containers"][0])
     assert agent_env["GPUBOT_AGENT__CLUSTER"]["value"] == "prod-a"
 
@@ -107,13 +123,24 @@ def test_agent_environment_loads_without_a_config_file(monkeypatch: pytest.Monke
     for name, entry in env_of(container).items():
         if "value" in entry:
             monkeypatch.setenv(name, entry["value"])
-    monkeypatch.setenv("GPUBOT_AGENT_TOKEN", "from-the-secret")
     s = load_settings(None)
     assert s.agent.bot_url == "http://gpubot.gpubot.svc:8080"
     assert s.agent.cluster == "default"
-    assert s.agent_token_value() == "from-the-secret"
+    # The node's own tokens, from the host directory; never the bot's master.
+    assert s.agent.read_token_file == Path("/etc/gpubot/agent-tokens/read-token")
+    assert s.agent.mutate_token_file == Path("/etc/gpubot/agent-tokens/mutate-token")
+    assert "GPUBOT_AGENT_TOKEN" not in env_of(container)
+    assert s.agent_token_value() is None
     listen = container["args"][container["args"].index("--listen") + 1]
     assert listen == "0.0.0.0:9400"
+
+
+def test_the_old_agent_url_fails_the_render_saying_what_to_set() -> None:
+    values = {"config": {"clusters": [{"name": "a", "agent_url": "http://{node}:9400"}]}}
+    with pytest.raises(
+        Exception, match=r"agent_url is no longer read.*agent: \{address: agent_pod"
+    ):
+        render(values)
 
 
 def _mount_runbooks(values: dict[str, Any], tmp_path: Path) -> tuple[Settings, Path]:

@@ -153,9 +153,12 @@ def test_tokens_reach_the_bot_from_one_secret(case: str) -> None:
         given = CASES[case].get("secrets", {})
         assert set(data) <= set(TOKENS)
         assert ("SLACK_BOT_TOKEN" in data) == bool(given.get("slackBotToken"))
-        assert data["GPUBOT_AGENT_TOKEN"]  # generated when not given: bot and agents share it
-    agent_env = env_of(_pod(_agent(case))["containers"][0])
-    assert agent_env["GPUBOT_AGENT_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == name
+        assert data["GPUBOT_AGENT_TOKEN"]  # the agents' master: generated when not given
+    if CASES[case].get("agent", {}).get("enabled", True):
+        # The agents hold only their own node's tokens, never the master.
+        agent_env = env_of(_pod(_agent(case))["containers"][0])
+        assert not {k for k in agent_env if k in TOKENS}
+        assert "GPUBOT_AGENT__READ_TOKEN_FILE" in agent_env
 
 
 def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
@@ -179,7 +182,13 @@ def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
     assert env["GPUBOT_AGENT__BOT_URL"]["value"] == "http://gpubot.gpubot.svc:8080"
     assert env["GPUBOT_AGENT__CLUSTER"]["value"] == "default"
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert c["ports"][0]["hostPort"] == 9400  # the bot's agent_url http://{node}:9400
+    assert "hostPort" not in c["ports"][0]  # the bot reaches the agent pod on the pod network
+    assert env["GPUBOT_AGENT__READ_TOKEN_FILE"]["value"] == "/etc/gpubot/agent-tokens/read-token"
+    assert env["GPUBOT_AGENT__MUTATE_TOKEN_FILE"]["value"] == (
+        "/etc/gpubot/agent-tokens/mutate-token"
+    )
+    published = render_case("agent-host-port").one("DaemonSet")
+    assert _pod(published)["containers"][0]["ports"][0]["hostPort"] == 9400
 
 
 def test_agent_has_only_the_device_access_nvml_needs() -> None:
@@ -190,7 +199,11 @@ def test_agent_has_only_the_device_access_nvml_needs() -> None:
     assert pod["hostPID"] is False
     assert pod["hostNetwork"] is False
     assert pod["automountServiceAccountToken"] is False
-    assert all("hostPath" not in v for v in pod["volumes"])
+    # One hostPath: this node's own token directory, read-only.
+    (tokens,) = [v for v in pod["volumes"] if "hostPath" in v]
+    assert tokens["hostPath"] == {"path": "/etc/gpubot/agent", "type": "Directory"}
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == tokens["name"]]
+    assert mount["readOnly"] is True
     assert pod["securityContext"]["runAsUser"] == 0
     (c,) = pod["containers"]
     sc = c["securityContext"]
@@ -212,12 +225,15 @@ def test_read_only_agent_drops_root_and_every_capability() -> None:
     sc = pod["containers"][0]["securityContext"]
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert sc["allowPrivilegeEscalation"] is False
+    env = env_of(pod["containers"][0])
+    assert "GPUBOT_AGENT__READ_TOKEN_FILE" in env
+    assert "GPUBOT_AGENT__MUTATE_TOKEN_FILE" not in env  # no mutate token: a read-only agent
 
 
 def test_every_agent_privilege_carries_its_reason() -> None:
     """Each privileged setting in the rendered DaemonSet has a comment right above it."""
     lines = render_case("default").text("agent-daemonset.yaml").splitlines()
-    privileged = ("runtimeClassName:", "hostPID:", "runAsUser: 0", "add: [SYS_ADMIN]", "hostPort:")
+    privileged = ("runtimeClassName:", "hostPID:", "runAsUser: 0", "add: [SYS_ADMIN]", "hostPath:")
     for needle in privileged:
         (at,) = [i for i, line in enumerate(lines) if line.strip().startswith(needle)]
         assert lines[at - 1].strip().startswith("#"), f"{needle} has no reason above it"
@@ -247,6 +263,16 @@ def test_network_policy_admits_alertmanager_and_reaches_what_the_bot_calls() -> 
     assert egress_ports(default) == {53, 443, 6443, 9090, 9400}
     ha = render_case("ha-postgres-url").one("NetworkPolicy", "gpubot")
     assert egress_ports(ha) == {53, 443, 6443, 9090, 9400, 5432}
+    # The agents: their pods only, by label (no CIDR), unless a hostPort is published.
+    (to_agents,) = [r for r in default["spec"]["egress"] if r["ports"][0]["port"] == 9400]
+    assert to_agents["to"] == [
+        {"podSelector": {"matchLabels": {**_agent("default")["spec"]["selector"]["matchLabels"]}}}
+    ]
+    agent_policy = render_case("default").one("NetworkPolicy", "gpubot-agent")
+    (ingress,) = agent_policy["spec"]["ingress"]
+    assert ingress["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "bot"
+    host = render_case("agent-host-port").one("NetworkPolicy", "gpubot")
+    assert any("ipBlock" in t for r in host["spec"]["egress"] for t in r.get("to", []))
     assert render_case("no-netpol-no-pvc").all("NetworkPolicy") == []
 
 
