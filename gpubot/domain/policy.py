@@ -19,9 +19,38 @@ class BlastRadius:
     max_concurrent_drains: int = 1
 
     def cordon_limit(self, fleet_size: int) -> int:
+        """The smaller of the count and the fraction of the fleet (rounded down), but at
+        least one node when both caps are above zero: 25% of a 3-node fleet must still let
+        the bot quarantine the one node that lost its GPU."""
         # The epsilon keeps 100 x 0.29 (28.999999999999996 in binary) at 29 nodes.
         by_fraction = math.floor(fleet_size * self.max_cordoned_fraction + 1e-9)
+        if self.max_cordoned_fraction > 0 and fleet_size > 0:
+            by_fraction = max(1, by_fraction)
         return max(0, min(self.max_cordoned_count, by_fraction))
+
+    def zero_allowance(self, fleet_size: int | None = None) -> str | None:
+        """Why the cap lets the bot cordon or drain nothing at all, or None when it allows
+        some: said at start-up and in every step it holds, so nobody waits on it unknowingly."""
+        reasons = []
+        if self.max_cordoned_count <= 0:
+            reasons.append("policy.blast_radius.max_cordoned_count is 0")
+        if self.max_cordoned_fraction <= 0:
+            reasons.append("policy.blast_radius.max_cordoned_fraction is 0")
+        if fleet_size == 0:
+            reasons.append("the cluster reports no GPU nodes")
+        if reasons:
+            return "the blast-radius cap allows no cordon at all: " + "; ".join(reasons)
+        return None
+
+    def warnings(self) -> list[str]:
+        """Settings that make the bot unable to quarantine or drain anything by itself."""
+        found = [z] if (z := self.zero_allowance()) else []
+        if self.max_concurrent_drains <= 0:
+            found.append(
+                "the blast-radius cap allows no drain at all: "
+                "policy.blast_radius.max_concurrent_drains is 0"
+            )
+        return found
 
 
 @dataclass(frozen=True)
@@ -40,11 +69,14 @@ def check_cordon(
         return None  # already out of service: no change to the blast radius
     limit = policy.cordon_limit(fleet_size)
     if len(cordoned) + 1 > limit:
-        return (
+        reason = (
             f"blast radius: {len(cordoned)} of {fleet_size} GPU nodes are already cordoned; "
             f"the cap is {limit} ({policy.max_cordoned_count} nodes or "
             f"{policy.max_cordoned_fraction:.0%} of the fleet)"
         )
+        if limit == 0:
+            reason += f"; {policy.zero_allowance(fleet_size) or 'it allows no cordon at all'}"
+        return reason
     return None
 
 
@@ -52,6 +84,11 @@ def check_drain(*, policy: BlastRadius, draining: set[str], node: str) -> str | 
     if node in draining:
         return None
     if len(draining) + 1 > policy.max_concurrent_drains:
+        if policy.max_concurrent_drains <= 0:
+            return (
+                "blast radius: the cap allows no drain at all "
+                "(policy.blast_radius.max_concurrent_drains is 0)"
+            )
         return (
             f"blast radius: {len(draining)} drain(s) already in progress "
             f"({', '.join(sorted(draining))}); the cap is {policy.max_concurrent_drains}"

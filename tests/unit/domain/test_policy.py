@@ -27,10 +27,11 @@ def nodes(count: int) -> set[str]:
 
 @pytest.mark.parametrize(
     ("fleet", "limit"),
-    [(16, 4), (100, 4), (1000, 4), (12, 3), (8, 2), (7, 1), (4, 1), (3, 0), (0, 0)],
+    [(16, 4), (100, 4), (1000, 4), (12, 3), (8, 2), (7, 1), (4, 1), (3, 1), (1, 1), (0, 0)],
 )
 def test_cordon_limit_is_the_smaller_of_fraction_and_count(fleet: int, limit: int) -> None:
-    """Defaults (25%, 4 nodes): the fraction rounds down and the count caps large fleets."""
+    """Defaults (25%, 4 nodes): the fraction rounds down, but never below one node, and the
+    count caps large fleets."""
     assert DEFAULT.cordon_limit(fleet) == limit
 
 
@@ -52,7 +53,9 @@ def test_cordon_limit_never_exceeds_either_cap(fleet: int, percent: int, count: 
     policy = BlastRadius(max_cordoned_fraction=percent / 100, max_cordoned_count=count)
     limit = policy.cordon_limit(fleet)
     assert 0 <= limit <= count
-    assert limit <= fleet * percent / 100
+    assert limit <= max(fleet * percent / 100, 1 if percent and fleet else 0)
+    # A fleet never has its allowance rounded down to zero while both caps allow some.
+    assert (limit == 0) == (count == 0 or percent == 0 or fleet == 0)
 
 
 def test_cordon_allowed_under_the_cap() -> None:
@@ -92,12 +95,55 @@ def test_cordon_held_by_the_fraction_in_a_small_fleet() -> None:
     assert check_cordon(policy=DEFAULT, fleet_size=8, cordoned=nodes(1), node="gpu-node-08") is None
 
 
-def test_tiny_fleet_allows_no_cordon() -> None:
-    """With 3 nodes, 25% rounds down to 0: even the first cordon is held for a human."""
-    reason = check_cordon(policy=DEFAULT, fleet_size=3, cordoned=set(), node="gpu-node-01")
+def test_tiny_fleet_may_quarantine_one_node() -> None:
+    """With 3 nodes, 25% is 0.75 of a node: the allowance is one node, not zero, so an XID on
+    a small fleet is still quarantined; the second cordon is held."""
+    assert check_cordon(policy=DEFAULT, fleet_size=3, cordoned=set(), node="gpu-node-01") is None
+    reason = check_cordon(policy=DEFAULT, fleet_size=3, cordoned=nodes(1), node="gpu-node-02")
     assert reason is not None
-    assert "0 of 3" in reason
+    assert "1 of 3" in reason
+    assert "the cap is 1" in reason
+
+
+@pytest.mark.parametrize(
+    ("policy", "says"),
+    [
+        (BlastRadius(max_cordoned_count=0), "max_cordoned_count is 0"),
+        (BlastRadius(max_cordoned_fraction=0.0), "max_cordoned_fraction is 0"),
+    ],
+)
+def test_a_zero_allowance_is_said_in_the_held_reason(policy: BlastRadius, says: str) -> None:
+    """A cap configured to allow nothing says so, and names the setting, in the held step."""
+    reason = check_cordon(policy=policy, fleet_size=16, cordoned=set(), node="gpu-node-01")
+    assert reason is not None
     assert "the cap is 0" in reason
+    assert "allows no cordon at all" in reason
+    assert says in reason
+    assert policy.warnings() == [
+        f"the blast-radius cap allows no cordon at all: policy.blast_radius.{says}"
+    ]
+
+
+def test_no_gpu_nodes_is_said_in_the_held_reason() -> None:
+    reason = check_cordon(policy=DEFAULT, fleet_size=0, cordoned=set(), node="gpu-node-01")
+    assert reason is not None
+    assert "the cluster reports no GPU nodes" in reason
+
+
+def test_default_policy_has_no_start_up_warning() -> None:
+    assert DEFAULT.warnings() == []
+    assert DEFAULT.zero_allowance() is None
+
+
+def test_zero_concurrent_drains_is_warned_and_said() -> None:
+    policy = BlastRadius(max_concurrent_drains=0)
+    assert policy.warnings() == [
+        "the blast-radius cap allows no drain at all: "
+        "policy.blast_radius.max_concurrent_drains is 0"
+    ]
+    reason = check_drain(policy=policy, draining=set(), node="gpu-node-07")
+    assert reason is not None
+    assert "allows no drain at all" in reason
 
 
 def test_drain_allowed_when_none_in_progress() -> None:
