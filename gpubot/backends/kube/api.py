@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -153,21 +154,40 @@ class KubernetesKubeApi:
     async def set_taint(
         self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
     ) -> None:
-        current = await self._read_node(node)
+        # The node's taints as the API server stores them, not through the client's models:
+        # a model round trip renames timeAdded to time_added, which the server then drops,
+        # and timeAdded is what a NoExecute taint's tolerationSeconds count from.
+        current = await self._read_node_json(node)
+        spec = current.get("spec") or {}
         taints = [
-            t.to_dict()
-            for t in (current.spec.taints or [])
-            if (t.key, t.effect) != (taint.key, taint.effect)
+            t
+            for t in (spec.get("taints") or [])
+            if (t.get("key"), t.get("effect")) != (taint.key, taint.effect)
         ]
         if present:
-            taints.append({"key": taint.key, "value": taint.value or None, "effect": taint.effect})
+            taints.append(convert.taint_json(taint))
         # spec.taints is an atomic list: send all of it, guarded by the version we read, so
         # a taint someone added meanwhile is not lost (409 → the executor retries).
         body = {
-            "metadata": {"resourceVersion": current.metadata.resource_version},
-            "spec": {"taints": [{k: v for k, v in t.items() if v is not None} for t in taints]},
+            "metadata": {"resourceVersion": (current.get("metadata") or {}).get("resourceVersion")},
+            "spec": {"taints": taints},
         }
         await self._patch_node(node, body, MERGE, dry_run=dry_run)
+
+    async def _read_node_json(self, node: str) -> dict[str, Any]:
+        """The Node as the API server sent it (camelCase JSON), for a write that must give
+        back fields exactly as they were."""
+        response = await self._call(
+            self.core.read_node,
+            verb="get",
+            resource=f"nodes/{node}",
+            name=node,
+            _preload_content=False,
+        )
+        data = json.loads(response.data)
+        if not isinstance(data, dict):
+            raise TemporaryStepError(f"the API server answered nodes/{node} with no object")
+        return data
 
     async def set_node_metadata(
         self,

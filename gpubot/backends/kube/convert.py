@@ -60,6 +60,14 @@ def node_info(node: Any) -> NodeInfo:
     )
 
 
+def taint_json(taint: Taint) -> dict[str, str]:
+    """A taint as the API's JSON spells it (an empty value is left out, as kubectl does)."""
+    body = {"key": taint.key, "effect": taint.effect}
+    if taint.value:
+        body["value"] = taint.value
+    return body
+
+
 def _owner(pod: Any) -> tuple[str, str]:
     refs = pod.metadata.owner_references or []
     ref = next((r for r in refs if r.controller), refs[0] if refs else None)

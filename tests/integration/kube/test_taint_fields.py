@@ -1,0 +1,82 @@
+"""Adding and removing gpubot's taint gives the node's other taints back byte for byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kube_standin import KubeStandin
+
+from gpubot.backends.kube import KubernetesKubeApi
+from gpubot.domain.cluster import Taint
+from gpubot.errors import GpubotError
+
+# What the node lifecycle controller writes: timeAdded drives tolerationSeconds.
+UNREACHABLE = {
+    "key": "node.kubernetes.io/unreachable",
+    "effect": "NoExecute",
+    "timeAdded": "2026-11-25T10:00:00Z",
+}
+OTHER = {"key": "team", "value": "ml", "effect": "PreferNoSchedule"}
+
+
+async def test_other_taints_keep_time_added_through_add_and_remove(
+    standin: KubeStandin, kube: KubernetesKubeApi
+) -> None:
+    standin.add_node("gpu-a", spec={"taints": [dict(UNREACHABLE), dict(OTHER)]})
+    xid = Taint(key="gpubot.io/xid", value="79")
+    await kube.set_taint(node="gpu-a", taint=xid, present=True)
+    taints = standin.nodes["gpu-a"]["spec"]["taints"]
+    assert taints == [
+        UNREACHABLE,
+        OTHER,
+        {"key": "gpubot.io/xid", "value": "79", "effect": "NoSchedule"},
+    ]
+    await kube.set_taint(node="gpu-a", taint=xid, present=False)
+    after = standin.nodes["gpu-a"]["spec"]["taints"]
+    assert json.dumps(after) == json.dumps([UNREACHABLE, OTHER])
+
+
+async def test_the_patch_sends_camel_case_and_the_version_read(
+    standin: KubeStandin, kube: KubernetesKubeApi
+) -> None:
+    standin.add_node("gpu-a", spec={"taints": [dict(UNREACHABLE)]})
+    version = standin.nodes["gpu-a"]["metadata"]["resourceVersion"]
+    sent: list[Any] = []
+    patch_node = kube.core.patch_node
+
+    def recording(*args: Any, **kw: Any) -> Any:
+        sent.append(kw["body"])
+        return patch_node(*args, **kw)
+
+    kube.core.patch_node = recording  # type: ignore[method-assign]
+    await kube.set_taint(node="gpu-a", taint=Taint(key="gpubot.io/xid"), present=True)
+    (body,) = sent
+    assert body["metadata"] == {"resourceVersion": version}
+    assert "time_added" not in json.dumps(body)
+    assert body["spec"]["taints"] == [
+        UNREACHABLE,
+        {"key": "gpubot.io/xid", "effect": "NoSchedule"},
+    ]
+
+
+async def test_a_taint_written_meanwhile_is_a_conflict_not_a_lost_update(
+    standin: KubeStandin, kube: KubernetesKubeApi
+) -> None:
+    """The version read guards the write: someone's taint added between read and patch
+    makes the patch fail (409, retried by the executor) instead of being overwritten."""
+    standin.add_node("gpu-a", spec={"taints": [dict(UNREACHABLE)]})
+    read = kube._read_node_json
+
+    async def read_then_someone_writes(node: str) -> dict[str, Any]:
+        current = await read(node)
+        with standin.lock:
+            standin.nodes[node]["spec"]["taints"].append(dict(OTHER))
+            standin.nodes[node]["metadata"]["resourceVersion"] = standin.version()
+        return current
+
+    kube._read_node_json = read_then_someone_writes  # type: ignore[method-assign]
+    with pytest.raises(GpubotError, match="modified"):
+        await kube.set_taint(node="gpu-a", taint=Taint(key="gpubot.io/xid"), present=True)
+    assert standin.nodes["gpu-a"]["spec"]["taints"] == [UNREACHABLE, OTHER]
