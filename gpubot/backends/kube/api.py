@@ -177,12 +177,12 @@ class KubernetesKubeApi:
     async def _read_node_json(self, node: str) -> dict[str, Any]:
         """The Node as the API server sent it (camelCase JSON), for a write that must give
         back fields exactly as they were."""
-        response = await self._call(
+        response: Any = await self._call(
             self.core.read_node,
             verb="get",
             resource=f"nodes/{node}",
             name=node,
-            _preload_content=False,
+            _preload_content=False,  # the raw response, not a V1Node
         )
         data = json.loads(response.data)
         if not isinstance(data, dict):
