@@ -41,7 +41,7 @@ def create_app(
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
 ) -> Starlette:
-    """`slack_events` (Slack HTTP mode) is bolt's handler: it verifies the signature.
+    """`slack_events` (Slack HTTP mode) verifies the signature before it parses anything.
 
     Every body is read by `BodyLimit` before any route sees it: at most `max_body_bytes`,
     within `body_timeout_s`.
