@@ -9,10 +9,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gpubot.domain.agent_tokens import TOKEN_HEX_LENGTH, bearer, token_scope
+from gpubot.domain.alerts import NODE_LABELS  # every label the bot reads a node from
 from gpubot.domain.names import check_node_name
-
-# The labels that name an alert's node, as the DCGM exporter and gpubot's rules write them.
-NODE_LABELS = ("Hostname", "node")
 
 
 async def agent_event_refusal(request: Request, *, master: str | None) -> JSONResponse | None:
@@ -54,7 +52,7 @@ def event_nodes(body: bytes) -> set[str]:
             raise ValueError(f"alerts.{i}.labels: expected a mapping")
         named = [labels[key] for key in NODE_LABELS if key in labels]
         if not named:
-            raise ValueError(f"alerts.{i}: names no node (Hostname or node label)")
+            raise ValueError(f"alerts.{i}: names no node ({', '.join(NODE_LABELS)} label)")
         for value in named:
             if not isinstance(value, str):
                 raise ValueError(f"alerts.{i}.labels: a node name must be a string")

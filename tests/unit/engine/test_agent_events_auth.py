@@ -42,6 +42,13 @@ def _body(*nodes: str, label: str = "Hostname") -> dict[str, Any]:
     return {**bodies[0], "alerts": alerts}
 
 
+def _smuggled() -> dict[str, Any]:
+    """Its own node in Hostname, another in a second node label."""
+    body = _body(NODE_A)
+    body["alerts"][0]["labels"]["kubernetes_node"] = NODE_B
+    return body
+
+
 def _auth(node: str, scope: str = "read") -> dict[str, str]:
     return {"authorization": f"Bearer {node_token(master=MASTER, node=node, scope=scope)}"}  # type: ignore[arg-type]
 
@@ -70,6 +77,8 @@ async def test_an_agent_posts_events_for_its_own_node(harness: MakeHarness, scop
         (_body(NODE_B), "not node gpu-node-04's"),  # another node's event
         (_body(NODE_A, NODE_B), "not node gpu-node-04's"),  # one forged alert in a batch
         (_body(NODE_B, label="node"), "not node gpu-node-04's"),
+        (_body(NODE_B, label="kubernetes_node"), "not node gpu-node-04's"),
+        (_smuggled(), "not node gpu-node-04's"),
         (_body("127.0.0.1"), "not node 127.0.0.1's"),
     ],
 )
