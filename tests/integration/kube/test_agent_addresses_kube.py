@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
-from kube_standin import KubeStandin
+from kube_standin import KubeStandin, client_for
 
 from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.errors import NotFoundError
 
 SELECTOR = "app.kubernetes.io/component=agent"
+
+
+@pytest.fixture
+def api(standin: KubeStandin) -> Iterator[KubernetesKubeApi]:
+    """The adapter on the stand-in (which keeps node status as given, addresses included)."""
+    kube = KubernetesKubeApi(client_for(standin))
+    yield kube
+    kube.close()
 
 
 def _fleet(s: KubeStandin) -> None:
@@ -37,11 +47,11 @@ def _fleet(s: KubeStandin) -> None:
 
 
 async def test_internal_ips_come_from_node_status(
-    standin: KubeStandin, kube: KubernetesKubeApi
+    standin: KubeStandin, api: KubernetesKubeApi
 ) -> None:
     _fleet(standin)
-    assert await kube.node_internal_ips() == {"gpu-a": "10.0.0.1", "gpu-b": "fd00::2"}
-    book = AgentAddresses(kube, AgentLocation(cluster="lab", port=9401))
+    assert await api.node_internal_ips() == {"gpu-a": "10.0.0.1", "gpu-b": "fd00::2"}
+    book = AgentAddresses(api, AgentLocation(cluster="lab", port=9401))
     assert await book.base_url("gpu-a") == "http://10.0.0.1:9401"
     assert await book.base_url("gpu-b") == "http://[fd00::2]:9401"
     for node in ("gpu-none", "10.0.0.1", "evil.example"):
@@ -52,13 +62,13 @@ async def test_internal_ips_come_from_node_status(
 
 
 async def test_agent_pods_are_running_selected_pods_in_their_namespace(
-    standin: KubeStandin, kube: KubernetesKubeApi
+    standin: KubeStandin, api: KubernetesKubeApi
 ) -> None:
     _fleet(standin)
-    found = await kube.pod_ips_by_node(namespace="gpubot", selector=SELECTOR)
+    found = await api.pod_ips_by_node(namespace="gpubot", selector=SELECTOR)
     assert found == {"gpu-a": "10.244.0.7"}  # not the Pending pod, the other namespace, the bot
     where = AgentLocation(cluster="lab", address="agent_pod", namespace="gpubot", selector=SELECTOR)
-    book = AgentAddresses(kube, where)
+    book = AgentAddresses(api, where)
     assert await book.base_url("gpu-a") == "http://10.244.0.7:9400"
     with pytest.raises(NotFoundError, match="running agent pod"):
         await book.base_url("gpu-b")
