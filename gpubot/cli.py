@@ -115,13 +115,9 @@ def parser() -> argparse.ArgumentParser:
     _config_arg(v)
     v.add_argument("dir", nargs="?", type=Path, help="directory of *.yaml runbooks")
 
-    p = sub.add_parser("audit", help="audit trail tools")
-    asub = p.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
-    v = asub.add_parser("verify", help="check the hash chain; non-zero exit naming bad rows")
-    _config_arg(v)
-    e = asub.add_parser("export", help="print audit events as JSON lines")
-    _config_arg(e)
-    e.add_argument("--incident", metavar="ID", help="only this incident's events")
+    from gpubot.cli_audit import add_parsers as add_audit_parsers
+
+    add_audit_parsers(sub, _config_arg)
 
     from gpubot.cli_knowledge import add_parsers as add_knowledge_parsers
 
@@ -225,23 +221,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 async def _audit(args: argparse.Namespace) -> int:
-    app = _app(args.config)
-    try:
-        if args.audit_command == "verify":
-            problems = await app.store.verify()
-            events = await app.store.events()
-            if problems:
-                for problem in problems:
-                    print(f"audit: {problem}", file=sys.stderr)
-                return 1
-            head = events[-1].hash[:16] if events else "-"
-            print(f"audit trail verified: {len(events)} events, chain head {head}")
-            return 0
-        for event in await app.store.events(incident_id=args.incident):
-            print(json.dumps(event.as_json(), sort_keys=True))
-        return 0
-    finally:
-        await app.aclose()
+    from gpubot.cli_audit import run_audit
+
+    return await run_audit(_settings(args.config), args)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -261,9 +243,14 @@ async def _serve(args: argparse.Namespace) -> int:
         header_timeout_s=s.web.header_timeout_seconds,
         slack_events=app.slack.handle_http if app.slack and s.slack.mode == "http" else None,
     )
+    from gpubot.cli_audit import anchor_logging, log_head
+
+    anchor_logging()  # the chain head, in the log: at start, after each run, at shutdown
+    await log_head(app.store, "serve starting")
     try:
         await serve(app.service, server, companions=app.companions())
     finally:
+        await log_head(app.store, "serve stopping")
         await app.aclose()
     return 0
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from gpubot.domain.approvals import ApprovalRequest
-from gpubot.domain.audit import AuditDraft, AuditEvent, ChainProblem
+from gpubot.domain.audit import AuditDraft, AuditEvent, ChainHead, ChainProblem
 from gpubot.domain.cluster import (
     GpuState,
     NodeInfo,
@@ -253,6 +253,10 @@ class AuditLog(Protocol):
     ) -> list[AuditEvent]: ...
 
     async def verify(self) -> list[ChainProblem]: ...
+
+    async def head(self) -> ChainHead | None:
+        """The chain head as stored (None if missing): what the thread and log anchor."""
+        ...
 
 
 class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, Protocol):

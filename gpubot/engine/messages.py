@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpubot.domain.approvals import ApprovalRequest
-from gpubot.domain.audit import AuditEvent
+from gpubot.domain.audit import SHORT_HASH, AuditEvent, ChainHead
 from gpubot.domain.incidents import Incident
 from gpubot.domain.plans import Plan
 from gpubot.domain.results import Code, Fields, Message, Table, Text
@@ -101,14 +101,21 @@ def run_summary(run: Run, states: Sequence[StepState], actors: Mapping[str, str]
     )
 
 
-def audit_summary(events: Sequence[AuditEvent]) -> Message:
+def audit_summary(events: Sequence[AuditEvent], *, head: ChainHead | None = None) -> Message:
+    """The incident's events; with `head` (the whole chain's, read after the run ended), an
+    anchor outside the database that `gpubot audit verify` can later be held to."""
     rows = tuple(
         (e.ts.strftime("%H:%M:%S"), e.actor, e.kind, e.step or "-", e.target or "-") for e in events
     )
-    chain = events[-1].hash[:12] if events else "-"
+    table = Table(("time", "who", "what", "step", "target"), rows)
+    if head is None:
+        chain = events[-1].hash[:SHORT_HASH] if events else "-"
+        return Message(f"Audit trail ({len(events)} events, chain head {chain})", (table,))
+    short = head.hash[:SHORT_HASH]
+    check = f"gpubot audit verify --min-seq {head.seq} --expect-head {short}"
     return Message(
-        f"Audit trail ({len(events)} events, chain head {chain})",
-        (Table(("time", "who", "what", "step", "target"), rows),),
+        f"Audit trail ({len(events)} events, chain head seq {head.seq} / {short})",
+        (table, Text(f"To check the trail still reaches this point later: `{check}`")),
     )
 
 

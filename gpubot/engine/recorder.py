@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from gpubot.actions.base import ActionContext, ClusterPorts
 from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent
+from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_line
 from gpubot.domain.policy import Policy
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, Step
@@ -21,6 +21,7 @@ from gpubot.engine.registry import Registry
 from gpubot.ports import ChatNotifier, Clock, Leadership, Store
 
 log = logging.getLogger(__name__)
+anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
 Wait = Literal["wait"]  # a run that ended or paused: the executor stops advancing it
 
 
@@ -187,7 +188,12 @@ class RunRecorder:
             if s.status is StepStatus.SUCCEEDED
         }
         await self._say(run, messages.run_summary(run, states, actors))
+        # The head leaves the database here, in the log and the thread: an anchor that
+        # `gpubot audit verify --expect-head/--min-seq` can later hold the trail to.
+        head = await self.e.store.head()
+        level = logging.INFO if head is not None else logging.WARNING
+        anchor_log.log(level, "%s (run %s %s)", anchor_line(head), run.id, run.status.value)
         if run.incident_id:
             events = await self.e.store.events(incident_id=run.incident_id)
-            await self._say(run, messages.audit_summary(events))
+            await self._say(run, messages.audit_summary(events, head=head))
         return run

@@ -249,11 +249,23 @@ class GpubotService:
         decision: Literal["approve", "deny"],
         user_groups: Sequence[str] = (),
     ) -> VoteOutcome:
-        """One click. Refusals raise ApprovalError with the one line to show the clicker."""
+        """One click, accepted or refused, always leaves one audit event (approval.vote or
+        approval.refused, with the clicker and the reason). Refusals raise ApprovalError with
+        the one line to show the clicker."""
         try:
             request = await self.e.store.get_approval(approval_id)
         except NotFoundError:
-            raise ApprovalError("This approval request does not exist.") from None
+            missing = "This approval request does not exist."
+            await self.e.store.append(
+                AuditDraft(
+                    ts=self.e.clock.now(),
+                    actor=user,
+                    kind="approval.refused",
+                    result={"decision": decision, "accepted": False, "message": missing},
+                    reason=f"approval {approval_id}",
+                )
+            )
+            raise ApprovalError(missing) from None
         run = await self.e.store.get_run(request.run_id)
         outcome = cast_vote(
             request,
@@ -263,10 +275,17 @@ class GpubotService:
             groups=self.e.policy.groups,
             user_groups=user_groups,
         )
-        if outcome.changed and not await self.e.store.replace_approval(
+        stored = not outcome.changed or await self.e.store.replace_approval(
             outcome.request, expected_votes=len(request.votes)
-        ):
-            raise ApprovalError("Someone else decided this request at the same moment; look again.")
+        )
+        if outcome.accepted and not stored:
+            # Another click changed the request after this one read it: refused, and
+            # recorded like any refusal, with the status the winner left.
+            outcome = VoteOutcome(
+                await self.e.store.get_approval(request.id),
+                False,
+                "Someone else decided this request at the same moment; look again.",
+            )
         await self.e.store.append(
             AuditDraft(
                 ts=self.e.clock.now(),

@@ -507,7 +507,8 @@ def test_audit_verify_notices_the_newest_row_deleted(audited: Audited) -> None:
     result = _verify(audited)
 
     assert result.returncode != 0
-    assert f"row seq={last}: the last row(s) were deleted" in result.stderr
+    assert f"audit: head says seq {last} / hash " in result.stderr
+    assert f"last event is seq {last - 1}: events cut from the end" in result.stderr
 
 
 # -- demo ------------------------------------------------------------------------------------

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, bindparam, insert, select, update
+from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from gpubot.backends.store.database import SqlDatabase, json_roundtrip
-from gpubot.backends.store.tables import as_utc, audit, audit_head
-from gpubot.domain.audit import AuditDraft, AuditEvent, ChainProblem, chain_hash, verify_chain
-from gpubot.errors import GpubotError
+from gpubot.backends.store.tables import as_utc, audit, audit_head, runs
+from gpubot.domain.audit import (
+    GENESIS_HASH,
+    Anchor,
+    AuditDraft,
+    AuditEvent,
+    AuditTrailError,
+    ChainHead,
+    ChainProblem,
+    chain_hash,
+    head_is_sealed,
+    head_problems,
+    seal_head,
+    verify_trail,
+)
+
+# Said with every refused append: where to look, and the deliberate way back.
+_SEE = "run `gpubot audit verify`; `gpubot audit reseal` restarts the head from the last event"
 
 
 class SqlAuditLog(SqlDatabase):
@@ -42,9 +59,33 @@ class SqlAuditLog(SqlDatabase):
         )
 
     async def verify(self) -> list[ChainProblem]:
+        problems, _head = await self.check()
+        return problems
+
+    async def check(
+        self, *, anchor: Anchor | None = None
+    ) -> tuple[list[ChainProblem], ChainHead | None]:
+        """Every link, the head row (present, naming the last event, sealed with the key)
+        and, given one, an anchor recorded outside the database; with the head they were
+        checked against."""
         # Events and head must come from one snapshot, or an append landing between the two
         # reads would look like a tampered head.
-        return await self._run(self._verify, write=False, snapshot=True)
+        return await self._run(lambda conn: self._check(conn, anchor), write=False, snapshot=True)
+
+    async def head(self) -> ChainHead | None:
+        """The head row as stored (None when it is missing): one primary-key read, cheap
+        enough to log after every run and to show in the incident thread."""
+        return await self._run(self._head, write=False)
+
+    async def reseal(self, draft: AuditDraft) -> tuple[ChainHead | None, AuditEvent]:
+        """After `verify` reported the head (missing, not naming the last event, not sealed
+        with this key): point it at the last event, seal it, and append `draft` (kind
+        audit.resealed) saying what the head was, in one transaction. Returns the old head.
+
+        Deliberate and recorded, never automatic: a cut tail stays visible in this event
+        and in the anchors outside the database (thread summaries, log lines)."""
+        stored = as_stored(draft)
+        return await self._run(lambda conn: self._reseal(conn, stored), write=True)
 
     def _append(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
         # FOR UPDATE queues concurrent appenders on PostgreSQL (SQLite renders nothing here;
@@ -52,41 +93,112 @@ class SqlAuditLog(SqlDatabase):
         head = conn.execute(_HEAD_FOR_UPDATE).first()
         if head is None:
             # Re-creating it would restart the chain and hide whatever removed it.
-            raise GpubotError("the audit_head row is missing; run `gpubot audit verify`")
+            count = conn.scalar(select(func.count()).select_from(audit))
+            raise AuditTrailError(
+                f"the audit_head row is missing while {count} events exist: "
+                f"refusing to append; {_SEE}"
+            )
         seq, prev_hash = int(head.seq) + 1, str(head.hash)
+        if self._audit_key and not head_is_sealed(
+            ChainHead(seq - 1, prev_hash, str(head.seal)), key=self._audit_key
+        ):
+            # Chaining on would seal a head moved back without the key, and hide the cut.
+            raise AuditTrailError(
+                f"the audit chain head (seq {seq - 1}) is not authenticated by "
+                f"GPUBOT_AUDIT_KEY: refusing to append; {_SEE}"
+            )
         digest = chain_hash(draft, seq=seq, prev_hash=prev_hash, key=self._audit_key)
         event = AuditEvent(**_fields(draft), seq=seq, prev_hash=prev_hash, hash=digest)
-        conn.execute(
-            _INSERT, {**_fields(event), "seq": seq, "prev_hash": prev_hash, "hash": digest}
-        )
-        conn.execute(_MOVE_HEAD, {"new_seq": seq, "new_hash": digest})
+        try:
+            conn.execute(
+                _INSERT, {**_fields(event), "seq": seq, "prev_hash": prev_hash, "hash": digest}
+            )
+        except IntegrityError as exc:
+            # Appenders queue on the head row, so seq is taken only if the head went back.
+            raise AuditTrailError(
+                f"audit event seq {seq} already exists but the chain head says seq {seq - 1}: "
+                f"the head was moved back; refusing to append; {_SEE}"
+            ) from exc
+        seal = seal_head(seq, digest, key=self._audit_key)
+        conn.execute(_MOVE_HEAD, {"new_seq": seq, "new_hash": digest, "new_seal": seal})
         return event
 
-    def _verify(self, conn: Connection) -> list[ChainProblem]:
+    def _head(self, conn: Connection) -> ChainHead | None:
+        # An older database opened read-only has no seal column: its seal reads as None.
+        seal = [audit_head.c.seal] if self._head_sealed else []
+        query = select(audit_head.c.seq, audit_head.c.hash, *seal).where(audit_head.c.id == 1)
+        row = conn.execute(query).first()
+        if row is None:
+            return None
+        return ChainHead(int(row.seq), str(row.hash), str(row.seal) if seal else None)
+
+    def _last(self, conn: Connection) -> ChainHead:
+        row = conn.execute(
+            select(audit.c.seq, audit.c.hash).order_by(audit.c.seq.desc()).limit(1)
+        ).first()
+        return ChainHead(int(row.seq), str(row.hash)) if row else ChainHead(0, GENESIS_HASH)
+
+    def _check(
+        self, conn: Connection, anchor: Anchor | None
+    ) -> tuple[list[ChainProblem], ChainHead | None]:
         events = [
             _event(row) for row in conn.execute(select(audit).order_by(audit.c.seq)).mappings()
         ]
-        head = conn.execute(
-            select(audit_head.c.seq, audit_head.c.hash).where(audit_head.c.id == 1)
-        ).first()
-        if head is None:
-            problems = verify_chain(events, key=self._audit_key)
-            last = events[-1].seq if events else 0
-            return [*problems, ChainProblem(last, "the audit_head row was deleted")]
-        return verify_chain(events, key=self._audit_key, head=(int(head.seq), str(head.hash)))
+        head = self._head(conn)
+        problems = verify_trail(events, head=head, key=self._audit_key, anchor=anchor)
+        if not events and not problems:
+            # No key and a head reset to genesis: only the runs are left to tell.
+            n = conn.scalar(select(func.count()).select_from(runs)) or 0
+            if n:
+                problems.append(
+                    ChainProblem(None, f"table empty but {n} runs exist: every event was deleted")
+                )
+        return problems, head
+
+    def _reseal(self, conn: Connection, draft: AuditDraft) -> tuple[ChainHead | None, AuditEvent]:
+        old = self._head(conn)
+        last = self._last(conn)
+        seal = seal_head(last.seq, last.hash, key=self._audit_key)
+        values = {"seq": last.seq, "hash": last.hash, "seal": seal}
+        if old is None:
+            conn.execute(insert(audit_head).values(id=1, **values))
+        else:
+            conn.execute(update(audit_head).where(audit_head.c.id == 1).values(**values))
+        previous: dict[str, Any] = (
+            {"head": "missing"}
+            if old is None
+            else {
+                "head": {"seq": old.seq, "hash": old.hash},
+                "sealed": head_is_sealed(old, key=self._audit_key),
+            }
+        )
+        count = conn.scalar(select(func.count()).select_from(audit)) or 0
+        found = head_problems(old, last=last, count=count)
+        noted = replace(
+            draft,
+            args={**draft.args, "previous": previous},
+            result={
+                **draft.result,
+                "head": {"seq": last.seq, "hash": last.hash},
+                "problems": [str(p) for p in found],
+            },
+        )
+        return old, self._append(conn, as_stored(noted))
 
 
 _DRAFT_FIELDS = tuple(AuditDraft.__dataclass_fields__)
 # Built once: a statement object keeps its compiled form, so an append (several per step)
 # does not build and key three statements each time (half of its cost).
 _HEAD_FOR_UPDATE = (
-    select(audit_head.c.seq, audit_head.c.hash).where(audit_head.c.id == 1).with_for_update()
+    select(audit_head.c.seq, audit_head.c.hash, audit_head.c.seal)
+    .where(audit_head.c.id == 1)
+    .with_for_update()
 )
 _INSERT = insert(audit)
 _MOVE_HEAD = (
     update(audit_head)
     .where(audit_head.c.id == 1)
-    .values(seq=bindparam("new_seq"), hash=bindparam("new_hash"))
+    .values(seq=bindparam("new_seq"), hash=bindparam("new_hash"), seal=bindparam("new_seal"))
 )
 
 

@@ -15,14 +15,25 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
-from gpubot.backends.store.tables import audit_head, metadata
-from gpubot.domain.audit import GENESIS_HASH
+from gpubot.backends.store.tables import audit, audit_head, metadata, runs
+from gpubot.domain.audit import GENESIS_HASH, seal_head
 from gpubot.errors import ConfigError
 
 T = TypeVar("T")
@@ -50,8 +61,15 @@ def lock_id(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
-def create_store_engine(url: str, *, schema: str | None = None) -> Engine:
-    """An engine for a SQLite file (or memory) or PostgreSQL through psycopg 3."""
+class StoreMissingError(ConfigError):
+    """The database, or its tables, is not there, and the command must not create it."""
+
+
+def create_store_engine(url: str, *, schema: str | None = None, create: bool = True) -> Engine:
+    """An engine for a SQLite file (or memory) or PostgreSQL through psycopg 3.
+
+    `create=False`: a SQLite file that does not exist is a StoreMissingError, not created.
+    """
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -62,7 +80,7 @@ def create_store_engine(url: str, *, schema: str | None = None) -> Engine:
     if backend == "sqlite":
         if schema is not None:
             raise ConfigError("store: a schema applies to PostgreSQL only, not SQLite")
-        return _sqlite_engine(parsed)
+        return _sqlite_engine(parsed, create=create)
     raise ConfigError(f"store.url: unsupported database {backend!r} (use sqlite or postgresql)")
 
 
@@ -82,11 +100,15 @@ def _postgres_engine(parsed: URL, *, schema: str | None) -> Engine:
     )
 
 
-def _sqlite_engine(parsed: URL) -> Engine:
+def _sqlite_engine(parsed: URL, *, create: bool = True) -> Engine:
     database = parsed.database or ""
     memory = database in ("", ":memory:")
     if not memory and not parsed.query.get("uri"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path = Path(database).expanduser()
+        if not create and not path.is_file():
+            raise StoreMissingError(f"store.url: no database at {path} (nothing was created)")
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
         parsed,
         connect_args={"check_same_thread": False},
@@ -197,16 +219,57 @@ class SqlDatabase:
                 conn.execute(select(func.pg_advisory_xact_lock(lock_id("gpubot.schema"))))
                 if schema is not None:
                     conn.execute(CreateSchema(schema, if_not_exists=True))
+            found = inspect(conn)
+            fresh = not any(found.has_table(t.name) for t in (audit, audit_head, runs))
             metadata.create_all(conn)
-            if conn.scalar(select(audit_head.c.id).where(audit_head.c.id == 1)) is None:
-                conn.execute(insert(audit_head).values(id=1, seq=0, hash=GENESIS_HASH))
+            prepare_audit_head(conn, fresh=fresh, key=self._audit_key)
 
         self._transact(create, write=True)
+        self._head_sealed = True
+
+    def check_prepared(self) -> None:
+        """For commands that only read (`audit verify`, `audit export`): the tables must be
+        there already. Creates and changes nothing; StoreMissingError when they are not."""
+
+        def check(conn: Connection) -> None:
+            found = inspect(conn)
+            missing = [t.name for t in (audit, audit_head) if not found.has_table(t.name)]
+            if missing:
+                where = self._engine.url.render_as_string(hide_password=True)
+                raise StoreMissingError(
+                    f"store.url: {where} has no gpubot tables ({', '.join(missing)} missing; "
+                    "nothing was created)"
+                )
+            columns = {c["name"] for c in found.get_columns(audit_head.name)}
+            self._head_sealed = "seal" in columns
+
+        self._transact(check, write=False)
+
+    # False on a database from before the head's seal column, opened read-only (no upgrade).
+    _head_sealed = True
 
     def dispose(self) -> None:
         if self._writer is not None:
             self._writer.shutdown(wait=True)
         self._engine.dispose()
+
+
+def prepare_audit_head(conn: Connection, *, fresh: bool, key: bytes | None) -> None:
+    """The head row goes in with the tables, once. A row missing from tables that already
+    existed stays missing: re-creating it would restart the chain and hide whatever removed
+    it (verify reports it; appends refuse; `gpubot audit reseal` is the deliberate way back).
+    A database from before the head's seal gets the column, and its head sealed, here."""
+    if fresh:
+        seal = seal_head(0, GENESIS_HASH, key=key)
+        conn.execute(insert(audit_head).values(id=1, seq=0, hash=GENESIS_HASH, seal=seal))
+        return
+    if "seal" in {c["name"] for c in inspect(conn).get_columns(audit_head.name)}:
+        return
+    conn.execute(text("ALTER TABLE audit_head ADD COLUMN seal VARCHAR(64) DEFAULT '' NOT NULL"))
+    head = conn.execute(select(audit_head.c.seq, audit_head.c.hash)).first()
+    if head is not None and key:
+        seal = seal_head(int(head.seq), str(head.hash), key=key)
+        conn.execute(update(audit_head).where(audit_head.c.id == 1).values(seal=seal))
 
 
 def _retryable(exc: DBAPIError) -> bool:

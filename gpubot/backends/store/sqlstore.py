@@ -49,16 +49,22 @@ if TYPE_CHECKING:
     _conforms: type[Store] = SqlStore
 
 
-def open_store(url: str, *, audit_key: bytes | None = None, schema: str | None = None) -> SqlStore:
+def open_store(
+    url: str, *, audit_key: bytes | None = None, schema: str | None = None, create: bool = True
+) -> SqlStore:
     """Connect and create missing tables (idempotent); blocking, so call it at startup.
 
     `schema` (PostgreSQL only) puts the tables in that schema, created if missing: one
-    database can then hold several bots, or one schema per test.
+    database can then hold several bots, or one schema per test. `create=False` (commands
+    that only read) creates and changes nothing: StoreMissingError if there is no database.
     """
-    engine = create_store_engine(url, schema=schema)
+    engine = create_store_engine(url, schema=schema, create=create)
     store = SqlStore(engine=engine, audit_key=audit_key)
     try:
-        store.prepare(schema=schema)
+        if create:
+            store.prepare(schema=schema)
+        else:
+            store.check_prepared()
     except OperationalError as exc:
         engine.dispose()
         where = engine.url.render_as_string(hide_password=True)

@@ -173,12 +173,17 @@ audit = Table(
 )
 
 # One row (id=1): the last event's seq and hash, so deleting the newest rows is detectable.
+# Written once with the tables and then only moved forward by appends: a missing row is
+# tampering, never re-created (gpubot.backends.store.database.prepare_audit_head).
 audit_head = Table(
     "audit_head",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("seq", Integer, nullable=False),
     Column("hash", String(64), nullable=False),
+    # HMAC of seq and hash under GPUBOT_AUDIT_KEY ("" without a key), so the head cannot be
+    # moved back without the key. Added in place to databases from before it (ADD COLUMN).
+    Column("seal", String(64), nullable=False, server_default=""),
 )
 
 # Where the bot's chat messages are (Slack channel id and ts), by key: "thread:<incident id>",

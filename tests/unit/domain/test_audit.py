@@ -56,7 +56,7 @@ def chain(n: int, *, key: bytes | None = None) -> list[AuditEvent]:
 
 def problems(
     events: list[AuditEvent], *, key: bytes | None = None, head: tuple[int, str] | None = None
-) -> list[tuple[int, str]]:
+) -> list[tuple[int | None, str]]:
     return [(p.seq, p.problem) for p in verify_chain(events, key=key, head=head)]
 
 
@@ -184,7 +184,11 @@ def test_tail_deletion_is_caught_only_by_the_head() -> None:
     truncated = events[:3]
     assert verify_chain(truncated) == []
     assert problems(truncated, head=recorded) == [
-        (5, "the last row(s) were deleted (chain head says seq 5)")
+        (
+            None,
+            f"head says seq 5 / hash {recorded[1][:12]}, last event is seq 3: "
+            "events cut from the end",
+        )
     ]
 
 
@@ -192,7 +196,11 @@ def test_deleting_every_row_is_caught_by_the_head() -> None:
     """An emptied table with a non-empty recorded head is reported."""
     events = chain(2)
     assert problems([], head=head(events)) == [
-        (2, "the last row(s) were deleted (chain head says seq 2)")
+        (
+            None,
+            f"table empty but head says seq 2 / hash {events[1].hash[:12]}: "
+            "every event was deleted",
+        )
     ]
 
 
@@ -221,8 +229,9 @@ def test_keyed_and_plain_hashes_differ() -> None:
 
 
 def test_problem_reads_as_one_line() -> None:
-    """ChainProblem prints as `row seq=N: problem`."""
+    """ChainProblem prints as `row seq=N: problem`; one about the head as the problem alone."""
     assert str(ChainProblem(3, "x")) == "row seq=3: x"
+    assert str(ChainProblem(None, "x")) == "x"
 
 
 def test_as_json_has_every_field() -> None:
