@@ -121,8 +121,9 @@ class GpuDriver(Protocol):
         """Set the limit; GpuDriverError (not_supported, no_permission, …) when NVML refuses."""
         ...
 
-    def reset(self, *, index: int, timeout_s: float) -> str:
-        """Reset one GPU (`nvidia-smi -r`); returns the tool's output."""
+    def reset(self, *, index: int, timeout_s: float, uuid: str | None = None) -> str:
+        """Reset one GPU (`nvidia-smi -r`), addressed by `uuid` when given, else by index;
+        returns the tool's output."""
         ...
 
 

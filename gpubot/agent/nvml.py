@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from gpubot.agent.driver import (
 
 T = TypeVar("T")
 _MIB = 1024 * 1024
+_UUID = re.compile(r"(GPU|MIG)-[0-9A-Za-z-]{1,64}", re.ASCII)
 _KINDS: dict[int, DriverErrorKind] = {
     pynvml.NVML_ERROR_LIBRARY_NOT_FOUND: "library_not_found",
     pynvml.NVML_ERROR_DRIVER_NOT_LOADED: "driver_not_loaded",
@@ -223,9 +225,11 @@ class NvmlDriver:
         except pynvml.NVMLError as exc:
             raise driver_error(exc, f"set GPU {index} power limit to {watts:g} W") from exc
 
-    def reset(self, *, index: int, timeout_s: float) -> str:
+    def reset(self, *, index: int, timeout_s: float, uuid: str | None = None) -> str:
         # NVML has no public reset call; nvidia-smi does it. An argument list, never a shell.
-        argv = [self._nvidia_smi, "-r", "-i", str(index)]
+        # By UUID when known: the device that was checked is the one reset, whatever the order.
+        target = uuid if uuid and _UUID.fullmatch(uuid) else str(index)
+        argv = [self._nvidia_smi, "-r", "-i", target]
         try:
             done = self._run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
         except FileNotFoundError as exc:

@@ -101,7 +101,7 @@ class GpuOperations:
         result: dict[str, Any] = {"gpu": index, "uuid": before.uuid, "was": before.condition}
         if dry_run:
             return {**result, "dry_run": True}
-        output = self.driver.reset(index=index, timeout_s=self.reset_timeout_s)
+        output = self.driver.reset(index=index, uuid=before.uuid, timeout_s=self.reset_timeout_s)
         # Health check: the GPU must read cleanly again, or the node needs a reboot.
         after = self.gpu(index)
         healthy = after.condition == "ok" and not after.xid_errors

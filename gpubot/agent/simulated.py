@@ -48,7 +48,7 @@ class SimulatedGpus(Protocol):
 
     def apply_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState: ...
 
-    def apply_reset(self, *, node: str, gpu: int) -> GpuState: ...
+    def apply_reset(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState: ...
 
 
 class SimulatedDriver:
@@ -86,12 +86,12 @@ class SimulatedDriver:
         except PermanentStepError as exc:
             raise GpuDriverError(str(exc), kind="gpu_lost") from exc
 
-    def reset(self, *, index: int, timeout_s: float) -> str:
+    def reset(self, *, index: int, timeout_s: float, uuid: str | None = None) -> str:
         self._gpu(index)
         if self._reset_seconds > 0:
             time.sleep(self._reset_seconds)  # blocking, as the real tool is; the API threads it
         try:
-            self._cluster.apply_reset(node=self._node, gpu=index)
+            self._cluster.apply_reset(node=self._node, gpu=index, uuid=uuid)
         except PermanentStepError as exc:
             raise GpuDriverError(str(exc), kind="in_use") from exc
         return f"GPU 0000:{index:02X}:00.0 was successfully reset. (simulated)"

@@ -38,13 +38,15 @@ class GatedDriver(SimulatedDriver):
         self.entered = threading.Event()
         self.release = threading.Event()
         self.resets: list[int] = []
+        self.uuids: list[str | None] = []
 
-    def reset(self, *, index: int, timeout_s: float) -> str:
+    def reset(self, *, index: int, timeout_s: float, uuid: str | None = None) -> str:
         self.resets.append(index)
+        self.uuids.append(uuid)
         if index == self.gated:
             self.entered.set()
             self.release.wait(timeout=30)
-        return super().reset(index=index, timeout_s=timeout_s)
+        return super().reset(index=index, timeout_s=timeout_s, uuid=uuid)
 
 
 @pytest.fixture
@@ -165,6 +167,7 @@ async def test_a_reset_naming_another_gpus_uuid_is_refused(
     assert r.status_code == 200
     assert r.json()["uuid"] == gpus[6].uuid
     assert driver.resets == [6]
+    assert driver.uuids == [gpus[6].uuid]  # the driver is told which device, not only where
 
 
 @pytest.mark.parametrize(
@@ -182,3 +185,28 @@ async def test_brackets_inside_strings_do_not_count_as_nesting(agent: httpx.Asyn
     r = await agent.post("/v1/gpus/6/reset", content=body, headers=_auth(NODE, "mutate"))
     assert r.status_code == 400
     assert "uuid" in r.json()["error"]  # judged by the schema, not the nesting bound
+
+
+def test_nvml_reset_addresses_the_device_by_uuid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nvidia-smi -r -i GPU-…`: the device the agent checked, not whatever sits at index."""
+    import subprocess
+    from typing import Any
+
+    import pynvml
+
+    from gpubot.agent import nvml
+
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "GPU reset.", "")
+
+    monkeypatch.setattr(pynvml, "nvmlInit", lambda: None)
+    driver = nvml.NvmlDriver(run=run)
+    driver.reset(index=3, timeout_s=5, uuid="GPU-5a1b2c3d-0000-1111-2222-333344445555")
+    driver.reset(index=3, timeout_s=5, uuid="GPU-1 --all")  # not a UUID: the index is used
+    assert [argv[1:] for argv in calls] == [
+        ["-r", "-i", "GPU-5a1b2c3d-0000-1111-2222-333344445555"],
+        ["-r", "-i", "3"],
+    ]
