@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -31,6 +32,15 @@ class DrainParams(Params):
     # protects are deleted (kubectl drain --disable-eviction). The budget is overridden on
     # purpose, so it is never a default.
     delete_after_seconds: int | None = Field(default=None, ge=0, le=86_400)
+    # An evicted pod stays listed, terminating, until its kubelet confirms it stopped. Past
+    # this bound the kubelet is probably gone (a node hung after XID 79) and waiting longer
+    # does not help: the run is handed to a human, or with force_delete_terminating the pods
+    # are deleted with grace period 0 (kubectl delete --grace-period=0 --force).
+    terminating_timeout_seconds: int = Field(default=300, ge=0, le=86_400)
+    force_delete_terminating: bool = False
+    # The wait between looks at a node whose pods are terminating or blocked: 1 s, doubling
+    # up to this, so a stuck drain lists the node's pods a few times a minute at most.
+    max_poll_seconds: float = Field(default=30.0, ge=1.0, le=300.0)
 
 
 def evictable(pods: list[PodInfo]) -> tuple[list[PodInfo], list[tuple[PodInfo, str]]]:
@@ -77,13 +87,18 @@ async def plan_drain(ctx: ActionContext, p: DrainParams) -> PlanNote:
 
 
 async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
-    """Evict in rounds until nothing evictable is left; a PDB block waits and retries, with
-    backoff, until the step's deadline. A node made schedulable meanwhile pauses the run."""
+    """Evict each pod once, then wait for the evicted pods to finish terminating, looking
+    again with backoff (1 s doubling to `max_poll_seconds`). A PDB block is retried on the
+    same backoff until the step's deadline; pods terminating past `terminating_timeout_seconds`
+    are force-deleted if the runbook allows it, else the run is handed to a human. A node
+    made schedulable meanwhile pauses the run."""
     kube = ctx.cluster.kube
-    evicted: list[str] = []
-    deleted: list[str] = []
+    # Ordered sets: a pod is counted once however many times the node is listed.
+    evicted: dict[str, None] = {}
+    deleted: dict[str, None] = {}
     skipped: list[str] = []
-    delay, first = 1.0, True
+    terminating_since: dict[str, datetime] = {}
+    delay, first, said, left_before = 1.0, True, "", -1
     gate = asyncio.Semaphore(p.concurrency)
     while True:
         node = await kube.get_node(node=p.node)
@@ -101,43 +116,109 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         skipped = [f"{pod.ref} ({why})" for pod, why in skip]
         if not pods:
             break
+        now = ctx.clock.now()
+        # Evicted (or deleted) already: waited for, never evicted again, even before the
+        # list shows its deletionTimestamp.
+        handled = evicted.keys() | deleted.keys()
+        live = [x for x in pods if not x.terminating and x.ref not in handled]
+        live_refs = {x.ref for x in live}
+        terminating_since = {
+            x.ref: terminating_since.get(x.ref, now) for x in pods if x.ref not in live_refs
+        }
         blocked: dict[str, str] = {}
         failed: list[str] = []
-        outcomes = await asyncio.gather(*(_evict(kube, pod, p.grace_seconds, gate) for pod in pods))
-        for pod, (outcome, detail) in zip(pods, outcomes, strict=True):
+        outcomes = await asyncio.gather(*(_evict(kube, pod, p.grace_seconds, gate) for pod in live))
+        for pod, (outcome, detail) in zip(live, outcomes, strict=True):
             if outcome == "evicted":
-                evicted.append(pod.ref)
+                evicted[pod.ref] = None
             elif outcome == "blocked":
                 blocked[pod.ref] = detail
             else:
                 failed.append(f"{pod.ref}: {detail}")
-        if not blocked and not failed:
+        if any(outcome == "evicted" for outcome, _ in outcomes) and not blocked and not failed:
+            # List once more at once: pods that went quickly let the drain end now.
             await ctx.progress(f"evicted {len(evicted)} pod(s) from {p.node}")
-            continue  # list again: confirm nothing is left (or finish what appeared)
+            said = ""
+            continue
         if blocked and _past(ctx, p.delete_after_seconds):
             for ref in blocked:
                 namespace, name = ref.split("/", 1)
                 await kube.delete_pod(namespace=namespace, name=name, grace_seconds=p.grace_seconds)
-                deleted.append(ref)
+                deleted[ref] = None
             await ctx.progress(
                 f"deleted {len(blocked)} pod(s) still protected by a PDB after "
                 f"{p.delete_after_seconds}s, as the runbook allows: {', '.join(blocked)}"
             )
             continue
-        why = _waiting(blocked, failed)
-        if ctx.deadline is not None and ctx.clock.now().timestamp() + delay > (
-            ctx.deadline.timestamp()
-        ):
-            raise PermanentStepError(
-                f"drain of {p.node} stopped at the step timeout with {len(blocked) + len(failed)} "
-                f"pod(s) left: {why}"
+        waiting = sorted(set(terminating_since) - set(blocked))
+        stuck = [
+            ref
+            for ref in waiting
+            if (now - terminating_since[ref]).total_seconds() >= p.terminating_timeout_seconds
+        ]
+        if stuck and p.force_delete_terminating:
+            for ref in stuck:
+                namespace, name = ref.split("/", 1)
+                await kube.delete_pod(namespace=namespace, name=name, grace_seconds=0)
+                deleted[ref] = None
+            await ctx.progress(
+                f"force-deleted {len(stuck)} pod(s) still terminating on {p.node} after "
+                f"{_span(p.terminating_timeout_seconds)} (grace period 0, as the runbook "
+                f"allows): {_few(stuck)}"
             )
-        await ctx.progress(
-            f"evicted {len(evicted)} pod(s) from {p.node} so far; {why}; retrying in {delay:g}s"
-        )
+            terminating_since = {}  # deleted with grace 0: they go at once
+            continue
+        if stuck:
+            raise NeedsHumanError(_stuck(p.node, stuck, p.terminating_timeout_seconds))
+        if len(pods) < left_before:
+            delay = 1.0  # something finished: things are moving, look again soon
+        left_before = len(pods)
+        why = _waiting(blocked, failed, waiting)
+        if ctx.deadline is not None and now.timestamp() + delay > ctx.deadline.timestamp():
+            if waiting and not blocked and not failed:
+                oldest = max((now - terminating_since[r]).total_seconds() for r in waiting)
+                raise NeedsHumanError(_stuck(p.node, waiting, oldest, at_timeout=True))
+            raise PermanentStepError(
+                f"drain of {p.node} stopped at the step timeout with {len(pods)} pod(s) left: {why}"
+            )
+        # Said once per change, not per look: a stuck drain must not flood the thread.
+        text = f"evicted {len(evicted)} pod(s) from {p.node} so far; {why}"
+        if text != said:
+            await ctx.progress(
+                f"{text}; looking again with backoff (up to {p.max_poll_seconds:g}s)"
+            )
+            said = text
         await ctx.clock.sleep(delay)
-        delay = min(delay * 2, 30.0)
-    return {"node": p.node, "evicted": evicted, "deleted": deleted, "skipped": skipped}
+        delay = min(delay * 2, p.max_poll_seconds)
+    return {
+        "node": p.node,
+        "evicted": list(evicted),
+        "deleted": list(deleted),
+        "skipped": skipped,
+    }
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:g}m" if seconds >= 60 else f"{seconds:g}s"
+
+
+def _few(refs: list[str]) -> str:
+    return ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+
+
+def _stuck(node: str, refs: list[str], seconds: float, *, at_timeout: bool = False) -> str:
+    when = (
+        f"at the step timeout, after {_span(round(seconds))}"
+        if at_timeout
+        else (f"after {_span(seconds)}")
+    )
+    return (
+        f"{len(refs)} pod(s) still terminating {when}: the kubelet on {node} may be gone, "
+        f"so they were not evicted again ({_few(refs)}). The run is paused for a human: check "
+        f"the node (kubectl get node {node}); if it is down, force-delete them "
+        "(kubectl delete pod --grace-period=0 --force) or let the runbook do it "
+        "(force_delete_terminating: true), then run the drain again"
+    )
 
 
 def _past(ctx: ActionContext, seconds: int | None) -> bool:
@@ -162,8 +243,10 @@ async def _evict(
     return "evicted", ""
 
 
-def _waiting(blocked: dict[str, str], failed: list[str]) -> str:
+def _waiting(blocked: dict[str, str], failed: list[str], terminating: list[str]) -> str:
     parts = []
+    if terminating:
+        parts.append(f"{len(terminating)} terminating ({_few(terminating)})")
     if blocked:
         budgets = sorted(set(blocked.values()))
         pods = ", ".join(sorted(blocked)[:5]) + (" …" if len(blocked) > 5 else "")
@@ -181,6 +264,8 @@ async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
     pdbs = await kube.list_pdbs()
     budgets = sorted({b.name for pod in evict if (b := blocking(pod, pdbs))})
     by = f", blocked by PDB {', '.join(budgets)}" if budgets else ""
+    if terminating := sum(1 for pod in evict if pod.terminating):
+        by += f", {terminating} of them terminating"
     return CheckResult(
         "not_done", f"{len(evict)} pod(s) still on {p.node}{by}; draining again is safe"
     )

@@ -87,10 +87,17 @@ class PodInfo:
     last_terminated: ContainerTermination | None = None
     memory_limit_bytes: int | None = None
     shm_size_bytes: int = DEFAULT_SHM_BYTES  # emptyDir medium: Memory sizeLimit when mounted
+    # Set once the pod is being deleted (evicted); it stays listed until its kubelet confirms
+    # the containers stopped, which never happens on a node whose kubelet is gone.
+    deletion_timestamp: datetime | None = None
 
     @property
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
 
     @property
     def is_daemonset(self) -> bool:

@@ -141,6 +141,7 @@ def pod_info(pod: Any) -> PodInfo:
         last_terminated=last,
         memory_limit_bytes=memory,
         shm_size_bytes=_shm_bytes(pod, main, memory),
+        deletion_timestamp=meta.deletion_timestamp,
     )
 
 

@@ -8,6 +8,7 @@ from gpubot.backends.simulated.scenarios import (
     inject_xid,
     oom_kill,
     recover_node,
+    stop_kubelet,
     thermal_runaway,
 )
 from gpubot.backends.simulated.state import (
@@ -34,5 +35,6 @@ __all__ = [
     "inject_xid",
     "oom_kill",
     "recover_node",
+    "stop_kubelet",
     "thermal_runaway",
 ]

@@ -209,10 +209,14 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
     async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         """Evict as the Eviction API does: refused while a budget allows no disruption.
 
-        The pod is gone at once whatever `grace_seconds` says: nothing here runs to shut down.
+        The pod is gone at once whatever `grace_seconds` says: nothing here runs to shut down,
+        unless its node's kubelet is gone: then it stays, terminating, as on a real cluster.
+        A pod already terminating is not checked against budgets again.
         """
         with self.mutation() as state:
             pod = state.pod(namespace, name)
+            if pod.deletion_timestamp:
+                return
             for pdb in state.pdbs_for(pod):
                 if state.pdb_info(pdb).disruptions_allowed < 1:
                     raise DisruptionBlockedError(
@@ -220,15 +224,22 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
                         f"{pdb.namespace}/{pdb.name}",
                         budget=pdb.name,
                     )
+            if pod.node and not state.node(pod.node).kubelet:
+                _start_terminating(state, pod)
+                return
             _remove(state, pod)
 
     async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
-        """Delete as the API does: no budget is consulted; a controller recreates the pod."""
+        """Delete as the API does: no budget is consulted; a controller recreates the pod.
+        On a node without a kubelet only grace period 0 removes it; otherwise it terminates."""
         with self.mutation() as state:
             try:
                 pod = state.pod(namespace, name)
             except NotFoundError:
                 return  # already gone: what the caller wanted
+            if pod.node and not state.node(pod.node).kubelet and grace_seconds != 0:
+                _start_terminating(state, pod)
+                return
             _remove(state, pod)
 
     # NodeAgent
@@ -370,12 +381,24 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         self._seen = (stat.st_ino, stat.st_mtime_ns)
 
 
+def _start_terminating(state: ClusterState, pod: SimPod) -> None:
+    """Deletion began but no kubelet confirms it: the pod stays listed with a
+    deletionTimestamp. A ReplicaSet or Job replaces it at once (a terminating pod is not
+    active); a StatefulSet waits until the name is free."""
+    if pod.deletion_timestamp:
+        return
+    pod.deletion_timestamp = datetime.now(UTC).isoformat()
+    if pod.owner_kind and pod.owner_kind not in ("StatefulSet", "DaemonSet"):
+        _recreate(state, pod)
+
+
 def _remove(state: ClusterState, pod: SimPod) -> None:
     """The pod is gone: its GPUs go quiet, and its controller (if any) makes a new one."""
     state.pods.remove(pod)
     for index in pod.gpu_indices:
         state.settle(pod.node, index)
-    if pod.owner_kind:
+    replaced = pod.deletion_timestamp and pod.owner_kind not in ("StatefulSet", "DaemonSet")
+    if pod.owner_kind and not replaced:
         _recreate(state, pod)
 
 

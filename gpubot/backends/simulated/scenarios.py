@@ -33,6 +33,15 @@ def inject_xid(
         return updated
 
 
+def stop_kubelet(cluster: SimulatedCluster, *, node: str) -> None:
+    """The node's kubelet is gone (a node hung after XID 79): it goes NotReady, and pods
+    evicted from it stay terminating until deleted with grace period 0."""
+    with cluster.mutation() as state:
+        sim_node = state.node(node)
+        sim_node.kubelet = False
+        sim_node.ready = False
+
+
 def thermal_runaway(
     cluster: SimulatedCluster, *, node: str, gpu: int, temperature_c: int = 92
 ) -> GpuState:

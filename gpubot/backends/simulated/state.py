@@ -41,6 +41,8 @@ class SimNode:
     taints: list[Taint] = field(default_factory=list)
     unschedulable: bool = False
     ready: bool = True
+    # False: the kubelet is gone (a hung node after XID 79); evicted pods stay terminating.
+    kubelet: bool = True
 
     def gpu(self, index: int) -> GpuState:
         if not 0 <= index < len(self.gpus):
@@ -83,6 +85,8 @@ class SimPod:
     # The container's last terminated state as the Kubernetes API reports it
     # (reason, exitCode, signal, message, finishedAt); None until it has restarted.
     last_state: dict[str, str | int] | None = None
+    # ISO 8601; set when an eviction started the pod's deletion on a node without a kubelet.
+    deletion_timestamp: str | None = None
 
     @property
     def ref(self) -> str:
@@ -106,6 +110,9 @@ class SimPod:
             # Training pods in the fleet mount a 16 GiB /dev/shm; the rest keep the default.
             shm_size_bytes=16 << 30 if self.workload == "training" else DEFAULT_SHM_BYTES,
             memory_limit_bytes=(256 << 30) if self.workload == "training" else (64 << 30),
+            deletion_timestamp=(
+                datetime.fromisoformat(self.deletion_timestamp) if self.deletion_timestamp else None
+            ),
         )
 
     def termination(self) -> ContainerTermination | None:
@@ -207,7 +214,11 @@ class ClusterState:
 
     def pdb_info(self, pdb: SimPdb) -> PodDisruptionBudget:
         # Computed the way the disruption controller does: healthy matching pods above the floor.
-        healthy = sum(1 for p in self.pods if p.phase == "Running" and p.node and _selects(pdb, p))
+        healthy = sum(
+            1
+            for p in self.pods
+            if p.phase == "Running" and p.node and not p.deletion_timestamp and _selects(pdb, p)
+        )
         return PodDisruptionBudget(
             namespace=pdb.namespace,
             name=pdb.name,
