@@ -169,7 +169,7 @@ async def test_a_drain_with_a_kubelet_empties_the_node_at_once(harness: MakeHarn
     h = harness(DRAIN % ("", "10m"))
     pods = {p.ref for p in await _evictable(h)}
     calls = Calls(h.cluster)
-    run, drain = await _drain(h)
+    run, _drain_step = await _drain(h)
 
     assert run.status.value == "succeeded"
     assert dict(calls.evictions) == dict.fromkeys(pods, 1)
