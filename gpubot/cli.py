@@ -248,7 +248,12 @@ async def _serve(args: argparse.Namespace) -> int:
     anchor_logging()  # the chain head, in the log: at start, after each run, at shutdown
     await log_head(app.store, "serve starting")
     try:
-        await serve(app.service, server, companions=app.companions())
+        await serve(
+            app.service,
+            server,
+            companions=app.companions(),
+            shutdown_grace_s=s.web.shutdown_grace_seconds,
+        )
     finally:
         await log_head(app.store, "serve stopping")
         await app.aclose()

@@ -302,6 +302,16 @@ class WebSettings(_Section):
         le=300,
         description="a connection idle this long, or whose request headers take longer, is closed",
     )
+    shutdown_grace_seconds: float = Field(
+        20.0,
+        gt=0,
+        le=3600,
+        description=(
+            "on SIGTERM, stop within this time: running steps are interrupted (left for the "
+            "next leader) and the Lease released; keep it under the pod's "
+            "terminationGracePeriodSeconds (30 s by default)"
+        ),
+    )
 
 
 class AgentSettings(_Section):

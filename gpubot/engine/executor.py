@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,6 +31,7 @@ from gpubot.errors import (
 
 log = logging.getLogger(__name__)
 Next = Literal["next", "wait"]
+T = TypeVar("T")
 _WAITING = (StepStatus.PENDING, StepStatus.WAITING_APPROVAL, StepStatus.APPROVED, StepStatus.HELD)
 
 
@@ -40,6 +42,21 @@ class Executor(RunRecorder):
         super().__init__(engine)
         self._locks: dict[str, asyncio.Lock] = {}
         self._blast_lock = asyncio.Lock()
+        self._stopping = False
+        self._actions: set[asyncio.Task[Any]] = set()  # actions running now
+
+    def stop_starting(self) -> None:
+        """Shutdown: start no step (nor attempt) from now on."""
+        self._stopping = True
+
+    def interrupt(self) -> int:
+        """Shutdown: cancel the actions running now at their next await. Their steps stay
+        RUNNING in the store, which recovery reads as "check live state, then resume"; store
+        writes are never cut, only the action. Returns how many were interrupted."""
+        self._stopping = True
+        for task in self._actions:
+            task.cancel()
+        return len(self._actions)
 
     def busy(self, run_id: str) -> bool:
         """Whether this process is advancing the run right now."""
@@ -55,7 +72,7 @@ class Executor(RunRecorder):
                 run, states = await self.e.store.run_with_steps(run_id)
                 if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
                     return run
-                if not self.e.leadership.is_leader():
+                if not self.e.leadership.is_leader() or self._stopping:
                     return run  # another replica holds the Lease and advances runs
                 current = next((s for s in states if not s.status.finished), None)
                 if current is None:
@@ -218,8 +235,9 @@ class Executor(RunRecorder):
             run = await self._set_run(run, RunStatus.RUNNING, "")
         attempts = state.attempts
         while True:
-            if not self.e.leadership.is_leader():
-                # Lost the Lease: start nothing more; the new leader picks the run up.
+            if not self.e.leadership.is_leader() or self._stopping:
+                # Lost the Lease, or shutting down: start nothing more; the (next) leader
+                # picks the run up.
                 return "wait"
             attempts += 1
             ctx = replace(ctx, deadline=self.e.clock.now() + timedelta(seconds=step.timeout))
@@ -243,7 +261,13 @@ class Executor(RunRecorder):
             )
             await self._save(state, event=started)
             try:
-                output = await asyncio.wait_for(spec.run(ctx, params), timeout=step.timeout)
+                output = await self._action(spec.run(ctx, params), limit=step.timeout)
+            except _Interrupted:
+                interrupted = {"attempt": attempts}
+                await self._audit(
+                    run, "step.interrupted", step=step, actor=ctx.actor, result=interrupted
+                )
+                return "wait"  # left RUNNING: the next leader checks live state and resumes
             except TemporaryStepError as exc:
                 if attempts <= step.retries:
                     await self._audit(
@@ -259,7 +283,10 @@ class Executor(RunRecorder):
                         f"attempt {attempts} of {step.retries + 1} failed: {exc}; "
                         f"retrying in {delay:g}s"
                     )
-                    await self.e.clock.sleep(delay)
+                    try:
+                        await self._action(self.e.clock.sleep(delay), limit=None)
+                    except _Interrupted:
+                        return "wait"  # as above: RUNNING, resumed by the next leader
                     continue
                 return await self._fail(run, runbook, step, state, str(exc))
             except TimeoutError:
@@ -283,6 +310,22 @@ class Executor(RunRecorder):
                 log.exception("step %s of run %s raised", step.id, run.id)
                 return await self._fail(run, runbook, step, state, f"unexpected error: {exc!r}")
             return await self._succeed(run, step, state, output, ctx.actor)
+
+    async def _action(self, work: Awaitable[T], *, limit: float | None) -> T:
+        """Run an action (or a retry's wait) in a task of its own, so that shutdown can
+        interrupt it, and only it; _Interrupted when that happened."""
+        task: asyncio.Task[Any] = asyncio.ensure_future(asyncio.wait_for(work, timeout=limit))
+        self._actions.add(task)
+        try:
+            result: T = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._stopping and task.cancelled() and not (current and current.cancelling()):
+                raise _Interrupted from None
+            raise
+        finally:
+            self._actions.discard(task)
+        return result
 
     async def _recover(
         self,
@@ -388,6 +431,10 @@ class Executor(RunRecorder):
         await self._close_approvals(run)
         await self._finish(*await self.e.store.run_with_steps(run.id))
         return "wait"
+
+
+class _Interrupted(Exception):
+    """An action cancelled by shutdown at a safe point; its step stays RUNNING."""
 
 
 def _one_line(exc: Exception) -> str:

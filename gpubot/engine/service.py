@@ -366,6 +366,32 @@ class GpubotService:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    def start_up_warnings(self) -> list[str]:
+        """Settings that leave the bot unable to act by itself, for the log at start-up."""
+        return self.e.policy.blast.warnings()
+
+    async def shutdown(self, *, grace_seconds: float, interrupt_after: float = 5.0) -> None:
+        """Stop within `grace_seconds` (SIGTERM): start no step; give steps about to finish
+        `interrupt_after` seconds; then interrupt the actions still running, whose steps stay
+        RUNNING for the next leader's recovery to check and resume; cancel what is left."""
+        self.executor.stop_starting()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_seconds
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=min(interrupt_after, grace_seconds))
+        if self._tasks and (interrupted := self.executor.interrupt()):
+            log.warning(
+                "shutting down: interrupted %d running step(s); the next leader resumes them",
+                interrupted,
+            )
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=max(0.0, deadline - loop.time()))
+        if self._tasks:  # past the grace period: what is left is cut where it stands
+            log.warning("shutting down: cancelling %d task(s) past the grace", len(self._tasks))
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.wait(list(self._tasks), timeout=1.0)
+
     # -- lookups --------------------------------------------------------------------------
 
     def _runbook(self, name: str) -> Runbook:

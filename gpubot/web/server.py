@@ -78,6 +78,8 @@ def make_server(
         http=HeaderTimeoutProtocol,
         timeout_keep_alive=max(1, round(header_timeout_s)),
         h11_max_incomplete_event_size=64 * 1024,  # request line and headers
+        # Open connections get this long after SIGTERM; the pod's grace period is 30 s.
+        timeout_graceful_shutdown=3,
     )
     return _Server(config)
 
@@ -92,9 +94,21 @@ async def _ticker(service: GpubotService) -> None:
 
 
 async def serve(
-    service: GpubotService, server: uvicorn.Server, *, companions: Sequence[Companion] = ()
+    service: GpubotService,
+    server: uvicorn.Server,
+    *,
+    companions: Sequence[Companion] = (),
+    shutdown_grace_s: float = 20.0,
 ) -> None:
-    """Recover interrupted runs, then serve until stopped."""
+    """Recover interrupted runs, then serve until stopped.
+
+    On SIGTERM: the web server stops, no step starts, running steps are interrupted at
+    their next await and left RUNNING for the next leader, and only then the companions
+    stop (the Lease is released, so another replica takes over at once), all within
+    `shutdown_grace_s`.
+    """
+    for warning in service.start_up_warnings():
+        log.warning("%s: gpubot will hold every such step for a human", warning)
     for companion in companions:
         await companion.start()
     await service.recover()
@@ -102,9 +116,11 @@ async def serve(
     try:
         await server.serve()
     finally:
-        for companion in companions:
-            await companion.stop()
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await ticker
-        await service.wait_idle()
+        # Steps stop while this replica still holds the Lease: nobody else starts them
+        # until it is released below.
+        await service.shutdown(grace_seconds=max(1.0, shutdown_grace_s - 3.0))
+        for companion in companions:
+            await companion.stop()

@@ -54,13 +54,50 @@ class LeaseLeadership:
             self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
-        """Stop renewing (another replica takes over once the Lease expires)."""
+        """Stop renewing and release the Lease if we hold it, so another replica takes over
+        at once instead of after the lease duration (client-go's ReleaseOnCancel)."""
+        held = self._renewed_at is not None
         self._renewed_at = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if held:
+            await self.release()
+
+    async def release(self) -> bool:
+        """Give the Lease up: no holder, a one-second duration. True when our write landed;
+        a Lease someone else already holds is left alone."""
+        self._renewed_at = None
+        try:
+            return await asyncio.to_thread(self._release)
+        except (ApiException, HTTPError) as exc:
+            log.warning("lease %s/%s: release failed: %s", self.namespace, self.name, exc)
+            return False
+
+    def _release(self) -> bool:
+        lease = self.api.read_namespaced_lease(name=self.name, namespace=self.namespace)
+        spec = lease.spec or client.V1LeaseSpec()
+        if spec.holder_identity != self.identity:
+            return False
+        now = datetime.now(UTC)
+        lease.spec = client.V1LeaseSpec(
+            holder_identity=None,
+            lease_duration_seconds=1,
+            acquire_time=now,
+            renew_time=now,
+            lease_transitions=spec.lease_transitions,
+        )
+        try:
+            # The version we read: a replica that took the Lease meanwhile keeps it.
+            self.api.replace_namespaced_lease(name=self.name, namespace=self.namespace, body=lease)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        log.info("lease %s/%s released", self.namespace, self.name)
+        return True
 
     async def _loop(self) -> None:
         while True:
