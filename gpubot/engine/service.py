@@ -377,8 +377,9 @@ class GpubotService:
         self.executor.stop_starting()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace_seconds
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=min(interrupt_after, grace_seconds))
+        if self._tasks:  # at most a third of the grace: the rest is for the interrupted
+            settle = min(interrupt_after, grace_seconds / 3)
+            await asyncio.wait(list(self._tasks), timeout=settle)
         if self._tasks and (interrupted := self.executor.interrupt()):
             log.warning(
                 "shutting down: interrupted %d running step(s); the next leader resumes them",
