@@ -1,4 +1,4 @@
-"""An engine whose cluster is the real client against the stand-in; GPUs from a fake agent."""
+"""An engine whose cluster is the real client against an API server; GPUs from a fake agent."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
-from kube_standin import KubeStandin, client_for
+from kubernetes import client
 
 from gpubot.actions.base import ClusterPorts
 from gpubot.backends.kube import KubernetesKubeApi
@@ -102,7 +102,7 @@ class KubeBot:
 
 
 def make_bot(
-    standin: KubeStandin,
+    api_client: client.ApiClient,
     store: SqlStore,
     *,
     agent: FakeAgent | None = None,
@@ -110,7 +110,7 @@ def make_bot(
     leadership: Leadership | None = None,
     runbooks: tuple[Path, ...] = (REPO / "runbooks" / "xid79.yaml",),
 ) -> KubeBot:
-    kube = KubernetesKubeApi(client_for(standin))
+    kube = KubernetesKubeApi(api_client)
     agent = agent or FakeAgent()
     metrics = SimulatedCluster()  # no Prometheus in these tests
     engine = Engine(

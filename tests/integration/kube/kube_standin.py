@@ -1,12 +1,16 @@
-"""A stand-in Kubernetes API server on loopback, speaking the REST paths the official client uses.
+"""A hand-written stand-in Kubernetes API server on loopback, for what the real one cannot do here.
 
-No kube-apiserver can run here, so the real `kubernetes` client is pointed at this: nodes
-(get/list/patch with strategic-merge and merge patches), pods (list with field and label
-selectors, get, delete, /log), pods/eviction with PodDisruptionBudget semantics (201 / 429),
-PDBs, Leases with resourceVersion conflicts (409), Events, Deployments, StatefulSets and
-ReplicaSets (get, merge patch) with /scale (at 0 replicas their pods go, as the controller
-does), 404 Status bodies, and injectable failures and latency. State is plain JSON dicts, as etcd
-would hold them; tests change it through the helpers under one lock.
+The Kubernetes tests run against a real kube-apiserver with etcd and the disruption controller
+(control_plane.py). This stand-in is kept ONLY for what that server cannot produce here:
+injected failures (500s and other status codes on demand), timeouts and slow responses, and
+pod logs (no kubelet answers them). Some reliability tests and benchmarks drive it too.
+
+It speaks the REST paths the official client uses: nodes (get/list/patch with strategic-merge
+and merge patches), pods (list with field and label selectors, get, delete, /log),
+pods/eviction with PodDisruptionBudget semantics (201 / 429), PDBs, Leases with
+resourceVersion conflicts (409), Events, Deployments, StatefulSets and ReplicaSets (get, merge
+patch) with /scale, 404 Status bodies, and injectable failures and latency. State is plain
+JSON dicts, as etcd would hold them; tests change it through the helpers under one lock.
 """
 
 from __future__ import annotations

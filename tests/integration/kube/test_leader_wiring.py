@@ -7,36 +7,22 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kube_standin import KubeStandin
+from kube_cluster import Cluster
 
 from gpubot.config import load_settings
 from gpubot.errors import ConfigError
 from gpubot.wiring import build_app
 
 
-def _kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "other",
-                "clusters": [{"name": "lab", "cluster": {"server": url}}],
-                "users": [{"name": "bot", "user": {"token": "t0ken"}}],
-                "contexts": [
-                    {"name": "lab", "context": {"cluster": "lab", "user": "bot"}},
-                    {"name": "other", "context": {"cluster": "nowhere", "user": "bot"}},
-                ],
-            }
-        )
-    )
-    return path
-
-
-async def test_enabled_leader_election_takes_the_lease(
-    standin: KubeStandin, tmp_path: Path
-) -> None:
-    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", standin.url)
+async def test_enabled_leader_election_takes_the_lease(cluster: Cluster, tmp_path: Path) -> None:
+    kubeconfig = cluster.plane.kubeconfig_for(tmp_path / "kubeconfig", token=cluster.plane.token)
+    # The current context goes nowhere: the Lease must be taken through the configured one.
+    doc = yaml.safe_load(kubeconfig.read_text())
+    doc["clusters"].append({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:9"}})
+    doc["contexts"].append({"name": "other", "context": {"cluster": "nowhere", "user": "user"}})
+    doc["current-context"] = "other"
+    kubeconfig.write_text(yaml.safe_dump(doc))
+    ns = cluster.namespace("gpubot")
     settings = load_settings(
         None,
         store={"url": f"sqlite:///{tmp_path}/g.db"},
@@ -60,7 +46,7 @@ async def test_enabled_leader_election_takes_the_lease(
             }
         ],
         slack={"mode": "off"},
-        leader_election={"enabled": True, "identity": "replica-a", "namespace": "gpubot"},
+        leader_election={"enabled": True, "identity": "replica-a", "namespace": ns},
     )
     app = build_app(settings)
     try:
@@ -68,8 +54,8 @@ async def test_enabled_leader_election_takes_the_lease(
         assert not app.service.e.leadership.is_leader()
         await app.lease.start()  # what `serve` does first
         assert app.service.e.leadership.is_leader()
-        calls = [c for c in standin.calls if "/leases" in str(c)]
-        assert calls, "the Lease was taken through the kubeconfig context's server"
+        lease = cluster.coordination.read_namespaced_lease("gpubot-leader", ns)
+        assert lease.spec.holder_identity == "replica-a"
         await app.lease.stop()
         assert not app.service.e.leadership.is_leader()
     finally:

@@ -1,12 +1,14 @@
-"""Leader election on a Lease: exactly one replica executes a step; a lost Lease stops it."""
+"""Leader election on a real Lease: exactly one replica executes a step; a lost Lease, or a
+write that loses a race (the server's 409), stops it."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+from kube_cluster import Cluster
 from kube_engine import make_bot
-from kube_standin import KubeStandin, client_for
 
 from gpubot.backends.kube import LeaseLeadership
 from gpubot.backends.store import open_store
@@ -22,9 +24,14 @@ steps:
 """
 
 
-async def test_one_lease_two_replicas_one_leader_and_takeover(standin: KubeStandin) -> None:
-    a = LeaseLeadership(client_for(standin), identity="a", lease_seconds=1, renew_seconds=0.2)
-    b = LeaseLeadership(client_for(standin), identity="b", lease_seconds=1, renew_seconds=0.2)
+def _lease(c: Cluster, identity: str, ns: str, **kw: Any) -> LeaseLeadership:
+    return LeaseLeadership(c.client(), identity=identity, namespace=ns, **kw)
+
+
+async def test_one_lease_two_replicas_one_leader_and_takeover(cluster: Cluster) -> None:
+    ns = cluster.namespace("gpubot")
+    a = _lease(cluster, "a", ns, lease_seconds=1, renew_seconds=0.2)
+    b = _lease(cluster, "b", ns, lease_seconds=1, renew_seconds=0.2)
     assert await a.try_acquire_or_renew() is True
     assert await b.try_acquire_or_renew() is False
     assert (a.is_leader(), b.is_leader()) == (True, False)
@@ -34,60 +41,68 @@ async def test_one_lease_two_replicas_one_leader_and_takeover(standin: KubeStand
     await b.try_acquire_or_renew()
     await asyncio.sleep(1.1)
     assert await b.try_acquire_or_renew() is True
-    lease = standin.leases[("gpubot", "gpubot-leader")]
-    assert lease["spec"]["holderIdentity"] == "b"
-    assert lease["spec"]["leaseTransitions"] == 1
+    lease = cluster.coordination.read_namespaced_lease("gpubot-leader", ns)
+    assert lease.spec.holder_identity == "b"
+    assert lease.spec.lease_transitions == 1
     assert await a.try_acquire_or_renew() is False  # the old leader sees b and stands down
     assert not a.is_leader()
 
 
-async def test_a_stale_write_gets_409_and_loses_leadership(standin: KubeStandin) -> None:
-    a = LeaseLeadership(client_for(standin), identity="a", lease_seconds=5)
+async def test_a_stale_write_gets_409_and_loses_leadership(cluster: Cluster) -> None:
+    """Someone writes the Lease between a's read and a's update: the real server says 409."""
+    ns = cluster.namespace("gpubot")
+    a = _lease(cluster, "a", ns, lease_seconds=5)
     assert await a.try_acquire_or_renew()
-    standin.fail("PUT", "/leases/gpubot-leader", code=409)
+    read = a.api.read_namespaced_lease
+
+    def read_then_someone_writes(*args: Any, **kw: Any) -> Any:
+        lease = read(*args, **kw)
+        cluster.coordination.patch_namespaced_lease(
+            "gpubot-leader", ns, {"metadata": {"labels": {"touched": "yes"}}}
+        )
+        return lease
+
+    a.api.read_namespaced_lease = read_then_someone_writes  # type: ignore[method-assign]
     assert await a.try_acquire_or_renew() is False
     assert not a.is_leader()  # stops starting steps at once
+    assert [c.status for c in cluster.calls if c.method == "PUT"][-1] == 409
 
 
 async def test_two_bots_one_lease_exactly_one_executes_the_step(
-    standin: KubeStandin, tmp_path: Path
+    cluster: Cluster, tmp_path: Path
 ) -> None:
-    for i in range(1, 5):  # a fleet big enough that the blast radius allows one cordon
-        standin.add_node(f"gpu-node-{i:02d}")
+    nodes = [cluster.add_node(f"gpu-node-{i:02d}") for i in range(1, 5)]
+    ns = cluster.namespace("gpubot")
     (tmp_path / "cordon-only.yaml").write_text(RUNBOOK)
     store_a = open_store(f"sqlite:///{tmp_path}/ha.db")
     store_b = open_store(f"sqlite:///{tmp_path}/ha.db")
-    lease_a = LeaseLeadership(client_for(standin), identity="a", lease_seconds=5)
-    lease_b = LeaseLeadership(client_for(standin), identity="b", lease_seconds=5)
+    lease_a = _lease(cluster, "a", ns, lease_seconds=5)
+    lease_b = _lease(cluster, "b", ns, lease_seconds=5)
     assert await lease_a.try_acquire_or_renew()
     assert not await lease_b.try_acquire_or_renew()
     runbooks = (tmp_path / "cordon-only.yaml",)
-    bot_a = make_bot(standin, store_a, leadership=lease_a, runbooks=runbooks)
-    bot_b = make_bot(standin, store_b, leadership=lease_b, runbooks=runbooks)
+    bot_a = make_bot(cluster.client(), store_a, leadership=lease_a, runbooks=runbooks)
+    bot_b = make_bot(cluster.client(), store_b, leadership=lease_b, runbooks=runbooks)
+
+    def cordons() -> list[str]:
+        return [p for p in cluster.calls_of("PATCH", f"/nodes/{nodes[0]}") if "dryRun" not in p]
+
     try:
         # The command lands on the follower: it records the run but starts no step.
         _, run = await bot_b.service.start_command_run(
-            runbook="cordon-only", args={"node": "gpu-node-01"}, requested_by="U1", cluster="sim"
+            runbook="cordon-only", args={"node": nodes[0]}, requested_by="U1", cluster="sim"
         )
         assert run is not None
         await bot_b.service.wait_idle()
-        assert [c for c in standin.calls_of("PATCH", "/nodes/") if "dryRun=All" not in c] == []
+        assert cordons() == []
         # Both replicas try to advance it; only the leader acts.
         await asyncio.gather(bot_a.service.tick(), bot_b.service.tick())
         await asyncio.gather(bot_a.service.wait_idle(), bot_b.service.wait_idle())
-        assert (
-            len(
-                [
-                    c
-                    for c in standin.calls_of("PATCH", "/nodes/gpu-node-01")
-                    if "dryRun=All" not in c
-                ]
-            )
-            == 1
-        )
+        assert len(cordons()) == 1
         started = [e for e in await store_a.events() if e.kind == "step.started"]
         assert len(started) == 1
         assert (await store_a.get_run(run.id)).status.value == "succeeded"
+        assert cluster.node(nodes[0])["spec"]["unschedulable"] is True
     finally:
         await store_a.close()
         await store_b.close()

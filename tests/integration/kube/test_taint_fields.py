@@ -1,4 +1,5 @@
-"""Adding and removing gpubot's taint gives the node's other taints back byte for byte."""
+"""Adding and removing gpubot's taint gives the node's other taints back byte for byte, on a
+real API server."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from kube_standin import KubeStandin
+from kube_cluster import Cluster
 
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.domain.cluster import Taint
 from gpubot.errors import GpubotError
 
-# What the node lifecycle controller writes: timeAdded drives tolerationSeconds.
+# What the node lifecycle controller writes: timeAdded drives tolerationSeconds. Keys in the
+# order the API server writes them, so the JSON can be compared as text.
 UNREACHABLE = {
     "key": "node.kubernetes.io/unreachable",
     "effect": "NoExecute",
@@ -22,27 +24,27 @@ OTHER = {"key": "team", "value": "ml", "effect": "PreferNoSchedule"}
 
 
 async def test_other_taints_keep_time_added_through_add_and_remove(
-    standin: KubeStandin, kube: KubernetesKubeApi
+    cluster: Cluster, kube: KubernetesKubeApi
 ) -> None:
-    standin.add_node("gpu-a", spec={"taints": [dict(UNREACHABLE), dict(OTHER)]})
+    gpu = cluster.add_node("gpu-a", taints=[dict(UNREACHABLE), dict(OTHER)])
     xid = Taint(key="gpubot.io/xid", value="79")
-    await kube.set_taint(node="gpu-a", taint=xid, present=True)
-    taints = standin.nodes["gpu-a"]["spec"]["taints"]
+    await kube.set_taint(node=gpu, taint=xid, present=True)
+    taints = cluster.node(gpu)["spec"]["taints"]
     assert taints == [
         UNREACHABLE,
         OTHER,
         {"key": "gpubot.io/xid", "value": "79", "effect": "NoSchedule"},
     ]
-    await kube.set_taint(node="gpu-a", taint=xid, present=False)
-    after = standin.nodes["gpu-a"]["spec"]["taints"]
+    await kube.set_taint(node=gpu, taint=xid, present=False)
+    after = cluster.node(gpu)["spec"]["taints"]
     assert json.dumps(after) == json.dumps([UNREACHABLE, OTHER])
 
 
 async def test_the_patch_sends_camel_case_and_the_version_read(
-    standin: KubeStandin, kube: KubernetesKubeApi
+    cluster: Cluster, kube: KubernetesKubeApi
 ) -> None:
-    standin.add_node("gpu-a", spec={"taints": [dict(UNREACHABLE)]})
-    version = standin.nodes["gpu-a"]["metadata"]["resourceVersion"]
+    gpu = cluster.add_node("gpu-a", taints=[dict(UNREACHABLE)])
+    version = cluster.node(gpu)["metadata"]["resourceVersion"]
     sent: list[Any] = []
     patch_node = kube.core.patch_node
 
@@ -51,7 +53,7 @@ async def test_the_patch_sends_camel_case_and_the_version_read(
         return patch_node(*args, **kw)
 
     kube.core.patch_node = recording  # type: ignore[method-assign]
-    await kube.set_taint(node="gpu-a", taint=Taint(key="gpubot.io/xid"), present=True)
+    await kube.set_taint(node=gpu, taint=Taint(key="gpubot.io/xid"), present=True)
     (body,) = sent
     assert body["metadata"] == {"resourceVersion": version}
     assert "time_added" not in json.dumps(body)
@@ -62,21 +64,24 @@ async def test_the_patch_sends_camel_case_and_the_version_read(
 
 
 async def test_a_taint_written_meanwhile_is_a_conflict_not_a_lost_update(
-    standin: KubeStandin, kube: KubernetesKubeApi
+    cluster: Cluster, kube: KubernetesKubeApi
 ) -> None:
     """The version read guards the write: someone's taint added between read and patch
-    makes the patch fail (409, retried by the executor) instead of being overwritten."""
-    standin.add_node("gpu-a", spec={"taints": [dict(UNREACHABLE)]})
+    makes the patch fail (the server's 409, retried by the executor) instead of being
+    overwritten."""
+    gpu = cluster.add_node("gpu-a", taints=[dict(UNREACHABLE)])
     read = kube._read_node_json
 
     async def read_then_someone_writes(node: str) -> dict[str, Any]:
         current = await read(node)
-        with standin.lock:
-            standin.nodes[node]["spec"]["taints"].append(dict(OTHER))
-            standin.nodes[node]["metadata"]["resourceVersion"] = standin.version()
+        cluster.core.patch_node(
+            node,
+            {"spec": {"taints": [dict(UNREACHABLE), dict(OTHER)]}},
+            _content_type="application/merge-patch+json",
+        )
         return current
 
     kube._read_node_json = read_then_someone_writes  # type: ignore[method-assign]
     with pytest.raises(GpubotError, match="modified"):
-        await kube.set_taint(node="gpu-a", taint=Taint(key="gpubot.io/xid"), present=True)
-    assert standin.nodes["gpu-a"]["spec"]["taints"] == [UNREACHABLE, OTHER]
+        await kube.set_taint(node=gpu, taint=Taint(key="gpubot.io/xid"), present=True)
+    assert cluster.node(gpu)["spec"]["taints"] == [UNREACHABLE, OTHER]
