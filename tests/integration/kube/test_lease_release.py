@@ -1,43 +1,49 @@
 """Stopping releases the Lease (client-go's ReleaseOnCancel): another replica takes over at
-once, not after the lease duration; a Lease someone else holds is never released."""
+once, not after the lease duration; a Lease someone else holds is never released. On the real
+API server, plus the stand-in for a write that fails."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from kube_cluster import Cluster
 from kube_standin import KubeStandin, client_for
 
 from gpubot.backends.kube import LeaseLeadership
 
-KEY = ("gpubot", "gpubot-leader")
+NAME = "gpubot-leader"
 
 
-async def test_stop_releases_and_another_replica_takes_over_at_once(
-    standin: KubeStandin,
-) -> None:
-    # A lease duration far longer than the test: only a release lets b in.
-    a = LeaseLeadership(client_for(standin), identity="a", lease_seconds=3600)
-    b = LeaseLeadership(client_for(standin), identity="b", lease_seconds=3600)
+def _lease(c: Cluster, identity: str, ns: str, **kw: Any) -> LeaseLeadership:
+    # A lease duration far longer than the test: only a release lets another replica in.
+    return LeaseLeadership(c.client(), identity=identity, namespace=ns, lease_seconds=3600, **kw)
+
+
+async def test_stop_releases_and_another_replica_takes_over_at_once(cluster: Cluster) -> None:
+    ns = cluster.namespace("gpubot")
+    a, b = _lease(cluster, "a", ns), _lease(cluster, "b", ns)
     await a.start()
     assert await b.try_acquire_or_renew() is False
     await a.stop()
     assert not a.is_leader()
-    spec = standin.leases[KEY]["spec"]
-    assert not spec.get("holderIdentity")
-    assert spec["leaseDurationSeconds"] == 1
+    spec = cluster.coordination.read_namespaced_lease(NAME, ns).spec
+    assert not spec.holder_identity
+    assert spec.lease_duration_seconds == 1
     assert await b.try_acquire_or_renew() is True
-    assert standin.leases[KEY]["spec"]["holderIdentity"] == "b"
-    assert standin.leases[KEY]["spec"]["leaseTransitions"] == 1
+    spec = cluster.coordination.read_namespaced_lease(NAME, ns).spec
+    assert spec.holder_identity == "b"
+    assert spec.lease_transitions == 1
+    await b.stop()
 
 
-async def test_a_replica_that_does_not_hold_the_lease_leaves_it_alone(
-    standin: KubeStandin,
-) -> None:
-    a = LeaseLeadership(client_for(standin), identity="a", lease_seconds=3600)
-    b = LeaseLeadership(client_for(standin), identity="b", lease_seconds=3600)
+async def test_a_replica_that_does_not_hold_the_lease_leaves_it_alone(cluster: Cluster) -> None:
+    ns = cluster.namespace("gpubot")
+    a, b = _lease(cluster, "a", ns), _lease(cluster, "b", ns)
     assert await a.try_acquire_or_renew() is True
     assert await b.try_acquire_or_renew() is False
     await b.stop()
     assert await b.release() is False
-    assert standin.leases[KEY]["spec"]["holderIdentity"] == "a"
+    assert cluster.coordination.read_namespaced_lease(NAME, ns).spec.holder_identity == "a"
     assert a.is_leader()
 
 
