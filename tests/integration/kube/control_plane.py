@@ -70,7 +70,7 @@ def binary(name: str) -> Path:
     if not source.is_file():
         missing(f"{source} not found: {INSTALL}")
     CACHE.mkdir(parents=True, exist_ok=True)
-    partial = CACHE / f"{name}.partial"
+    partial = CACHE / f"{name}.{os.getpid()}.partial"  # another session may be at it too
     with lzma.open(source) as src, partial.open("wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     got = _sha256(partial)
