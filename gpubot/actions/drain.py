@@ -72,17 +72,23 @@ def blocking(pod: PodInfo, pdbs: list[PodDisruptionBudget]) -> PodDisruptionBudg
 
 async def plan_drain(ctx: ActionContext, p: DrainParams) -> PlanNote:
     kube = ctx.cluster.kube
-    evict, skipped = evictable(await kube.list_pods(node=p.node))
+    listed, skipped = evictable(await kube.list_pods(node=p.node))
+    evict = [pod for pod in listed if not pod.terminating]
+    terminating = [pod.ref for pod in listed if pod.terminating]
     pdbs = await kube.list_pdbs()
     blocked = {pod.ref: b.name for pod in evict if (b := blocking(pod, pdbs))}
     names = ", ".join(pod.ref for pod in evict[:10]) + (" …" if len(evict) > 10 else "")
     summary = f"evict {len(evict)} pod(s) from {p.node}: {names or 'none'}"
+    if terminating:
+        summary += f"; wait for {len(terminating)} already terminating ({_few(terminating)})"
     if skipped:
         summary += f"; skip {len(skipped)} ({', '.join(sorted({why for _, why in skipped}))})"
     if blocked:
         summary += "; blocked now by PDB " + ", ".join(f"{pod} ({b})" for pod, b in blocked.items())
     return PlanNote(
-        summary, changes=bool(evict), facts={"evict": [x.ref for x in evict], "blocked": blocked}
+        summary,
+        changes=bool(listed),
+        facts={"evict": [x.ref for x in evict], "blocked": blocked, "terminating": terminating},
     )
 
 

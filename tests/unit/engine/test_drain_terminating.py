@@ -197,3 +197,14 @@ async def test_a_pdb_blocked_pod_beside_stuck_ones_is_asked_again_only_on_the_ba
     terminating = [p.ref for p in await _evictable(h, node) if p.terminating]
     assert set(terminating) == set(calls.accepted)
     assert f"{len(terminating)} pod(s) still terminating after 5m" in drain.error
+
+
+async def test_the_plan_says_which_pods_are_already_terminating(harness: MakeHarness) -> None:
+    h = harness(DRAIN % ("", "10m"))
+    stop_kubelet(h.cluster, node=NODE)
+    [first, *_] = await _evictable(h)
+    await h.cluster.evict(namespace=first.namespace, name=first.name)
+    plan = await h.service.plan(runbook="drain", args={"node": NODE}, cluster="sim")
+    drain = next(s for s in plan.steps if s.id == "drain")
+    assert f"wait for 1 already terminating ({first.ref})" in drain.summary
+    assert f"evict 1 pod(s) from {NODE}" in drain.summary
