@@ -154,6 +154,7 @@ class Cluster:
         taints: list[Obj] | None = None,
         unschedulable: bool = False,
         ready: bool = True,
+        addresses: list[Obj] | None = None,
     ) -> str:
         """A Node as the NVIDIA device plugin and GPU feature discovery leave it: nvidia.com/gpu
         capacity and allocatable, the product label, Ready, and only the taints given."""
@@ -176,6 +177,7 @@ class Cluster:
                     "message": "kubelet is posting ready status",
                 }
             ],
+            "addresses": addresses or [],
         }
         meta_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
         if gpus or capacity:
