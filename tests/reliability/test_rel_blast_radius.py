@@ -15,7 +15,7 @@ import httpx
 import pytest
 from kube_engine import FakeAgent, xid_payload
 from kube_engine import make_bot as make_kube_bot
-from kube_standin import KubeStandin, serve
+from kube_standin import KubeStandin, client_for, serve
 
 from gpubot.actions.base import ClusterPorts
 from gpubot.backends.recording import RecordingNotifier
@@ -156,7 +156,7 @@ async def test_every_node_through_the_kubernetes_api_never_passes_the_cap(
         agent.lose(name, 0)
     store = open_store(f"sqlite:///{tmp_path / 'kube.db'}")
     bot = make_kube_bot(
-        standin,
+        client_for(standin),
         store,
         agent=agent,
         blast=BlastRadius(max_cordoned_count=KUBE_CAP, max_cordoned_fraction=0.5),
