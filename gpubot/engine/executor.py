@@ -38,6 +38,8 @@ _WAITING = (StepStatus.PENDING, StepStatus.WAITING_APPROVAL, StepStatus.APPROVED
 class Executor(RunRecorder):
     """Runs steps until a run finishes or must wait; every decision is recorded."""
 
+    leader_check_seconds = 1.0  # how often a running action checks that we still lead
+
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._locks: dict[str, asyncio.Lock] = {}
@@ -312,15 +314,26 @@ class Executor(RunRecorder):
             return await self._succeed(run, step, state, output, ctx.actor)
 
     async def _action(self, work: Awaitable[T], *, limit: float | None) -> T:
-        """Run an action (or a retry's wait) in a task of its own, so that shutdown can
-        interrupt it, and only it; _Interrupted when that happened."""
+        """Run an action (or a retry's wait) in a task of its own, so that shutdown, or the
+        loss of the Lease, can interrupt it, and only it; _Interrupted when that happened.
+        A replica that lost the Lease must not go on evicting beside the new leader."""
         task: asyncio.Task[Any] = asyncio.ensure_future(asyncio.wait_for(work, timeout=limit))
         self._actions.add(task)
         try:
-            result: T = await task
+            while not task.done():
+                await asyncio.wait({task}, timeout=self.leader_check_seconds)
+                if not task.done() and not self.e.leadership.is_leader():
+                    log.warning("lost the Lease: interrupting a running step for the new leader")
+                    task.cancel()
+                    await asyncio.wait({task})
+                    if task.cancelled():
+                        raise _Interrupted
+            result: T = task.result()
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if self._stopping and task.cancelled() and not (current and current.cancelling()):
+            if not task.done():  # this coroutine itself was cancelled: the action goes too
+                task.cancel()
+                raise
+            if self._stopping and task.cancelled():
                 raise _Interrupted from None
             raise
         finally:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import stop_kubelet
 from gpubot.domain.runs import RunStatus, StepStatus
 from gpubot.engine.clock import FakeClock
+from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 NODE = "gpu-node-12"
@@ -123,3 +125,40 @@ async def test_after_shutdown_no_run_advances(harness: MakeHarness) -> None:
     await h.service.wait_idle()
     steps = await h.store.steps(run.id)
     assert {s.status for s in steps} == {StepStatus.PENDING}
+
+
+class Flag:
+    """The Leadership port, switched by the test (as a failed Lease renewal switches it)."""
+
+    def __init__(self) -> None:
+        self.leader = True
+
+    def is_leader(self) -> bool:
+        return self.leader
+
+
+async def test_a_replica_that_loses_the_lease_stops_its_running_drain(
+    harness: MakeHarness,
+) -> None:
+    """The new leader resumes the step; the old one must not go on evicting meanwhile."""
+    clock = StalledClock()
+    h = harness(DRAIN, clock=clock)
+    lease = Flag()
+    service = GpubotService(replace(h.service.e, leadership=lease))
+    service.executor.leader_check_seconds = 0.01
+    stop_kubelet(h.cluster, node=NODE)
+    evictions = count_evictions(h.cluster)
+    _plan, run = await service.start_command_run(
+        runbook="drain", args={"node": NODE}, requested_by="U1", cluster="sim"
+    )
+    assert run is not None
+    await asyncio.wait_for(clock.waiting.wait(), timeout=10)
+
+    lease.leader = False
+    await asyncio.wait_for(service.wait_idle(), timeout=5)
+    steps = {s.step_id: s for s in await h.store.steps(run.id)}
+    assert steps["drain"].status is StepStatus.RUNNING
+    assert steps["after"].status is StepStatus.PENDING
+    kinds = [e.kind for e in await h.store.events(run_id=run.id)]
+    assert "step.interrupted" in kinds
+    assert set(evictions.values()) == {1}
