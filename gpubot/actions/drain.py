@@ -32,10 +32,11 @@ class DrainParams(Params):
     # protects are deleted (kubectl drain --disable-eviction). The budget is overridden on
     # purpose, so it is never a default.
     delete_after_seconds: int | None = Field(default=None, ge=0, le=86_400)
-    # An evicted pod stays listed, terminating, until its kubelet confirms it stopped. Past
-    # this bound the kubelet is probably gone (a node hung after XID 79) and waiting longer
-    # does not help: the run is handed to a human, or with force_delete_terminating the pods
-    # are deleted with grace period 0 (kubectl delete --grace-period=0 --force).
+    # An evicted pod stays listed, terminating, until its kubelet confirms it stopped. This
+    # long past its deletion's grace period the kubelet is probably gone (a node hung after
+    # XID 79) and waiting longer does not help: the run is handed to a human, or with
+    # force_delete_terminating the pods are deleted with grace period 0 (kubectl delete
+    # --grace-period=0 --force).
     terminating_timeout_seconds: int = Field(default=300, ge=0, le=86_400)
     force_delete_terminating: bool = False
     # The wait between looks at a node whose pods are terminating or blocked: 1 s, doubling
@@ -157,10 +158,14 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
             )
             continue
         waiting = sorted(set(terminating_since) - set(blocked))
+        # Counted from when this drain first saw the pod terminating, plus the deletion's own
+        # grace period: a pod given 10 minutes to checkpoint is not stuck at 5.
+        grace = {x.ref: x.deletion_grace_seconds or 0 for x in pods}
         stuck = [
             ref
             for ref in waiting
-            if (now - terminating_since[ref]).total_seconds() >= p.terminating_timeout_seconds
+            if (now - terminating_since[ref]).total_seconds()
+            >= p.terminating_timeout_seconds + grace.get(ref, 0)
         ]
         if stuck and p.force_delete_terminating:
             for ref in stuck:
@@ -216,7 +221,7 @@ def _stuck(node: str, refs: list[str], seconds: float, *, at_timeout: bool = Fal
     when = (
         f"at the step timeout, after {_span(round(seconds))}"
         if at_timeout
-        else (f"after {_span(seconds)}")
+        else f"after {_span(seconds)} beyond their grace period"
     )
     return (
         f"{len(refs)} pod(s) still terminating {when}: the kubelet on {node} may be gone, "

@@ -90,6 +90,9 @@ class PodInfo:
     # Set once the pod is being deleted (evicted); it stays listed until its kubelet confirms
     # the containers stopped, which never happens on a node whose kubelet is gone.
     deletion_timestamp: datetime | None = None
+    # The grace period of that deletion (metadata.deletionGracePeriodSeconds): how long the
+    # kubelet may take to stop the containers before the pod counts as stuck.
+    deletion_grace_seconds: int | None = None
 
     @property
     def ref(self) -> str:

@@ -142,6 +142,7 @@ def pod_info(pod: Any) -> PodInfo:
         memory_limit_bytes=memory,
         shm_size_bytes=_shm_bytes(pod, main, memory),
         deletion_timestamp=meta.deletion_timestamp,
+        deletion_grace_seconds=meta.deletion_grace_period_seconds,
     )
 
 

@@ -225,7 +225,7 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
                         budget=pdb.name,
                     )
             if pod.node and not state.node(pod.node).kubelet:
-                _start_terminating(state, pod)
+                _start_terminating(state, pod, grace_seconds)
                 return
             _remove(state, pod)
 
@@ -238,7 +238,7 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
             except NotFoundError:
                 return  # already gone: what the caller wanted
             if pod.node and not state.node(pod.node).kubelet and grace_seconds != 0:
-                _start_terminating(state, pod)
+                _start_terminating(state, pod, grace_seconds)
                 return
             _remove(state, pod)
 
@@ -381,13 +381,15 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         self._seen = (stat.st_ino, stat.st_mtime_ns)
 
 
-def _start_terminating(state: ClusterState, pod: SimPod) -> None:
+def _start_terminating(state: ClusterState, pod: SimPod, grace_seconds: int | None) -> None:
     """Deletion began but no kubelet confirms it: the pod stays listed with a
     deletionTimestamp. A ReplicaSet or Job replaces it at once (a terminating pod is not
     active); a StatefulSet waits until the name is free."""
     if pod.deletion_timestamp:
         return
     pod.deletion_timestamp = datetime.now(UTC).isoformat()
+    # The API's default terminationGracePeriodSeconds when the request names none.
+    pod.deletion_grace_seconds = 30 if grace_seconds is None else grace_seconds
     if pod.owner_kind and pod.owner_kind not in ("StatefulSet", "DaemonSet"):
         _recreate(state, pod)
 

@@ -87,6 +87,7 @@ class SimPod:
     last_state: dict[str, str | int] | None = None
     # ISO 8601; set when an eviction started the pod's deletion on a node without a kubelet.
     deletion_timestamp: str | None = None
+    deletion_grace_seconds: int | None = None
 
     @property
     def ref(self) -> str:
@@ -113,6 +114,7 @@ class SimPod:
             deletion_timestamp=(
                 datetime.fromisoformat(self.deletion_timestamp) if self.deletion_timestamp else None
             ),
+            deletion_grace_seconds=self.deletion_grace_seconds,
         )
 
     def termination(self) -> ContainerTermination | None:
