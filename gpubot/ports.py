@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.audit import AuditDraft, AuditEvent, ChainHead, ChainProblem
 from gpubot.domain.cluster import (
+    FleetView,
     GpuState,
     NodeInfo,
     PodDisruptionBudget,
@@ -41,6 +42,10 @@ class KubeApi(Protocol):
     async def list_nodes(self) -> list[NodeInfo]: ...
 
     async def get_node(self, *, node: str) -> NodeInfo: ...
+
+    async def gpu_fleet(self) -> FleetView:
+        """The GPU nodes and which are cordoned, cheaply (a watch cache, not a LIST per call)."""
+        ...
 
     # Where a node's agent listens: only what the cluster reports, never an alert's text.
     async def node_internal_ips(self) -> dict[str, str]:
@@ -170,6 +175,11 @@ class ChatNotifier(Protocol):
     async def update_root(self, *, incident: Incident, state: str) -> None: ...
 
     async def post(self, *, incident_id: str | None, message: Message) -> None: ...
+
+    async def post_summary(self, *, key: str, message: Message) -> None:
+        """One message in the default channel per `key` (e.g. the held steps of a storm):
+        posted the first time, edited in place after."""
+        ...
 
     async def ask_approval(
         self, *, incident_id: str | None, request: ApprovalRequest, message: Message

@@ -60,6 +60,11 @@ class ConsoleNotifier:
         where = f"[{incident_id}] " if incident_id else ""
         await self._print([f"┣━ {where}{body[0]}", *(f"┃{b}" for b in body[1:])])
 
+    async def post_summary(self, *, key: str, message: Message) -> None:
+        """A terminal cannot edit: each update of the summary is printed again."""
+        body = render(message)
+        await self._print([f"┣━ [{self.channel}] {body[0]}", *(f"┃{b}" for b in body[1:])])
+
     async def post_report(
         self, *, channel: str | None, message: Message, chart: bytes | None, filename: str
     ) -> None:

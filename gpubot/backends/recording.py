@@ -11,10 +11,11 @@ from gpubot.domain.results import Message
 
 @dataclass
 class Posted:
-    kind: str  # open_thread | update_root | post | ask_approval | approval_decided | report
+    # open_thread | update_root | post | summary | ask_approval | approval_decided | report
+    kind: str
     incident_id: str | None
     text: str
-    approval_id: str | None = None
+    approval_id: str | None = None  # a summary's key for kind "summary"
 
 
 @dataclass
@@ -30,6 +31,9 @@ class RecordingNotifier:
 
     async def post(self, *, incident_id: str | None, message: Message) -> None:
         self.calls.append(Posted("post", incident_id, message.plain()))
+
+    async def post_summary(self, *, key: str, message: Message) -> None:
+        self.calls.append(Posted("summary", None, message.plain(), key))
 
     async def ask_approval(
         self, *, incident_id: str | None, request: ApprovalRequest, message: Message

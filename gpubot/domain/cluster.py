@@ -27,6 +27,27 @@ class Taint:
 
 
 @dataclass(frozen=True)
+class FleetView:
+    """The GPU nodes of a cluster and which are cordoned, as known at `as_of`.
+
+    `released` counts the times a cordoned GPU node came back (uncordoned or removed) or a
+    GPU node joined: what can free a slot under the blast-radius cap. A view from a watch
+    cache lags the API server by at most the watch's delivery latency while `live`; a view
+    that is not live is at most as fresh as `as_of`.
+    """
+
+    gpu_nodes: frozenset[str]
+    cordoned: frozenset[str]  # GPU nodes only
+    as_of: datetime
+    released: int = 0
+    live: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.gpu_nodes)
+
+
+@dataclass(frozen=True)
 class NodeInfo:
     name: str
     unschedulable: bool = False

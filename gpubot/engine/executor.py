@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
@@ -19,7 +19,8 @@ from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
-from gpubot.engine.gates import hold_reason, stale_reason
+from gpubot.engine.gates import CordonSlots, drain_hold_reason, gated_node, stale_reason
+from gpubot.engine.holds import HeldStep, Holds, WakeKey
 from gpubot.engine.recorder import Engine, RunRecorder
 from gpubot.errors import (
     GpubotError,
@@ -43,7 +44,13 @@ class Executor(RunRecorder):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._locks: dict[str, asyncio.Lock] = {}
-        self._blast_lock = asyncio.Lock()
+        self._blast_lock = asyncio.Lock()  # drains only: cordons reserve CordonSlots
+        self._slots: dict[str, CordonSlots] = {}  # by cluster
+        self.holds = Holds()
+        self._ended = 0  # runs and drain steps that ended here: each may free a slot
+        # Called when something in this process may have freed a slot (the service wakes
+        # the held runs); an uncordon seen by the fleet view is noticed on the next tick.
+        self.on_release: Callable[[], None] | None = None
         self._stopping = False
         self._actions: set[asyncio.Task[Any]] = set()  # actions running now
 
@@ -67,6 +74,36 @@ class Executor(RunRecorder):
 
     async def advance(self, run_id: str) -> Run:
         """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly."""
+        run = await self._advance(run_id)
+        if run.status.finished:
+            await self._unhold(run.id)  # cancelled while held, say
+            self._released()
+        return run
+
+    def _released(self) -> None:
+        self._ended += 1
+        if self.on_release is not None and len(self.holds):
+            self.on_release()
+
+    async def wake_key(self, cluster: str, blast: str) -> WakeKey:
+        """What a held step waits on to change: cheap (the fleet view is cached). A cordon
+        waits for a slot of the fleet (a node back in service, a reservation dropped), a
+        drain for a drain or run here to end."""
+        if blast != "cordon":
+            return (self._ended, 0)
+        view = await self.e.clusters[cluster].kube.gpu_fleet()
+        slots = self._slots.get(cluster)
+        if slots is not None:
+            slots.expire(view, now=self.e.clock.now())
+        return (view.released, slots.released if slots else 0)
+
+    async def due(self, run: Run) -> bool:
+        """Whether a HELD run is worth re-checking now: not held here (held by another
+        replica, or before a restart), or what it waits on has changed since."""
+        held = self.holds.get(run.id)
+        return held is None or held.key != await self.wake_key(run.cluster, held.blast)
+
+    async def _advance(self, run_id: str) -> Run:
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             while True:
@@ -139,21 +176,92 @@ class Executor(RunRecorder):
             state = decided
         actor = await self._actor(run, step)
         ctx = self._ctx(run, step, actor=actor)
-        if spec.blast is None:
+        node = gated_node(spec, params)
+        if node is None:
             return await self._execute(run, runbook, step, spec, state, params, ctx)
-        # Check and act as one: without the lock, 50 runs could each see room for one more
-        # cordon and all go ahead. A cordon is held for its whole (short) run; a drain only
-        # until it is recorded RUNNING, which is what the next drain's check counts.
-        async with self._blast_lock:
-            if hold := await hold_reason(self.e, spec, params, run):
-                return await self._hold(run, step, state, hold)
-            if spec.blast == "cordon":
+        # Read before the check, so that a slot freed after the check wakes the step.
+        key = await self.wake_key(run.cluster, spec.blast or "")
+        if spec.blast == "cordon":
+            # A slot is reserved atomically, then the cordon runs outside any lock, so the
+            # cordons of a storm go out side by side and the cap stays exact (CordonSlots).
+            slots = self._slots.setdefault(run.cluster, CordonSlots())
+            now = self.e.clock.now()
+            kube = self.e.clusters[run.cluster].kube
+            if hold := await slots.take(kube=kube, policy=self.e.policy.blast, node=node, now=now):
+                return await self._hold_step(
+                    run, step, state, hold, node=node, spec_blast="cordon", key=key
+                )
+            await self._unhold(run.id)
+            try:
                 return await self._execute(run, runbook, step, spec, state, params, ctx)
+            finally:
+                slots.done(node, now=self.e.clock.now())
+        # Check and mark as one: without the lock, two runs could each see no drain going on
+        # and both start one. A drain holds it until recorded RUNNING, which the next counts.
+        async with self._blast_lock:
+            if hold := await drain_hold_reason(self.e, run, node):
+                return await self._hold_step(
+                    run, step, state, hold, node=node, spec_blast="drain", key=key
+                )
+            await self._unhold(run.id)
             state = replace(
                 state, status=StepStatus.RUNNING, started_at=state.started_at or self.e.clock.now()
             )
             await self._save(state)
-        return await self._execute(run, runbook, step, spec, state, params, ctx)
+        try:
+            return await self._execute(run, runbook, step, spec, state, params, ctx)
+        finally:
+            self._released()
+
+    async def _hold_step(
+        self,
+        run: Run,
+        step: Step,
+        state: StepState,
+        reason: str,
+        *,
+        node: str,
+        spec_blast: str,
+        key: WakeKey,
+    ) -> Next:
+        """Held by the cap: recorded on the run, and told in the one storm summary."""
+        await self._hold(run, step, state, reason)
+        before = self.holds.changes
+        self.holds.hold(
+            HeldStep(
+                run_id=run.id,
+                incident_id=run.incident_id,
+                cluster=run.cluster,
+                runbook=run.runbook,
+                step=step.id,
+                node=node,
+                blast=spec_blast,
+                reason=reason,
+                key=key,
+            )
+        )
+        if self.holds.changes != before:
+            await self._post_holds()
+        return "wait"
+
+    async def _unhold(self, run_id: str) -> None:
+        before = self.holds.changes
+        self.holds.clear(run_id)
+        if self.holds.changes != before:
+            await self._post_holds()
+
+    async def _post_holds(self) -> None:
+        message = messages.held_summary(
+            [
+                (h.node, f"{h.runbook} > {h.step}", h.incident_id or "-", h.reason)
+                for h in self.holds.held()
+            ],
+            cap=self.e.policy.blast,
+        )
+        try:
+            await self.e.notifier.post_summary(key="blast-radius", message=message)
+        except Exception:  # chat is best effort; each run's note and audit trail say it
+            log.exception("could not post the summary of held steps")
 
     async def _ask(
         self,

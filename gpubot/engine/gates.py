@@ -2,15 +2,82 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 
 from gpubot.actions.base import ActionSpec
-from gpubot.domain.policy import check_cordon, check_drain
+from gpubot.domain.cluster import FleetView
+from gpubot.domain.policy import BlastRadius, check_cordon, check_drain
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepStatus
 from gpubot.engine.recorder import Engine
+from gpubot.ports import KubeApi
+
+# How long a cordon gpubot made is counted by itself after it returned, when the fleet view
+# does not show it: longer than any view may lag (the adapter lists instead of serving a
+# view more than 30 s old), so the cordon is counted by one or the other the whole time.
+SETTLE = timedelta(seconds=60)
+
+
+class CordonSlots:
+    """The cordon cap for one cluster, exact while cordons of different nodes run at once.
+
+    A slot is reserved under a lock that covers only the count (the fleet view is read from
+    the adapter's watch cache, in memory), never the API call, so a storm's cordons go out
+    concurrently. What is counted: the GPU nodes the view shows cordoned, the cordons in
+    flight here, and the cordons made here that the view may not show yet (kept for SETTLE
+    after they returned, or until the view shows them). So the cap is never passed for
+    lack of a fresher view.
+
+    Across HA replicas: only the replica holding the Lease starts steps (the executor asks
+    before every step and attempt), so one process reserves at a time; its successor's
+    view comes from the API server, where every finished cordon is.
+    """
+
+    def __init__(self, *, settle: timedelta = SETTLE) -> None:
+        self._lock = asyncio.Lock()
+        self._settle = settle
+        self._flight: dict[str, int] = {}  # node → cordons of it in flight
+        self._made: dict[str, datetime] = {}  # node → when gpubot's cordon of it returned
+        self.released = 0  # reservations dropped without the view showing the node cordoned
+
+    async def take(
+        self, *, kube: KubeApi, policy: BlastRadius, node: str, now: datetime
+    ) -> str | None:
+        """Reserve a slot for cordoning `node`; or why the cap holds it (nothing reserved)."""
+        async with self._lock:
+            view = await kube.gpu_fleet()
+            self.expire(view, now=now)
+            counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
+            reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
+            if reason is None:
+                self._flight[node] = self._flight.get(node, 0) + 1
+            return reason
+
+    def expire(self, view: FleetView, *, now: datetime) -> None:
+        """Stop counting cordons made here that `view` counts, or that are older than SETTLE
+        (uncordoned since, or never landed): the latter frees a slot (`released`)."""
+        for name, at in list(self._made.items()):
+            if name in view.cordoned:
+                del self._made[name]
+            elif now - at > self._settle:
+                del self._made[name]
+                self.released += 1
+
+    def done(self, node: str, *, now: datetime) -> None:
+        """The cordon call returned (or failed: it may still have landed, so it counts)."""
+        left = self._flight.get(node, 0) - 1
+        if left > 0:
+            self._flight[node] = left
+        else:
+            self._flight.pop(node, None)
+        self._made[node] = now
+
+    def in_flight(self) -> int:
+        return sum(self._flight.values())
 
 
 async def stale_reason(e: Engine, run: Run, runbook: Runbook) -> str | None:
@@ -23,17 +90,14 @@ async def stale_reason(e: Engine, run: Run, runbook: Runbook) -> str | None:
     return f"incident {incident.id} resolved before the remaining steps ran; nothing more done"
 
 
-async def hold_reason(e: Engine, spec: ActionSpec[Any], params: BaseModel, run: Run) -> str | None:
+def gated_node(spec: ActionSpec[Any], params: BaseModel) -> str | None:
+    """The node a blast-radius cap counts this step against; None when no cap applies."""
     node = getattr(params, "node", None)
-    if spec.blast is None or not isinstance(node, str):
-        return None
-    kube = e.clusters[run.cluster].kube
-    if spec.blast == "cordon":
-        nodes = [n for n in await kube.list_nodes() if n.is_gpu_node]
-        cordoned = {n.name for n in nodes if n.unschedulable}
-        return check_cordon(
-            policy=e.policy.blast, fleet_size=len(nodes), cordoned=cordoned, node=node
-        )
+    return node if spec.blast is not None and isinstance(node, str) else None
+
+
+async def drain_hold_reason(e: Engine, run: Run, node: str) -> str | None:
+    """Why a drain of `node` must wait for drains in progress, or None."""
     draining: set[str] = set()
     # Any unfinished run: a drain is recorded RUNNING before its run's own status catches up.
     active = [RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.NEEDS_HUMAN]

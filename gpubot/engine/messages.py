@@ -10,6 +10,7 @@ from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.audit import SHORT_HASH, AuditEvent, ChainHead
 from gpubot.domain.incidents import Incident
 from gpubot.domain.plans import Plan
+from gpubot.domain.policy import BlastRadius
 from gpubot.domain.results import Code, Fields, Message, Table, Text
 from gpubot.domain.runs import Run, StepState
 
@@ -117,6 +118,39 @@ def audit_summary(events: Sequence[AuditEvent], *, head: ChainHead | None = None
         f"Audit trail ({len(events)} events, chain head seq {head.seq} / {short})",
         (table, Text(f"To check the trail still reaches this point later: `{check}`")),
     )
+
+
+HELD_ROWS = 40  # a storm summary lists this many held steps, then counts the rest
+
+
+def held_summary(held: Sequence[tuple[str, str, str, str]], *, cap: BlastRadius) -> Message:
+    """One message for every step the blast-radius cap holds, edited as the storm goes on:
+    how many, on which nodes (node, runbook > step, incident, reason), what releases them."""
+    if not held:
+        return Message(
+            "Blast radius: no steps are held", (Text("Every held step has gone ahead or ended."),)
+        )
+    nodes = sorted({node for node, *_ in held})
+    rows = tuple(held[:HELD_ROWS])
+    more = len(held) - len(rows)
+    release = (
+        "They go ahead by themselves, one per freed slot, when GPU nodes come back into "
+        "service (uncordoned), nodes join the fleet, or running drains and runs end. To let "
+        f"more go at once, raise policy.blast_radius (now {cap.max_cordoned_count} nodes or "
+        f"{cap.max_cordoned_fraction:.0%} of the fleet, {cap.max_concurrent_drains} drain(s) "
+        "at a time); to stop one, cancel its run."
+    )
+    blocks: list[Any] = [
+        Text(
+            f"{len(held)} step(s) held on {len(nodes)} node(s): {', '.join(nodes[:HELD_ROWS])}"
+            + (f" and {len(nodes) - HELD_ROWS} more" if len(nodes) > HELD_ROWS else "")
+        ),
+        Table(("node", "step", "incident", "why"), rows),
+    ]
+    if more:
+        blocks.append(Text(f"… and {more} more held step(s)"))
+    blocks.append(Text(release))
+    return Message(f"Blast radius: {len(held)} step(s) held", tuple(blocks))
 
 
 def text(title: str, body: str = "") -> Message:

@@ -157,11 +157,12 @@ class RunRecorder:
         return "wait"
 
     async def _hold(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
+        """Recorded on the step, the run and the audit trail; what people read is the one
+        summary of every held step (the executor posts it), not a message per step."""
         if state.status is not StepStatus.HELD or run.note != reason:
             await self._save(replace(state, status=StepStatus.HELD, error=reason))
             await self._set_run(run, RunStatus.HELD, reason)
             await self._audit(run, "step.held", step=step, result={"reason": reason})
-            await self._say(run, messages.text(f"Step {step.id} is held", reason))
         return "wait"
 
     async def _cancel(self, run: Run, reason: str) -> Wait:

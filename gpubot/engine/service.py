@@ -54,6 +54,8 @@ class GpubotService:
         self.e = engine
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
         self.executor = Executor(engine)
+        self.executor.on_release = self._wake_soon
+        self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- intake ---------------------------------------------------------------------------
@@ -334,16 +336,33 @@ class GpubotService:
         await self._start_missing_runs()
 
     async def tick(self) -> None:
-        """Periodic: expire approvals, retry held steps, and (on the leader) pick up runs
-        that another replica recorded but may not start."""
+        """Periodic: expire approvals, wake held steps whose slot may have freed, and (on the
+        leader) pick up runs that another replica recorded but may not start."""
         for run in await self.e.store.list_runs(
             statuses=(RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.RUNNING)
         ):
-            if not self.executor.busy(run.id):
-                self.spawn(self.executor.advance(run.id))
+            if self.executor.busy(run.id):
+                continue
+            # A held step sleeps until something it waits on changed (no LIST per tick).
+            if run.status is RunStatus.HELD and not await self.executor.due(run):
+                continue
+            self.spawn(self.executor.advance(run.id))
         # The follow-up after intake may have failed (the database went away after the
         # alert was stored): without this, such an incident would wait for a restart.
         await self._start_missing_runs()
+
+    def _wake_soon(self) -> None:
+        """One wake at a time: a storm of ending runs costs one pass over the held ones."""
+        if not self._waking:
+            self._waking = True
+            self.spawn(self.wake_held())
+
+    async def wake_held(self) -> None:
+        """Re-check the held runs whose slot may have freed (a run or drain ended here)."""
+        self._waking = False  # what ends from here on asks for another pass
+        for run in await self.e.store.list_runs(statuses=(RunStatus.HELD,)):
+            if not self.executor.busy(run.id) and await self.executor.due(run):
+                self.spawn(self.executor.advance(run.id))
 
     async def _start_missing_runs(self) -> None:
         """Start the runs of open incidents that have none (the store's unique key on

@@ -80,6 +80,7 @@ class SlackNotifier:
         self.routes = tuple(routes)
         self._threads: dict[str, tuple[str, Ref]] = {}
         self._approvals: dict[str, tuple[str, Ref, Message]] = {}
+        self._summaries: dict[str, Ref] = {}
 
     # -- the root -------------------------------------------------------------------------
 
@@ -128,6 +129,21 @@ class SlackNotifier:
             merge_key=key,
             combine=merge_progress if key else None,
         )
+
+    async def post_summary(self, *, key: str, message: Message) -> None:
+        """One channel message per key, edited in place; the outbox keeps only the latest of
+        queued edits, so a storm of updates costs a few Slack calls, not one each."""
+        ref = self._summaries.get(key)
+        if ref is None and (stored := await self.store.get_chat_ref(f"summary:{key}")):
+            ref = self._summaries[key] = Ref(*stored)
+        if ref is not None:
+            self.outbox.edit(self.channel, ref, _payload(message))
+            return
+
+        async def remember(channel_id: str, ts: str) -> None:
+            await self.store.put_chat_ref(f"summary:{key}", channel=channel_id, ts=ts)
+
+        self._summaries[key] = self.outbox.post(self.channel, _payload(message), on_sent=remember)
 
     async def ask_approval(
         self, *, incident_id: str | None, request: ApprovalRequest, message: Message

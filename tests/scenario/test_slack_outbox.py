@@ -148,3 +148,19 @@ async def test_server_errors_back_off_and_then_arrive(standin: SlackStandin) -> 
     gaps = [b.at - a.at for a, b in itertools.pairwise(tries)]
     assert gaps == sorted(gaps)  # exponential backoff: each wait longer than the last
     assert len(standin.roots()) == 1
+
+
+async def test_a_summary_is_one_channel_message_edited_in_place(standin: SlackStandin) -> None:
+    """The storm summary: posted once in the channel, then every update edits it (queued
+    updates collapse to the latest), never a new message."""
+    n = await notifier(standin, rate=20.0)
+    for held in range(1, 31):
+        await n.post_summary(key="blast-radius", message=Message(f"Blast radius: {held} held"))
+    await n.outbox.flush()
+    await n.post_summary(key="blast-radius", message=Message("Blast radius: 29 held"))
+    await n.outbox.flush()
+    await n.outbox.aclose()
+    [root] = standin.roots()
+    assert "29 held" in root.text
+    assert len(standin.of("chat.postMessage")) == 1
+    assert len(standin.of("chat.update")) <= 3

@@ -15,11 +15,14 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from gpubot.backends.kube import convert
-from gpubot.backends.kube.errors import eviction_error, translate
+from gpubot.backends.kube.errors import eviction_error, retry_after, translate
+from gpubot.backends.kube.node_cache import NodeCache
+from gpubot.backends.kube.pacing import TokenBucket
 from gpubot.backends.kube.workloads import KubeWorkloads
 from gpubot.domain.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
+    FleetView,
     NodeInfo,
     PodDisruptionBudget,
     PodEvent,
@@ -35,6 +38,10 @@ MERGE = "application/merge-patch+json"
 # Node events live in `default`, keyed by the node's name, as the kubelet writes them.
 EVENT_NAMESPACE = "default"
 COMPONENT = "gpubot"
+# A 429 from API priority and fairness is retried this many times, after its Retry-After
+# (at most MAX_RETRY_AFTER seconds each), through the token bucket.
+THROTTLE_RETRIES = 3
+MAX_RETRY_AFTER = 10.0
 
 
 class KubernetesKubeApi:
@@ -46,6 +53,8 @@ class KubernetesKubeApi:
     write: the API server runs admission, RBAC and PDB checks and persists nothing.
     Every request gives up after `request_timeout` seconds (a temporary step error): a hung
     API server must not hold a step, and a pool thread, until the step's own timeout.
+    Requests are paced by a token bucket (`qps`, `burst`); the fleet's GPU nodes and their
+    cordons come from a watch cache (NodeCache) started on the first `gpu_fleet()`.
     """
 
     def __init__(
@@ -55,9 +64,15 @@ class KubernetesKubeApi:
         dry_run: bool = False,
         workers: int = 32,
         request_timeout: float = 30.0,
+        qps: float = 100.0,
+        burst: int = 200,
+        fleet_max_staleness: float = 30.0,
     ) -> None:
         self._api = api_client
         self._timeout = request_timeout
+        self.pace = TokenBucket(qps=qps, burst=burst)
+        self.throttled = 0  # 429s from API priority and fairness, each retried after a wait
+        self._max_stale = fleet_max_staleness
         self.core = client.CoreV1Api(api_client)
         self.policy = client.PolicyV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
@@ -66,15 +81,28 @@ class KubernetesKubeApi:
         self._workloads = KubeWorkloads(
             api_client, call=self._call, scale=self.scale, dry_run=dry_run
         )
+        self.nodes = NodeCache(self.core, request_timeout=request_timeout)
 
     def close(self) -> None:
+        self.nodes.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._api.close()  # type: ignore[no-untyped-call]
 
     async def _call(self, fn: Callable[..., T], /, *, verb: str, resource: str, **kw: Any) -> T:
         loop = asyncio.get_running_loop()
+        call = functools.partial(fn, _request_timeout=self._timeout, **kw)
         try:
-            call = functools.partial(fn, _request_timeout=self._timeout, **kw)
+            for _ in range(THROTTLE_RETRIES):
+                await self.pace.acquire()
+                try:
+                    return await loop.run_in_executor(self._pool, call)
+                except ApiException as exc:
+                    if exc.status != 429:
+                        raise
+                    # The server sheds load: everyone waits its Retry-After, then goes on paced.
+                    self.throttled += 1
+                    self.pace.hold_off(min(retry_after(exc, 1.0), MAX_RETRY_AFTER))
+            await self.pace.acquire()
             return await loop.run_in_executor(self._pool, call)
         except ApiException as exc:
             raise translate(exc, verb=verb, resource=resource) from exc
@@ -91,6 +119,24 @@ class KubernetesKubeApi:
 
     async def get_node(self, *, node: str) -> NodeInfo:
         return convert.node_info(await self._read_node(node))
+
+    async def gpu_fleet(self) -> FleetView:
+        """From the watch cache; a LIST instead while it has not synced yet, or when its
+        watch has been down for more than `fleet_max_staleness` seconds."""
+        self.nodes.start()
+        view = self.nodes.view()
+        now = datetime.now(UTC)
+        if view is not None and (
+            view.live or (now - view.as_of).total_seconds() <= self._max_stale
+        ):
+            return view
+        nodes = [n for n in await self.list_nodes() if n.is_gpu_node]
+        return FleetView(
+            gpu_nodes=frozenset(n.name for n in nodes),
+            cordoned=frozenset(n.name for n in nodes if n.unschedulable),
+            as_of=now,
+            released=view.released if view is not None else 0,
+        )
 
     async def node_internal_ips(self) -> dict[str, str]:
         nodes = await self._call(self.core.list_node, verb="list", resource="nodes")
@@ -318,6 +364,7 @@ class KubernetesKubeApi:
             dry_run=self._dry,
         )
         try:
+            await self.pace.acquire()
             await loop.run_in_executor(self._pool, call)
         except ApiException as exc:
             if exc.status == 404:

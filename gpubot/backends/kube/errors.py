@@ -35,7 +35,7 @@ def _status(exc: ApiException) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def _retry_after(exc: ApiException, default: float) -> float:
+def retry_after(exc: ApiException, default: float) -> float:
     headers = exc.headers or {}
     try:
         return float(headers.get("Retry-After", default))
@@ -70,7 +70,7 @@ def translate(exc: ApiException, *, verb: str, resource: str) -> GpubotError:
         return TemporaryStepError(f"conflict on {what}, will retry: {message}", delay=1.0)
     if code == 429:
         return TemporaryStepError(
-            f"API server throttled {what}: {message}", delay=_retry_after(exc, 5.0)
+            f"API server throttled {what}: {message}", delay=retry_after(exc, 5.0)
         )
     if code >= 500 or code == 0:
         return TemporaryStepError(f"API server error on {what} ({code}): {message}", delay=5.0)

@@ -27,6 +27,7 @@ from gpubot.backends.simulated.workloads import SimulatedWorkloads
 from gpubot.domain.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
+    FleetView,
     GpuState,
     NodeInfo,
     PodDisruptionBudget,
@@ -75,6 +76,8 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         self._path = state_path
         self._lock = threading.Lock()
         self._seen: tuple[int, int] | None = None
+        # The last fleet read, to count slots freed between reads (FleetView.released).
+        self._fleet: tuple[frozenset[str], frozenset[str], int] = (frozenset(), frozenset(), 0)
         # Node Events the bot posted: (node, type, reason, message); not persisted.
         self.node_events: list[tuple[str, str, str, str]] = []
         if state_path is not None and state_path.exists():
@@ -119,6 +122,20 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
     async def get_node(self, *, node: str) -> NodeInfo:
         with self._lock:
             return self._current().node(node).info()
+
+    async def gpu_fleet(self) -> FleetView:
+        """Read from the state itself: always current (`live`)."""
+        with self._lock:
+            infos = [n.info() for n in self._current().nodes.values()]
+            gpu = frozenset(n.name for n in infos if n.is_gpu_node)
+            cordoned = frozenset(n.name for n in infos if n.is_gpu_node and n.unschedulable)
+            seen_gpu, seen_cordoned, released = self._fleet
+            if (seen_cordoned - cordoned) or (gpu - seen_gpu and seen_gpu):
+                released += 1
+            self._fleet = (gpu, cordoned, released)
+        return FleetView(
+            gpu_nodes=gpu, cordoned=cordoned, as_of=datetime.now(UTC), released=released, live=True
+        )
 
     async def node_internal_ips(self) -> dict[str, str]:
         # Loopback for every node: a `gpubot agent --driver simulated` on this machine may

@@ -1,0 +1,76 @@
+"""NodeCache on a fake CoreV1Api: a 410 on the watch makes it list again; a broken watch
+stops the view being live, and the adapter then lists instead of serving a stale view."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from gpubot.backends.kube.node_cache import NodeCache
+
+T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+
+def node(name: str, *, gpus: int = 8, cordoned: bool = False) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"unschedulable": True} if cordoned else {},
+        "status": {"capacity": {"nvidia.com/gpu": str(gpus)} if gpus else {"cpu": "8"}},
+    }
+
+
+class Raw:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.data = json.dumps(body).encode()
+
+
+class FakeCore:
+    """LIST answers the nodes given; WATCH answers 410 (the version is gone) `gone` times,
+    then a connection error, and the test stops the cache."""
+
+    def __init__(self, lists: list[list[dict[str, Any]]], *, gone: int) -> None:
+        self.lists = lists
+        self.gone = gone
+        self.listed = 0
+        self.watches = 0
+        self.done = threading.Event()
+
+    def list_node(self, **kw: Any) -> Any:
+        """:return: V1NodeList"""
+        if kw.get("watch"):
+            self.watches += 1
+            if self.gone > 0:
+                self.gone -= 1
+                raise ApiException(status=410, reason="Expired")
+            self.done.set()
+            raise OSError("connection reset")
+        items = self.lists[min(self.listed, len(self.lists) - 1)]
+        self.listed += 1
+        return Raw({"metadata": {"resourceVersion": str(self.listed)}, "items": items})
+
+
+def test_a_gone_watch_lists_again_and_counts_the_uncordon_it_missed() -> None:
+    core = FakeCore(
+        [[node("a", cordoned=True), node("b"), node("cpu", gpus=0)], [node("a"), node("b")]],
+        gone=1,
+    )
+    released: list[int] = []
+    cache = NodeCache(core, now=lambda: T0, on_release=lambda: released.append(1))  # type: ignore[arg-type]
+    cache.start()
+    try:
+        assert core.done.wait(10)
+    finally:
+        cache.stop()
+    assert core.listed == 2  # the first LIST, and one after the 410
+    view = cache.view()
+    assert view is not None
+    assert view.gpu_nodes == {"a", "b"}
+    assert view.cordoned == frozenset()
+    assert view.released == 1
+    assert released == [1]
+    assert not view.live  # the watch broke after: the view stops at as_of
+    assert view.as_of == T0

@@ -1,0 +1,83 @@
+"""CordonSlots: the cordon cap stays exact while cordons run side by side on a stale view."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from gpubot.domain.cluster import FleetView
+from gpubot.domain.policy import BlastRadius
+from gpubot.engine.gates import SETTLE, CordonSlots
+
+T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+NODES = [f"n{i:02d}" for i in range(10)]
+CAP = BlastRadius(max_cordoned_count=3, max_cordoned_fraction=1.0)
+
+
+class Fleet:
+    """A fleet view that changes only when the test says (a watch that lags)."""
+
+    def __init__(self, cordoned: set[str] | None = None) -> None:
+        self.view = FleetView(
+            gpu_nodes=frozenset(NODES), cordoned=frozenset(cordoned or ()), as_of=T0, live=True
+        )
+        self.reads = 0
+
+    async def gpu_fleet(self) -> FleetView:
+        self.reads += 1
+        await asyncio.sleep(0)  # let the other reservations interleave
+        return self.view
+
+    def show(self, *cordoned: str) -> None:
+        self.view = FleetView(
+            gpu_nodes=self.view.gpu_nodes,
+            cordoned=self.view.cordoned | set(cordoned),
+            as_of=T0,
+            live=True,
+        )
+
+
+async def take(slots: CordonSlots, fleet: Fleet, node: str, now: datetime = T0) -> str | None:
+    return await slots.take(kube=fleet, policy=CAP, node=node, now=now)  # type: ignore[arg-type]
+
+
+async def test_concurrent_reservations_take_exactly_the_cap() -> None:
+    slots, fleet = CordonSlots(), Fleet()
+    reasons = await asyncio.gather(*(take(slots, fleet, n) for n in NODES[:8]))
+    assert sum(r is None for r in reasons) == 3
+    assert slots.in_flight() == 3
+    held = [r for r in reasons if r is not None]
+    assert all("3 of 10 GPU nodes are already cordoned; the cap is 3" in r for r in held)
+
+
+async def test_cordons_made_count_until_the_view_shows_them() -> None:
+    """The view has not seen the three cordons yet: a fourth is still refused."""
+    slots, fleet = CordonSlots(), Fleet()
+    for node in NODES[:3]:
+        assert await take(slots, fleet, node) is None
+        slots.done(node, now=T0)
+    assert slots.in_flight() == 0
+    assert await take(slots, fleet, NODES[3]) is not None
+    fleet.show(*NODES[:3])  # the watch caught up: same count, from the view this time
+    assert await take(slots, fleet, NODES[3], now=T0 + timedelta(seconds=1)) is not None
+    assert slots.released == 0
+
+
+async def test_a_cordon_the_view_never_shows_frees_its_slot_after_the_settle_time() -> None:
+    """Uncordoned by someone before the watch saw it, or it never landed: counted for
+    SETTLE (longer than any view may lag), then the slot is free again."""
+    slots, fleet = CordonSlots(), Fleet()
+    for node in NODES[:3]:
+        assert await take(slots, fleet, node) is None
+        slots.done(node, now=T0)
+    later = T0 + SETTLE - timedelta(seconds=1)
+    assert await take(slots, fleet, NODES[3], now=later) is not None
+    assert slots.released == 0
+    assert await take(slots, fleet, NODES[3], now=T0 + SETTLE + timedelta(seconds=1)) is None
+    assert slots.released == 3
+
+
+async def test_a_node_already_cordoned_needs_no_slot() -> None:
+    slots, fleet = CordonSlots(), Fleet(cordoned=set(NODES[:3]))
+    assert await take(slots, fleet, NODES[0]) is None
+    assert await take(slots, fleet, NODES[5]) is not None
