@@ -110,7 +110,7 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
     api = api_client_for(
         cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
     )
-    kube = KubernetesKubeApi(api, dry_run=settings.dry_run)
+    kube = KubernetesKubeApi(api, dry_run=settings.dry_run, qps=c.kube_qps, burst=c.kube_burst)
     agent = node_agent(settings, c, kube=kube)
     assert agent is not None  # c.agent is set
     return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
