@@ -8,7 +8,9 @@ import json
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+from kube_cluster import Cluster
 from kubernetes import client
 
 from gpubot.actions.base import ClusterPorts
@@ -131,6 +133,15 @@ def make_bot(
     return KubeBot(GpubotService(engine), store, notifier, kube, agent)
 
 
+def cluster_bot(c: Cluster, store: SqlStore, *, token: str | None = None, **kw: Any) -> KubeBot:
+    """make_bot on the real API server, through a client that records into `c.calls` (as the
+    admin, or as `token`); its adapter, and any watch it keeps open, is closed with the test's
+    objects: an open watch would hold up the API server's shutdown."""
+    bot = make_bot(c.client(token), store, **kw)
+    c.finalizers.append(bot.kube.close)
+    return bot
+
+
 def xid_payload(nodes: list[str]) -> AlertmanagerPayload:
     """One webhook body with an XID 79 alert per node (as a grouped Alertmanager send)."""
     data = json.loads(XID79_PAYLOAD.read_text())
@@ -145,4 +156,4 @@ def xid_payload(nodes: list[str]) -> AlertmanagerPayload:
     return AlertmanagerPayload.model_validate(data)
 
 
-__all__ = ["FakeAgent", "KubeBot", "PermanentStepError", "make_bot", "xid_payload"]
+__all__ = ["FakeAgent", "KubeBot", "PermanentStepError", "cluster_bot", "make_bot", "xid_payload"]

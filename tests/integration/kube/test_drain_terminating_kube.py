@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kube_cluster import Call, Cluster
-from kube_engine import KubeBot, make_bot
+from kube_engine import KubeBot, cluster_bot
 
 from gpubot.backends.store import open_store
 from gpubot.domain.runs import RunStatus
@@ -35,7 +35,7 @@ steps:
 def _bot(c: Cluster, tmp_path: Path, option: str = "") -> tuple[KubeBot, FakeClock]:
     (tmp_path / "drain-only.yaml").write_text(RUNBOOK % option)
     store = open_store(f"sqlite:///{tmp_path}/drain.db")
-    bot = make_bot(c.client(), store, runbooks=(tmp_path / "drain-only.yaml",))
+    bot = cluster_bot(c, store, runbooks=(tmp_path / "drain-only.yaml",))
     clock = FakeClock()
     bot.service = GpubotService(replace(bot.service.e, clock=clock))
     return bot, clock

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kube_cluster import Cluster
-from kube_engine import make_bot
+from kube_engine import cluster_bot
 
 from gpubot.backends.kube import LeaseLeadership
 from gpubot.backends.store import open_store
@@ -81,8 +81,8 @@ async def test_two_bots_one_lease_exactly_one_executes_the_step(
     assert await lease_a.try_acquire_or_renew()
     assert not await lease_b.try_acquire_or_renew()
     runbooks = (tmp_path / "cordon-only.yaml",)
-    bot_a = make_bot(cluster.client(), store_a, leadership=lease_a, runbooks=runbooks)
-    bot_b = make_bot(cluster.client(), store_b, leadership=lease_b, runbooks=runbooks)
+    bot_a = cluster_bot(cluster, store_a, leadership=lease_a, runbooks=runbooks)
+    bot_b = cluster_bot(cluster, store_b, leadership=lease_b, runbooks=runbooks)
 
     def cordons() -> list[str]:
         return [p for p in cluster.calls_of("PATCH", f"/nodes/{nodes[0]}") if "dryRun" not in p]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kube_cluster import Cluster, kubelet_for, shipped_rules
-from kube_engine import make_bot
+from kube_engine import cluster_bot
 from xid79_flow import quarantine_drain_reset_release, xid_scene
 
 from gpubot.backends.kube import LeaseLeadership
@@ -33,7 +33,7 @@ async def test_the_shipped_clusterrole_runs_the_xid79_runbook_without_a_403(
     token = c.service_account(bot_ns, "gpubot", cluster_rules=cluster_rules, rules=lease_rules)
     lease = LeaseLeadership(c.client(token), identity="replica-a", namespace=bot_ns)
     assert await lease.try_acquire_or_renew()
-    bot = make_bot(c.client(token), store, leadership=lease)
+    bot = cluster_bot(c, store, token=token, leadership=lease)
     with kubelet_for(c, scene.node):
         await quarantine_drain_reset_release(bot, c, scene)
     assert await lease.try_acquire_or_renew()  # the renewal is allowed too
