@@ -122,9 +122,11 @@ class Cluster:
     def name(self, short: str) -> str:
         return f"{self.prefix}-{short}"
 
-    def client(self, token: str | None = None) -> RecordingApiClient:
-        """A new client (admin unless a token is given) that records into `calls`."""
-        api = RecordingApiClient(configuration(self.plane, token or self.plane.token), self.calls)
+    def client(self, token: str | None = None, *, record: bool = True) -> client.ApiClient:
+        """A new client (admin unless a token is given) that records into `calls` (the bot's
+        requests), or not (the helpers' own, such as the stand-in kubelet's)."""
+        made = configuration(self.plane, token or self.plane.token)
+        api = RecordingApiClient(made, self.calls) if record else client.ApiClient(made)
         self.clients.append(api)
         return api
 
@@ -447,7 +449,7 @@ class Kubelet:
     """
 
     def __init__(self, cluster: Cluster, nodes: set[str] | None = None) -> None:
-        self.api = client.CoreV1Api(cluster.client())
+        self.api = client.CoreV1Api(cluster.client(record=False))
         self.nodes: set[str] = set(nodes or ())
         self.finished: list[str] = []
         self._stop = threading.Event()
