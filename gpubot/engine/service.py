@@ -369,7 +369,17 @@ class GpubotService:
         incident and runbook keeps a race with the intake follow-up from doubling one)."""
         for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
             if not await self.e.store.list_runs(incident_id=incident.id):
+                await self._record_opened(incident)
                 await self.start_incident_runs(incident, quiet=True)
+
+    async def _record_opened(self, incident: Incident) -> None:
+        """An incident whose intake follow-up never ran (the process died right after the
+        alert was stored) still gets its `incident.opened` event and its thread, once."""
+        events = await self.e.store.events(incident_id=incident.id)
+        if any(e.kind == "incident.opened" for e in events):
+            return
+        await self._audit_incident(incident, "incident.opened", None)
+        await self._notify(self.e.notifier.open_thread(incident=incident))
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -445,7 +455,8 @@ class GpubotService:
             ),
         )
 
-    async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str) -> None:
+    async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str | None) -> None:
+        why = f"fingerprint {fingerprint}" if fingerprint else "recorded by recovery"
         await self.e.store.append(
             AuditDraft(
                 ts=self.e.clock.now(),
@@ -454,7 +465,7 @@ class GpubotService:
                 incident_id=incident.id,
                 target=incident.node,
                 result={"status": incident.status.value},
-                reason=f"alert {incident.alertname} fingerprint {fingerprint}",
+                reason=f"alert {incident.alertname} {why}",
             )
         )
 
