@@ -178,11 +178,15 @@ def _spawn(name: str, argv: list[str], workdir: Path) -> Proc:
     return Proc(name, popen, log, out)
 
 
+class Exited(RuntimeError):
+    """A server exited while starting: most often a port taken since free_port() chose it."""
+
+
 def _wait(proc: Proc, ready: Callable[[], bool], what: str, limit: float = 60.0) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if proc.popen.poll() is not None:
-            raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}):\n{proc.tail()}")
+            raise Exited(f"{proc.name} exited ({proc.popen.returncode}):\n{proc.tail()}")
         with contextlib.suppress(OSError):
             if ready():
                 return
@@ -199,7 +203,19 @@ def _get(url: str, *, token: str | None = None, context: ssl.SSLContext | None =
 
 
 def start(workdir: Path, *, rbac: bool) -> ControlPlane:
-    """etcd, then the apiserver (ready at /readyz), then the disruption controller."""
+    """etcd, then the apiserver (ready at /readyz), then the disruption controller; on fresh
+    ports in a fresh folder once more if a server exits while starting (other sessions on
+    this machine pick free ports too)."""
+    for attempt in range(3):
+        try:
+            return _start(workdir / f"plane{attempt}", rbac=rbac)
+        except Exited:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start(workdir: Path, *, rbac: bool) -> ControlPlane:
     etcd = etcd_binary()
     apiserver, kcm = binary("kube-apiserver"), binary("kube-controller-manager")
     workdir.mkdir(parents=True, exist_ok=True)
