@@ -115,8 +115,32 @@ def _grant_for(method: str, path: str) -> Grant:
     return group, resource, verb
 
 
+def _watched() -> Iterator[tuple[type[Any], str]]:
+    """(client class, list method) for every `<watch>.stream(self.<attr>.<list method>, …)`:
+    a watch is a GET of the list with `watch=true`, which RBAC grants as the verb `watch`.
+    The API object may be handed in (not built in that module): the method is looked up on
+    the client classes the backend builds."""
+    classes = {cls for cls, _ in _api_methods_used()}
+    for module in sorted(KUBE_BACKEND.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "stream"
+                and node.args
+                and isinstance(listed := node.args[0], ast.Attribute)
+            ):
+                owners = [cls for cls in classes if callable(getattr(cls, listed.attr, None))]
+                assert len(owners) == 1, f"{module.name}: cannot tell whose {listed.attr} it is"
+                yield owners[0], listed.attr
+
+
 def _code_grants() -> set[Grant]:
-    return {_grant_for(*_request_of(cls, m)) for cls, m in _api_methods_used()}
+    grants = {_grant_for(*_request_of(cls, m)) for cls, m in _api_methods_used()}
+    for cls, method in _watched():
+        group, resource, _ = _grant_for(*_request_of(cls, method))
+        grants.add((group, resource, "watch"))
+    return grants
 
 
 def test_the_request_mapping_reads_paths_as_the_api_server_does() -> None:

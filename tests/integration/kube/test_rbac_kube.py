@@ -24,11 +24,6 @@ async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
     await s.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the shipped ClusterRole grants no `watch` on nodes, which the blast-radius node "
-    "cache's WATCH needs (deploy/rbac/clusterrole.yaml and the chart's rbac.yaml)",
-)
 async def test_the_shipped_clusterrole_runs_the_xid79_runbook_without_a_403(
     rbac_cluster: Cluster, store: SqlStore
 ) -> None:
