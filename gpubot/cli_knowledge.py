@@ -16,19 +16,37 @@ def add_parsers(sub: Any) -> None:
     tsub = p.add_subparsers(dest="triage_command", required=True, metavar="SUBCOMMAND")
     t = tsub.add_parser(
         "oom",
-        help="CUDA OOM, fragmentation, host OOM kill, /dev/shm, or not an OOM",
+        help="CUDA OOM, fragmentation, host OOM kill, /dev/shm, killed (cause unknown), "
+        "or not an OOM",
         description="Classify an out-of-memory failure from a container log, dmesg or "
-        "`kubectl describe pod` output; print the evidence and what to do.",
+        "`kubectl describe pod` output. The verdict names its class (cuda_oom, "
+        "cuda_oom_fragmentation, host_oom_killed, shm_exhausted, killed_unknown, not_oom), "
+        "the family of evidence that decided it, a confidence (high, medium, low), the lines "
+        "it rests on, the message's own hint, and advice fitted to the workload (training, "
+        "inference server, data loader). Exit code 137 alone is any SIGKILL: it gives "
+        "killed_unknown with how to find the cause, not host_oom_killed.",
     )
     _log_arg(t)
     t.add_argument("--exit-code", type=int, metavar="N", help="the container's exit code")
-    t.add_argument("--reason", metavar="R", help="the container's termination reason")
+    t.add_argument(
+        "--reason", metavar="R", help="the container's termination reason, e.g. OOMKilled"
+    )
     t.add_argument(
         "--liveness-failed",
         action="store_true",
         help="the kubelet killed the container after a failed liveness probe",
     )
-    t.add_argument("--json", action="store_true", help="print class, evidence, advice as JSON")
+    t.add_argument(
+        "--workload",
+        choices=("training", "inference_server", "data_loader"),
+        help="what the job is, when the log does not say (advice differs)",
+    )
+    t.add_argument(
+        "--json",
+        action="store_true",
+        help="print class, family, confidence, workload, evidence, hints, advice and numbers "
+        "as JSON",
+    )
 
     p = sub.add_parser("xid", help="NVIDIA XID errors: meaning and log parsing")
     xsub = p.add_subparsers(dest="xid_command", required=True, metavar="SUBCOMMAND")
@@ -71,11 +89,14 @@ def _triage(args: argparse.Namespace) -> int:
         exit_code=args.exit_code,
         reason=args.reason,
         liveness_failed=args.liveness_failed,
+        workload_hint=args.workload,
     )
     if args.json:
         print(json.dumps(triage.as_json(), indent=2))
         return 0
     print(f"class: {triage.cls}")
+    print(f"family: {triage.family} ({triage.confidence} confidence)")
+    print(f"workload: {triage.workload}")
     print("evidence:")
     print("\n".join(f"  {line}" for line in triage.evidence) or "  (none)")
     if triage.advice:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -22,12 +23,22 @@ from gpubot.errors import GpubotError
 
 LOG_LINES = 200
 MIB = 1024 * 1024
+_REASON = re.compile(r"[A-Za-z]{1,40}", re.ASCII)
 
 
 class OomParams(Params):
     namespace: Namespace
     pod: PodName
     window: str = "15m"  # how far back to look for the pod's GPU memory peak
+    # The alert's own `reason` label (kube-state-metrics' last terminated reason): it still
+    # says OOMKilled when the pod's status or logs no longer do (a Job pod replaced, logs gone).
+    reason: str = ""
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        # A label from outside: kept only when it is a plain reason word, else ignored.
+        return value if _REASON.fullmatch(value) else ""
 
     @field_validator("window")
     @classmethod
@@ -52,20 +63,26 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     kube = ctx.cluster.kube
     pod = await kube.get_pod(namespace=p.namespace, name=p.pod)
     last = pod.last_terminated
-    logs = await kube.pod_logs(
-        namespace=p.namespace,
-        name=p.pod,
-        container=pod.container or None,
-        previous=last is not None,
-        tail_lines=LOG_LINES,
-    )
+    try:
+        logs = await kube.pod_logs(
+            namespace=p.namespace,
+            name=p.pod,
+            container=pod.container or None,
+            previous=last is not None,
+            tail_lines=LOG_LINES,
+        )
+    except GpubotError:
+        logs = ""  # the previous container's logs are gone: judge from the status and alert
     events = await kube.pod_events(namespace=p.namespace, name=p.pod)
     liveness = any("Liveness probe failed" in e.message for e in events)
-    text = "\n".join(x for x in (logs, last.message if last else "") if x)
+    # Warning events carry evidence of their own (Evicted for memory, OOMKilling, Unhealthy).
+    warnings = "\n".join(f"{e.reason}: {e.message}" for e in events if e.type == "Warning")
+    text = "\n".join(x for x in (logs, last.message if last else "", warnings) if x)
     verdict = classify(
         text,
         exit_code=last.exit_code if last else None,
         reason=last.reason if last else None,
+        alert_reason=p.reason or None,
         shm_bytes=pod.shm_size_bytes,
         liveness_failed=liveness,
     )
@@ -97,8 +114,11 @@ def oom_report(out: Output) -> str:
         if out["gpu_memory_peak_mib"] is not None
         else "",
     ]
-    lines = [f"*Class: {out['class']}*", " · ".join(f for f in facts if f)]
-    lines += [f"> {line[:300]}" for line in out["evidence"][:5]]
+    lines = [
+        f"*Class: {out['class']}* ({out['family']}, {out['confidence']} confidence)",
+        " · ".join(f for f in facts if f),
+    ]
+    lines += [f"> {line}" for line in out["evidence"][:5]]  # already cut at a word boundary
     lines += [f"• {advice}" for advice in out["advice"]]
     return "\n".join(lines)
 

@@ -5,52 +5,57 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubot.domain.oom_advice import advice_for
-from gpubot.domain.oom_rules import Facts, OomClass, decide, gather
+from gpubot.domain.oom_advice import Workload, advice_for, hints, workload
+from gpubot.domain.oom_families import Confidence, OomClass, log_lines
+from gpubot.domain.oom_rules import decide, gather
 
 CLASSES: tuple[OomClass, ...] = (
     "cuda_oom",
     "cuda_oom_fragmentation",
     "host_oom_killed",
     "shm_exhausted",
+    "killed_unknown",
     "not_oom",
 )
+EVIDENCE_CHARS = 400  # per line: enough for any framework's message and its numbers
+EVIDENCE_LINES = 8
+
+
+def clip(line: str, limit: int = EVIDENCE_CHARS) -> str:
+    """`line` shortened to about `limit` characters at a word boundary, never mid-word."""
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit + 1)
+    if cut < limit // 2:  # one very long token (a path, a hash): cut it, but say so
+        cut = limit
+    return line[:cut].rstrip() + " …"
 
 
 @dataclass(frozen=True)
 class Triage:
-    """The verdict: its class, the lines and facts it rests on, what to do, and the numbers."""
+    """The verdict: its class and the family of evidence that decided it, how sure, the lines
+    it rests on, the message's own hints, what to do, and the numbers."""
 
     cls: OomClass
+    family: str
+    confidence: Confidence
     evidence: tuple[str, ...]
     advice: tuple[str, ...]
+    hints: tuple[str, ...] = ()
+    workload: Workload = "unknown"
     numbers: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "class": self.cls,
+            "family": self.family,
+            "confidence": self.confidence,
+            "workload": self.workload,
             "evidence": list(self.evidence),
+            "hints": list(self.hints),
             "advice": list(self.advice),
             "numbers": dict(self.numbers),
         }
-
-
-def _evidence(cls: OomClass, facts: Facts) -> tuple[str, ...]:
-    lines = {
-        "cuda_oom": facts.gpu_oom,
-        "cuda_oom_fragmentation": facts.gpu_oom,
-        "shm_exhausted": facts.shm,
-        "host_oom_killed": facts.host_oom,
-        "not_oom": (),
-    }[cls]
-    extra: list[str] = []
-    if facts.reason:
-        extra.append(f"reason: {facts.reason}")
-    if facts.exit_code is not None:
-        extra.append(f"exit code: {facts.exit_code}")
-    if facts.liveness_failed:
-        extra.append("liveness probe failed (the kubelet killed the container)")
-    return (*lines, *extra)
 
 
 def classify(
@@ -58,21 +63,44 @@ def classify(
     *,
     exit_code: int | None = None,
     reason: str | None = None,
+    alert_reason: str | None = None,
     shm_bytes: int | None = None,
     liveness_failed: bool = False,
+    workload_hint: Workload | None = None,
 ) -> Triage:
-    """Classify `text` (container log, dmesg, kubectl describe) plus the pod's status."""
+    """Classify `text` (container log, dmesg, kubectl describe) plus the pod's status.
+
+    `reason` is the container's last termination reason, `alert_reason` the alert's own
+    `reason` label; either saying OOMKilled is a cgroup OOM kill even with an empty log.
+    """
     facts = gather(
         text,
         exit_code=exit_code,
         reason=reason,
-        shm_bytes=shm_bytes,
+        alert_reason=alert_reason,
         liveness_failed=liveness_failed,
     )
-    cls = decide(facts)
+    verdict = decide(facts)
+    scanned = "\n".join(log_lines(text))
+    kind = workload_hint or workload(scanned, verdict.cls)
+    own_hints = hints("\n".join(verdict.lines)) if verdict.lines else ()
+    if not own_hints and verdict.family not in ("no_memory_evidence", "sigkill_cause_unknown"):
+        own_hints = hints(scanned)
+    evidence = tuple(clip(line) for line in verdict.lines[:EVIDENCE_LINES])
+    status = facts.status_lines()
+    numbers = facts.numbers.as_dict()
+    if shm_bytes is not None:
+        numbers["shm_bytes"] = shm_bytes
+    advice = advice_for(verdict, facts, kind=kind, shm_bytes=shm_bytes)
+    if own_hints and verdict.cls != "killed_unknown":
+        advice = (*advice, *(f"The message's own hint: {h}" for h in own_hints))
     return Triage(
-        cls=cls,
-        evidence=_evidence(cls, facts),
-        advice=advice_for(cls, facts),
-        numbers=dict(facts.numbers),
+        cls=verdict.cls,
+        family=verdict.family,
+        confidence=verdict.confidence,
+        evidence=(*evidence, *(s for s in status if s not in evidence)),
+        advice=advice,
+        hints=own_hints,
+        workload=kind,
+        numbers=numbers,
     )

@@ -1,96 +1,299 @@
-"""What to do about each kind of OOM: short, concrete steps, sized from the observed numbers."""
+"""What to do about each kind of memory failure: fitted to the workload, sized from its numbers."""
 
 from __future__ import annotations
 
-from gpubot.domain.oom_rules import Facts, GiB
+import re
+from typing import Literal
+
+from gpubot.domain.oom_numbers import AllocatorNumbers, GiB
+from gpubot.domain.oom_rules import Facts, Verdict
+
+Workload = Literal["training", "inference_server", "data_loader", "unknown"]
+
+_INFERENCE = re.compile(
+    r"vllm|LLMEngine|gpu[_-]memory[_-]utilization|KV cache|max[_-]model[_-]len|sglang"
+    r"|mem-fraction-static|text[-_]generation[-_](?:inference|server)|tritonserver"
+    r"|tensorrt_llm|TensorRT-LLM|/v1/(?:chat/)?completions",
+    re.ASCII | re.IGNORECASE,
+)
+_DATA_LOADER = re.compile(
+    r"DataLoader|num_workers|_worker_loop|torch/utils/data|worker \(pid", re.ASCII
+)
+_TRAINING = re.compile(
+    r"\.backward\(|backward\(\)|optimizer|\bloss\b|\bepoch\b|\btrain(?:ing|er)?\b|deepspeed"
+    r"|accelerate|\bFSDP\b|\.fit\(|gradient",
+    re.ASCII | re.IGNORECASE,
+)
+# The message's own advice ("If reserved but unallocated memory is large try setting ...").
+_HINT = re.compile(
+    r"(?:If reserved (?:but unallocated )?memory is|Try (?:increasing|decreasing|setting)"
+    r"|Please try to raise|Decrease GPU memory utilization|If the cause is memory fragmentation"
+    r"|For debugging consider passing|Compile with `?TORCH_USE_CUDA_DSA"
+    r"|Please try to increase --mem-fraction-static|add report_tensor_allocations_upon_oom)"
+    r"[^\n]{0,240}?(?:\.(?=\s|$)|$)",
+    re.ASCII | re.MULTILINE,
+)
+_CLASSES_WITH_SERVER_ADVICE = ("cuda_oom", "cuda_oom_fragmentation")
+
+
+def workload(text: str, cls: str) -> Workload:
+    """Which kind of job failed, from what its log mentions (an inference server first)."""
+    if _INFERENCE.search(text):
+        return "inference_server"
+    if cls in ("shm_exhausted", "killed_unknown", "host_oom_killed") and _DATA_LOADER.search(text):
+        return "data_loader"
+    if _TRAINING.search(text) or _DATA_LOADER.search(text):
+        return "training"
+    return "unknown"
+
+
+def hints(text: str) -> tuple[str, ...]:
+    """The failing message's own suggestions, whole sentences, at most three."""
+    found = dict.fromkeys(m.group(0).strip() for m in _HINT.finditer(text))
+    return tuple(found)[:3]
 
 
 def _gib(value: int) -> str:
     return f"{value / GiB:.2f} GiB"
 
 
-def _gpu_common(facts: Facts) -> list[str]:
-    n = facts.numbers
-    advice: list[str] = []
-    if n.get("other_processes_bytes"):
+def _processes(n: AllocatorNumbers) -> list[str]:
+    """Who else holds the GPU: PyTorch lists the GPU's processes by host PID, and a container
+    cannot see its own host PID, so "Process N has X in use" is usually the job itself."""
+    if not n.processes:
+        return []
+    own = n.own_reserve()
+    listed = sum(size.value for _, size in n.processes)
+    if own is not None:
+        others = [(pid, s) for pid, s in n.processes if abs(s.value - own) > max(GiB, own // 10)]
+        if not others:
+            pid, size = n.processes[0]
+            return [
+                f"Process {pid} ({_gib(size.value)}) is this job itself (its allocator holds "
+                f"{_gib(own)}; a container sees host PIDs, so PyTorch cannot name itself): the "
+                "GPU is full of the job's own memory, not a neighbour's."
+            ]
+        other = sum(s.value for _, s in others)
+        return [
+            f"Processes other than this one hold {_gib(other)} of the GPU: another rank of "
+            "the same job on the same GPU, a previous instance that did not exit, or a pod "
+            "sharing the GPU by time-slicing (give this job a whole GPU or its own MIG slice)."
+        ]
+    return [
+        f"The GPU lists processes holding {_gib(listed)}: usually that is this job itself (a "
+        "container sees host PIDs). Only if `nvidia-smi` on the node shows other pods' "
+        "processes is it a neighbour: then give this job a whole GPU or its own MIG slice."
+    ]
+
+
+def _too_big(n: AllocatorNumbers) -> list[str]:
+    if n.requested is None or n.total is None or n.requested.value <= n.total.value:
+        return []
+    return [
+        f"One allocation ({_gib(n.requested.value)}) is larger than the whole GPU "
+        f"({_gib(n.total.value)}): the model cannot fit as is; quantise it (8/4-bit) or shard "
+        "it with tensor parallelism across GPUs."
+    ]
+
+
+def _server(verdict: Verdict) -> list[str]:
+    startup = verdict.family == "inference_kv_cache" and any(
+        "less than desired GPU memory" in line for line in verdict.lines
+    )
+    advice = []
+    if startup:
         advice.append(
-            f"The GPU lists processes holding {_gib(n['other_processes_bytes'])}: if they are "
-            "other pods sharing it by time-slicing, give this job a whole GPU or its own MIG "
-            "slice."
+            "vLLM checks at start-up that --gpu-memory-utilization x the GPU is free: another "
+            "process (often a previous server that did not exit, or a second replica on the "
+            "same GPU) holds the rest. Free the GPU, or lower --gpu-memory-utilization to the "
+            "share that is really free."
         )
-    if "requested_bytes" in n and "total_bytes" in n and n["requested_bytes"] > n["total_bytes"]:
-        advice.append(
-            f"One allocation ({_gib(n['requested_bytes'])}) is larger than the whole GPU "
-            f"({_gib(n['total_bytes'])}): the model cannot fit as is; quantise it (8/4-bit) or "
-            "shard it with tensor parallelism across GPUs."
-        )
+    advice += [
+        "Inference server: the weights take a fixed share and the KV cache gets what "
+        "--gpu-memory-utilization leaves; lower --max-model-len (the longest context it must "
+        "hold) and --max-num-seqs so the KV cache fits, or raise --gpu-memory-utilization "
+        "(e.g. 0.90 -> 0.95) when nothing else uses the GPU.",
+        "If the weights alone do not fit: a quantised checkpoint (FP8, AWQ, GPTQ) or "
+        "--tensor-parallel-size N across N GPUs; batch size and gradient tricks do not apply.",
+    ]
     return advice
 
 
-def _cuda_oom(facts: Facts) -> list[str]:
-    advice = _gpu_common(facts)
-    advice += [
+def _training() -> list[str]:
+    return [
         "Lower the per-GPU batch size; keep the effective batch with gradient accumulation.",
         "Trade compute for memory with activation checkpointing and mixed precision (bf16/fp16).",
+        "If the model still does not fit, shard optimizer state and weights (FSDP, DeepSpeed "
+        "ZeRO) or the model itself (tensor/pipeline parallelism), or quantise it.",
     ]
-    if any("cache blocks" in line or "KV cache" in line for line in facts.gpu_oom):
-        advice.insert(
-            0,
-            "vLLM: raise --gpu-memory-utilization, or lower --max-model-len / "
-            "--max-num-seqs so the KV cache fits.",
-        )
-    advice.append(
-        "If the model still does not fit, quantise it or shard it with tensor parallelism."
+
+
+def _cuda_oom(verdict: Verdict, facts: Facts, kind: Workload) -> list[str]:
+    n = facts.numbers
+    body = _server(verdict) if kind == "inference_server" else _training()
+    return [*_too_big(n), *body, *_processes(n)]
+
+
+def _fragmentation(verdict: Verdict, facts: Facts, kind: Workload) -> list[str]:
+    n = facts.numbers
+    idle, wanted = n.idle_reserve, n.requested
+    assert idle is not None  # the verdict rests on both numbers
+    assert wanted is not None
+    setting = (
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+        if n.idle_reserve_from.startswith("reserved by PyTorch")
+        # The 1.x wordings: expandable segments came with PyTorch 2.1.
+        else "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (expandable_segments:True once "
+        "on PyTorch 2.1+)"
     )
+    advice = [
+        f"{_gib(idle.value)} was reserved by the allocator but unused ({n.idle_reserve_from}) "
+        f"when {_gib(wanted.value)} was refused: the memory exists but in pieces. Set "
+        f"{setting} in the pod's env.",
+        "Avoid tensors whose shapes change every step (pad or bucket sequence lengths); "
+        "torch.cuda.empty_cache() between phases (e.g. train and eval) releases idle blocks.",
+    ]
+    if kind == "inference_server":
+        advice += _server(verdict)[-2:-1]
+    return [*advice, *_processes(n)]
+
+
+def _host(facts: Facts, kind: Workload) -> list[str]:
+    n = facts.numbers
+    peak = n.killed_rss
+    sized = f" above the observed peak of {_gib(peak)} (add ~20% headroom)" if peak else ""
+    was = f" (it was {_gib(n.cgroup_limit)})" if n.cgroup_limit else ""
+    advice = [
+        f"Raise the container's memory limit{sized}{was}; set requests equal to limits so "
+        "the pod is not the first evicted under node memory pressure.",
+    ]
+    if kind == "data_loader":
+        advice.append(
+            "Each DataLoader worker holds its own copy of what the dataset object holds: "
+            "fewer num_workers, no whole-dataset preloading, memory-map large files."
+        )
+    elif kind == "inference_server":
+        advice.append(
+            "Inference server: host RAM holds the weights while loading and the CPU swap "
+            "space (vLLM --swap-space, default 4 GiB per GPU): lower --swap-space or load "
+            "from safetensors so the weights are memory-mapped."
+        )
+    else:
+        advice.append(
+            "Cut host memory: fewer DataLoader workers, no whole-dataset preloading, "
+            "memory-map large files; check for a leak if usage grew over time."
+        )
+    advice.append("This is host RAM, not GPU memory: GPU batch size changes will not fix it.")
     return advice
 
 
-def _fragmentation(facts: Facts) -> list[str]:
-    n = facts.numbers
-    return [
-        f"{_gib(n['reserved_unallocated_bytes'])} was reserved but unused when "
-        f"{_gib(n['requested_bytes'])} was refused: set "
-        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the pod's env.",
-        "Avoid tensors whose shapes change every step (pad or bucket sequence lengths); "
-        "torch.cuda.empty_cache() between phases releases idle blocks.",
-        *_gpu_common(facts),
-    ]
-
-
-def _host_oom(facts: Facts) -> list[str]:
-    n = facts.numbers
-    peak = n.get("killed_rss_bytes")
-    sized = f" above the observed peak of {_gib(peak)} (add ~20% headroom)" if peak else ""
-    limit = n.get("cgroup_limit_bytes")
-    was = f" (it was {_gib(limit)})" if limit else ""
-    return [
-        f"Raise the container's memory limit{sized}{was}; set requests equal to limits so "
-        "the pod is not the first evicted.",
-        "Cut host memory: fewer DataLoader workers, no whole-dataset preloading, memory-map "
-        "large files.",
-        "This is host RAM, not GPU memory: GPU batch size changes will not fix it.",
-    ]
-
-
-def _shm(facts: Facts) -> list[str]:
-    current = facts.numbers.get("shm_bytes")
-    size_gib = max(1, -(-4 * current // GiB)) if current else 8
-    now = f" (it is {_gib(current)} now)" if current else ""
+def _shm(shm_bytes: int | None) -> list[str]:
+    size_gib = max(1, -(-4 * shm_bytes // GiB)) if shm_bytes else 8
+    now = f" (it is {_gib(shm_bytes)} now)" if shm_bytes else ""
     return [
         f"Mount an emptyDir with medium: Memory at /dev/shm, sizeLimit: {size_gib}Gi{now}; "
         "it counts against the pod's memory limit, so raise that too.",
-        "Or lower DataLoader num_workers (0 avoids shared memory entirely).",
+        "Or lower DataLoader num_workers (0 avoids shared memory entirely); for NCCL, "
+        "NCCL_SHM_DISABLE=1 falls back to slower transports.",
     ]
 
 
-def advice_for(cls: str, facts: Facts) -> tuple[str, ...]:
-    """The advice for a class; empty for `not_oom`."""
-    if cls == "cuda_oom":
-        return tuple(_cuda_oom(facts))
-    if cls == "cuda_oom_fragmentation":
-        return tuple(_fragmentation(facts))
-    if cls == "host_oom_killed":
-        return tuple(_host_oom(facts))
-    if cls == "shm_exhausted":
-        return tuple(_shm(facts))
-    return ()
+FIND_OUT = (
+    "The process was killed with SIGKILL and nothing in the log says who sent it: "
+    "out-of-memory is only one of the causes (liveness probe, eviction, preemption, a "
+    "scheduler's time limit, a person).",
+    "`kubectl describe pod <pod>`: Last State Reason OOMKilled means the container's memory "
+    "cgroup; Error with exit code 137 means something else sent the SIGKILL.",
+    "`kubectl get events --field-selector involvedObject.name=<pod>`: Unhealthy/Killing "
+    "(liveness probe), Evicted (node pressure), Preempting/Preempted (priority).",
+    "Kernel log on the node at that time: `journalctl -k | grep -iE 'oom|killed process'` "
+    "(or `dmesg -T`) names the OOM killer's victim if there was one.",
+)
+
+OTHER: dict[str, tuple[str, ...]] = {
+    "device_side_assert": (
+        "A kernel assertion failed, almost always an index out of range: a class label >= "
+        "num_classes (or negative) in a loss, a token id >= the embedding's vocabulary size "
+        "(tokenizer and model mismatch), an out-of-range gather/scatter index.",
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 (and TORCH_USE_CUDA_DSA) to see the failing op, "
+        "or run one batch on CPU for a readable error. More memory will not help.",
+    ),
+    "illegal_memory_access": (
+        "A kernel read or wrote outside its memory: a bug in a custom or fused kernel or a "
+        "library (attention kernels, Triton, NCCL), a CUDA/driver/library version mismatch, "
+        "or a hardware fault.",
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer to find the kernel; check the "
+        "node's kernel log for XID 13/31/43 (`gpubot xid parse`): repeats on the same GPU point "
+        "to hardware (run DCGM diagnostics). Not a shortage of memory.",
+    ),
+    "nccl_timeout": (
+        "A collective failed or waited past its timeout: usually one rank stalled or died "
+        "first (find the earliest error on any rank), a network/InfiniBand problem, or ranks "
+        "calling different collectives.",
+        "Set NCCL_DEBUG=INFO and TORCH_NCCL_TRACE_BUFFER_SIZE to see which rank hung; not an "
+        "out-of-memory failure.",
+    ),
+    "driver_mismatch": (
+        "The node's driver is older than the image's CUDA runtime (or no GPU is visible): use "
+        "an image built for the node's driver (`nvidia-smi` shows the newest CUDA it supports), "
+        "upgrade the driver, or check the pod requests nvidia.com/gpu.",
+    ),
+    "gpu_xid": ("An XID in the kernel log: `gpubot xid parse` and `gpubot xid explain N`.",),
+    "java_heap": (
+        "The JVM hit its own heap limit: raise -Xmx (or -XX:MaxRAMPercentage in a container); "
+        "the container was not OOM-killed and GPU memory is not involved.",
+    ),
+    "disk_full": (
+        "A disk, not memory, is full: find which filesystem (`df -h`): ephemeral storage, a "
+        "cache (HF_HOME, ~/.cache, /tmp), checkpoints. /dev/shm would be named in the message.",
+    ),
+    "ephemeral_storage_eviction": (
+        "Evicted for local disk, not memory: set ephemeral-storage requests/limits, or write "
+        "large files to a volume instead of the container's filesystem.",
+    ),
+    "liveness_probe_kill": (
+        "The kubelet killed the container after failed liveness probes, not for memory: add a "
+        "startupProbe or raise initialDelaySeconds, timeoutSeconds and failureThreshold "
+        "(loading a model can take minutes).",
+    ),
+    "stop_requested": (
+        "The log shows a stop that was asked for (a restart, a delete, a preemption) just "
+        "before the SIGKILL: the process did not exit within its grace period. Not an OOM; "
+        "handle SIGTERM and exit promptly, or lengthen terminationGracePeriodSeconds.",
+    ),
+    "cuda_launch_failure": (
+        "A CUDA library or kernel failed for a reason other than memory: rerun with "
+        "CUDA_LAUNCH_BLOCKING=1 to find the op; check the node's kernel log for XIDs.",
+    ),
+}
+
+
+def _absurd(facts: Facts) -> tuple[str, ...]:
+    n = facts.numbers
+    size = _gib(n.requested.value) if n.requested else "the request"
+    of = f", {n.requested.value // n.total.value}x the whole GPU" if n.requested and n.total else ""
+    return (
+        f"The request ({size}{of}) cannot be a capacity problem: it is the symptom of another "
+        "bug. Look for a wrong tensor shape (a dimension read from the wrong field, a missing "
+        "reshape), an overflowed size, or an earlier failure (an NCCL error or timeout) just "
+        "before it.",
+    )
+
+
+def advice_for(
+    verdict: Verdict, facts: Facts, *, kind: Workload, shm_bytes: int | None = None
+) -> tuple[str, ...]:
+    """Concrete steps for the verdict; for a failure that is not about memory, its own steps."""
+    if verdict.cls == "cuda_oom":
+        return tuple(_cuda_oom(verdict, facts, kind))
+    if verdict.cls == "cuda_oom_fragmentation":
+        return tuple(_fragmentation(verdict, facts, kind))
+    if verdict.cls == "host_oom_killed":
+        return tuple(_host(facts, kind))
+    if verdict.cls == "shm_exhausted":
+        return tuple(_shm(shm_bytes))
+    if verdict.cls == "killed_unknown":
+        return FIND_OUT
+    if verdict.family == "absurd_request":
+        return _absurd(facts)
+    return OTHER.get(verdict.family, ())

@@ -1,149 +1,68 @@
-"""Read the facts out of an OOM-looking log and decide, by ordered rules, what kind of OOM it is."""
+"""Decide what kind of memory failure a log shows, from the families of evidence found in it."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
-OomClass = Literal[
-    "cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted", "not_oom"
-]
-
-GiB = 1024**3
-_UNITS = {"b": 1, "bytes": 1, "kib": 1024, "mib": 1024**2, "gib": GiB, "tib": 1024**4}
-_SIZE = r"(\d+(?:\.\d+)?)\s*(bytes|B|KiB|MiB|GiB|TiB)"
-
-# Fragmentation is judged from the allocator's numbers, not from a keyword: the request failed
-# although the caching allocator already held at least that much reserved-but-unused memory,
-# and that idle reserve is a real share of the GPU (a few MiB of slack on a full GPU is not
-# fragmentation, it is a full GPU).
-FRAGMENTED_SHARE_OF_TOTAL = 0.10
-
-# GPU memory exhaustion as each framework words it.
-_GPU_OOM = re.compile(
-    r"CUDA out of memory"  # PyTorch, every version (also inside torch.OutOfMemoryError)
-    r"|torch(?:\.cuda)?\.OutOfMemoryError"
-    r"|CUDA error: out of memory|cudaErrorMemoryAllocation"  # raw CUDA runtime
-    r"|OOM when allocating tensor"  # TensorFlow ResourceExhaustedError
-    r"|RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)"  # JAX / XLA
-    r"|Resource exhausted: Out of memory"  # older jaxlib
-    r"|CUBLAS_STATUS_ALLOC_FAILED"  # cuBLAS could not allocate its workspace
-    r"|NCCL WARN Cuda failure '?out of memory|Failed to CUDA calloc"  # NCCL buffers
-    r"|No available memory for the cache blocks"  # vLLM: no room left for the KV cache
-    r"|larger than the maximum number of tokens that can be stored in KV cache"  # vLLM
+from gpubot.domain.oom_families import (
+    GPU_OOM,
+    HOST,
+    LIVENESS,
+    NEGATIVE,
+    SHM,
+    SIGKILL,
+    STOP_REQUESTED,
+    Confidence,
+    Match,
+    OomClass,
+    find,
+    find_first,
+    log_lines,
 )
-# /dev/shm too small: PyTorch DataLoader workers, NCCL's shared-memory transport.
-_SHM = re.compile(
-    r"insufficient shared memory \(shm\)"
-    r"|out of shared memory"
-    r"|killed by signal: Bus error"
-    r"|failed to extend /dev/shm"
-    r"|/dev/shm\S*.*No space left on device"
-)
-# The kernel's OOM killer (host RAM or the pod's memory cgroup) and the kubelet's record of it.
-_HOST_OOM = re.compile(
-    r"Out of memory: Kill(?:ed)? process"
-    r"|Memory cgroup out of memory"
-    r"|oom-kill:"
-    r"|invoked oom-killer"
-    r"|\bOOMKilled\b"
-)
-_LIVENESS = re.compile(r"Liveness probe failed|failed liveness probe", re.IGNORECASE)
-_EXIT_CODE = re.compile(r"Exit Code:\s*(\d+)")
-_REASON = re.compile(r"Reason:\s*(\w+)")
-_RSS = re.compile(r"anon-rss:([\d,]+)kB")
-_CGROUP_LIMIT = re.compile(r"memory: usage \d+kB, limit (\d+)kB")
+from gpubot.domain.oom_numbers import AllocatorNumbers, GiB, read_numbers
 
-_REQUESTED = (
-    re.compile(r"Tried to allocate " + _SIZE),
-    re.compile(r"(?:trying to allocate|Out of memory allocating) (\d+)() bytes"),
-    re.compile(r"Failed to allocate request for \S+ \((\d+)(B)\)"),
-)
-_TOTAL = re.compile(_SIZE + r" total capacity|total capac(?:i)?ty of " + _SIZE)
-_FREE = re.compile(_SIZE + r" free[;)]|of which " + _SIZE + r" is free")
-_ALLOCATED = re.compile(_SIZE + r" already allocated|" + _SIZE + r" is allocated by PyTorch")
-_RESERVED = re.compile(_SIZE + r" reserved in total by PyTorch|" + _SIZE + r" cached\)")
-_UNALLOCATED = re.compile(_SIZE + r" is reserved by PyTorch but unallocated")
-_OTHER_PROCESS = re.compile(r"Process \d+ has " + _SIZE + r" memory in use")
+__all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
-
-def _bytes(groups: tuple[str | None, ...]) -> int | None:
-    """The first (number, unit) pair among regex groups, in bytes."""
-    values = [g for g in groups]
-    for i in range(0, len(values) - 1, 2):
-        number, unit = values[i], values[i + 1]
-        if number is not None:
-            return int(float(number) * _UNITS[(unit or "b").lower()])
-    return None
-
-
-def _first(pattern: re.Pattern[str], text: str) -> int | None:
-    found = pattern.search(text)
-    return None if found is None else _bytes(found.groups())
+_EXIT_CODE = re.compile(r"Exit Code:\s{0,20}(\d{1,3})\b", re.ASCII)
+_REASON = re.compile(r"^\s{0,20}Reason:\s{0,20}([A-Za-z]{1,40})\s*$", re.ASCII | re.MULTILINE)
+_SIGKILL_EXIT = 137  # 128 + SIGKILL
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the log and the pod status say, before any judgement."""
 
-    gpu_oom: tuple[str, ...]
-    shm: tuple[str, ...]
-    host_oom: tuple[str, ...]
+    gpu_oom: tuple[Match, ...]
+    shm: tuple[Match, ...]
+    host: tuple[Match, ...]
+    negatives: tuple[Match, ...]
+    liveness: Match | None
+    stop_requested: Match | None
+    sigkill: Match | None
     exit_code: int | None
-    reason: str | None
-    liveness_failed: bool
-    numbers: dict[str, int] = field(default_factory=dict)
+    reason: str | None  # the container's last termination reason
+    alert_reason: str | None  # the alert's own `reason` label
+    numbers: AllocatorNumbers
 
     @property
-    def fragmented(self) -> bool:
-        n = self.numbers
-        idle, wanted, total = (
-            n.get("reserved_unallocated_bytes"),
-            n.get("requested_bytes"),
-            n.get("total_bytes"),
-        )
-        if idle is None or wanted is None or total is None or total == 0:
-            return False
-        return idle >= wanted and idle >= FRAGMENTED_SHARE_OF_TOTAL * total
+    def oomkilled(self) -> bool:
+        return "OOMKilled" in (self.reason, self.alert_reason)
 
+    @property
+    def killed(self) -> bool:
+        return self.exit_code == _SIGKILL_EXIT or self.sigkill is not None
 
-def _lines(pattern: re.Pattern[str], lines: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(line.strip()[:400] for line in lines if pattern.search(line)))
-
-
-def _allocator_numbers(text: str) -> dict[str, int]:
-    numbers: dict[str, int] = {}
-    for pattern in _REQUESTED:
-        if (value := _first(pattern, text)) is not None:
-            numbers["requested_bytes"] = value
-            break
-    for key, pattern in (
-        ("total_bytes", _TOTAL),
-        ("free_bytes", _FREE),
-        ("allocated_bytes", _ALLOCATED),
-        ("reserved_bytes", _RESERVED),
-        ("reserved_unallocated_bytes", _UNALLOCATED),
-    ):
-        if (value := _first(pattern, text)) is not None:
-            numbers[key] = value
-    # The old message gives reserved and allocated; the idle reserve is their difference.
-    if "reserved_unallocated_bytes" not in numbers and {"reserved_bytes", "allocated_bytes"} <= (
-        numbers.keys()
-    ):
-        numbers["reserved_unallocated_bytes"] = max(
-            0, numbers["reserved_bytes"] - numbers["allocated_bytes"]
-        )
-    others = [_bytes(m.groups()) or 0 for m in _OTHER_PROCESS.finditer(text)]
-    if others:
-        numbers["other_processes_bytes"] = sum(others)
-    rss = [int(m.group(1).replace(",", "")) * 1024 for m in _RSS.finditer(text)]
-    if rss:
-        numbers["killed_rss_bytes"] = max(rss)
-    if (limit := _CGROUP_LIMIT.search(text)) is not None:
-        numbers["cgroup_limit_bytes"] = int(limit.group(1)) * 1024
-    return numbers
+    def status_lines(self) -> tuple[str, ...]:
+        out: list[str] = []
+        if self.reason:
+            out.append(f"last state reason: {self.reason}")
+        if self.alert_reason and self.alert_reason != self.reason:
+            out.append(f"alert reason: {self.alert_reason}")
+        if self.exit_code is not None:
+            out.append(f"exit code: {self.exit_code}")
+        return tuple(out)
 
 
 def gather(
@@ -151,62 +70,155 @@ def gather(
     *,
     exit_code: int | None,
     reason: str | None,
-    shm_bytes: int | None,
-    liveness_failed: bool,
+    alert_reason: str | None = None,
+    liveness_failed: bool = False,
 ) -> Facts:
     """The facts in `text` and the pod status; explicit arguments win over what the text says."""
-    lines = text.splitlines()
-    if exit_code is None and (found := _EXIT_CODE.search(text)) is not None:
+    lines = log_lines(text)
+    scanned = "\n".join(lines)
+    if exit_code is None and (found := _EXIT_CODE.search(scanned)) is not None:
         exit_code = int(found.group(1))
-    if reason is None and (found_reason := _REASON.search(text)) is not None:
+    if reason is None and (found_reason := _REASON.search(scanned)) is not None:
         reason = found_reason.group(1)
-    numbers = _allocator_numbers(text)
-    if shm_bytes is not None:
-        numbers["shm_bytes"] = shm_bytes
+    gpu = find_first(GPU_OOM, lines)
+    # The allocator's numbers are read from the lines that reported the failure, so that an
+    # earlier, unrelated size in the log is not taken for the request.
+    evidence_text = "\n".join(dict.fromkeys(line for m in gpu for line in m.lines))
+    liveness = find(LIVENESS, lines)
+    if liveness is None and liveness_failed:
+        liveness = Match(LIVENESS, ("liveness probe failed (the kubelet killed the container)",))
     return Facts(
-        gpu_oom=_lines(_GPU_OOM, lines),
-        shm=_lines(_SHM, lines),
-        host_oom=_lines(_HOST_OOM, lines),
+        gpu_oom=tuple(gpu),
+        shm=tuple(find_first(SHM, lines)),
+        host=tuple(find_first(HOST, lines)),
+        negatives=tuple(find_first(NEGATIVE, lines)),
+        liveness=liveness,
+        stop_requested=find(STOP_REQUESTED, lines),
+        sigkill=find(SIGKILL, lines),
         exit_code=exit_code,
-        reason=reason,
-        liveness_failed=liveness_failed or bool(_LIVENESS.search(text)),
-        numbers=numbers,
+        reason=reason or None,
+        alert_reason=alert_reason or None,
+        numbers=read_numbers(evidence_text or scanned),
     )
 
 
 @dataclass(frozen=True)
-class Rule:
-    """One step of the decision: if `applies`, the log is of class `cls`."""
+class Verdict:
+    """The class, the family of evidence that decided it, and how sure the rule is."""
 
     cls: OomClass
-    applies: Callable[[Facts], bool]
+    family: str
+    confidence: Confidence
+    lines: tuple[str, ...]
 
 
-# Tried in order; the first that applies decides.
+VerdictFn = Callable[[Facts], Verdict | None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One step of the decision: `judge` returns a verdict, or None to pass to the next."""
+
+    name: str
+    judge: VerdictFn
+
+
+def _absurd(f: Facts) -> Verdict | None:
+    if not f.gpu_oom or not f.numbers.absurd():
+        return None
+    return Verdict("not_oom", "absurd_request", "high", f.gpu_oom[0].lines)
+
+
+def _gpu(f: Facts) -> Verdict | None:
+    if not f.gpu_oom:
+        return None
+    first = f.gpu_oom[0]
+    lines = tuple(dict.fromkeys(line for m in f.gpu_oom for line in m.lines))
+    if f.numbers.fragmented():
+        idle, wanted = f.numbers.idle_reserve, f.numbers.requested
+        assert idle is not None  # fragmented() checked both
+        assert wanted is not None
+        sure: Confidence = "high" if idle.low >= 2 * wanted.value else "medium"
+        return Verdict("cuda_oom_fragmentation", "allocator_idle_reserve", sure, lines)
+    return Verdict("cuda_oom", first.family.name, first.family.confidence, lines)
+
+
+def _shm(f: Facts) -> Verdict | None:
+    if not f.shm:
+        return None
+    return Verdict(
+        "shm_exhausted", f.shm[0].family.name, f.shm[0].family.confidence, f.shm[0].lines
+    )
+
+
+def _host(f: Facts) -> Verdict | None:
+    if f.host:
+        first = f.host[0]
+        return Verdict("host_oom_killed", first.family.name, first.family.confidence, first.lines)
+    if f.oomkilled:
+        # The pod's last state (or the alert built from it) says the cgroup OOM killer did it,
+        # even when the previous logs are empty: a killed process rarely gets to write.
+        return Verdict("host_oom_killed", "kubelet_oomkilled", "high", ())
+    return None
+
+
+def _liveness(f: Facts) -> Verdict | None:
+    if f.liveness is None:
+        return None
+    return Verdict("not_oom", "liveness_probe_kill", "high", f.liveness.lines)
+
+
+def _stopped(f: Facts) -> Verdict | None:
+    if f.stop_requested is None or not f.killed:
+        return None
+    return Verdict("not_oom", "stop_requested", "medium", f.stop_requested.lines)
+
+
+def _sigkill(f: Facts) -> Verdict | None:
+    if not f.killed:
+        return None
+    lines = f.sigkill.lines if f.sigkill is not None else ()
+    return Verdict("killed_unknown", "sigkill_cause_unknown", "medium", lines)
+
+
+def _negative(f: Facts) -> Verdict | None:
+    if not f.negatives:
+        return None
+    first = f.negatives[0]
+    return Verdict("not_oom", first.family.name, first.family.confidence, first.lines)
+
+
+def _nothing(f: Facts) -> Verdict:
+    return Verdict("not_oom", "no_memory_evidence", "low", ())
+
+
+# Tried in order; the first verdict wins.
 RULES: tuple[Rule, ...] = (
-    # A framework said the GPU ran out AND the allocator's own numbers show it was holding an
-    # idle reserve at least as big as the request: the memory exists but is in pieces.
-    Rule("cuda_oom_fragmentation", lambda f: bool(f.gpu_oom) and f.fragmented),
-    # A framework said the GPU ran out: the process itself reported it, which is the most
-    # specific evidence a log can carry, so it outranks anything the pod status adds later.
-    Rule("cuda_oom", lambda f: bool(f.gpu_oom)),
-    # /dev/shm ran out (DataLoader bus error, NCCL shm segment): host RAM may be plentiful,
-    # so this must be told apart from the OOM killer before looking at exit codes.
-    Rule("shm_exhausted", lambda f: bool(f.shm)),
-    # The kernel's OOM killer or the kubelet's OOMKilled reason: host or cgroup memory.
-    Rule("host_oom_killed", lambda f: bool(f.host_oom) or f.reason == "OOMKilled"),
-    # A bare 137 is SIGKILL. With no other reason given it is most often the cgroup OOM killer,
-    # but a failed liveness probe (the kubelet's own SIGKILL) or another recorded reason
-    # explains it without any memory problem.
-    Rule(
-        "host_oom_killed",
-        lambda f: f.exit_code == 137 and not f.liveness_failed and f.reason in (None, ""),
-    ),
-    # Nothing above: not an out-of-memory failure.
-    Rule("not_oom", lambda f: True),
+    # A request many times the device is another bug's symptom, whatever the wording.
+    Rule("absurd_request", _absurd),
+    # The process itself said the GPU ran out: the most specific evidence a log carries, so
+    # it outranks what the pod status adds later. Fragmentation is read from the numbers.
+    Rule("gpu_memory", _gpu),
+    # /dev/shm ran out: host RAM may be plentiful, so it comes before the OOM killer.
+    Rule("shared_memory", _shm),
+    # The kernel's OOM killer, the kubelet's OOMKilled or memory eviction, Ray's or Dask's
+    # memory monitor: host or cgroup memory.
+    Rule("host_memory", _host),
+    # The kubelet's own SIGKILL after failed liveness probes: no memory problem.
+    Rule("liveness_probe", _liveness),
+    # Killed after a stop someone asked for (a restart, a delete, a preemption).
+    Rule("stop_requested", _stopped),
+    # Killed by SIGKILL (137, -9, "Killed") and nothing says why: say so, and how to find out.
+    Rule("sigkill", _sigkill),
+    # A known failure that is not about memory: name it, so its own advice can follow.
+    Rule("other_failure", _negative),
+    Rule("nothing", _nothing),
 )
 
 
-def decide(facts: Facts) -> OomClass:
-    """The class of the first rule that applies."""
-    return next(rule.cls for rule in RULES if rule.applies(facts))
+def decide(facts: Facts) -> Verdict:
+    """The verdict of the first rule that gives one."""
+    for rule in RULES:
+        if (verdict := rule.judge(facts)) is not None:
+            return verdict
+    return _nothing(facts)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gpubot.domain.oom import CLASSES, classify
-from gpubot.domain.oom_rules import RULES, GiB
+from gpubot.domain.oom_rules import RULES, GiB, decide, gather
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "oom" / "cases.yaml"
 CASES: list[dict[str, Any]] = yaml.safe_load(FIXTURE.read_text())
@@ -77,7 +77,9 @@ def _new_message(*, request_gib: float, idle_gib: float, total_gib: float) -> st
     [
         (2.0, 4.0, 24.0, "cuda_oom_fragmentation"),  # idle reserve is twice the request
         (4.0, 2.0, 24.0, "cuda_oom"),  # idle reserve smaller than the request
-        (0.02, 0.19, 24.0, "cuda_oom"),  # bigger than a tiny request, but under 10% of the GPU
+        # Judged against the request, not the card: 190 MiB idle could have held 20 MiB.
+        (0.02, 0.19, 24.0, "cuda_oom_fragmentation"),
+        (1.0, 1.0, 80.0, "cuda_oom"),  # equal, within rounding: not shown to be larger
     ],
 )
 def test_fragmentation_is_a_judgement_from_the_numbers_not_the_hint_text(
@@ -107,10 +109,15 @@ def test_other_processes_on_the_gpu_advise_mig_or_a_whole_gpu() -> None:
     assert any("MIG" in a for a in classify(text).advice)
 
 
-def test_exit_137_alone_is_a_memory_kill() -> None:
+def test_exit_137_alone_is_any_sigkill_not_a_memory_kill() -> None:
+    # A liveness probe, an eviction or a preemption ends in the same SIGKILL.
     triage = classify("", exit_code=137)
-    assert triage.cls == "host_oom_killed"
+    assert triage.cls == "killed_unknown"
+    assert triage.family == "sigkill_cause_unknown"
     assert "exit code: 137" in triage.evidence
+    assert any("kubectl describe pod" in a for a in triage.advice)
+    assert any("journalctl -k" in a for a in triage.advice)
+    assert any("events" in a for a in triage.advice)
 
 
 def test_exit_137_after_a_failed_liveness_probe_is_not_an_oom() -> None:
@@ -120,6 +127,12 @@ def test_exit_137_after_a_failed_liveness_probe_is_not_an_oom() -> None:
 
 def test_oomkilled_reason_is_a_memory_kill_even_with_a_failed_probe() -> None:
     assert classify("", reason="OOMKilled", liveness_failed=True).cls == "host_oom_killed"
+
+
+def test_the_alerts_own_oomkilled_reason_is_a_memory_kill_with_empty_logs() -> None:
+    triage = classify("", alert_reason="OOMKilled")
+    assert (triage.cls, triage.family) == ("host_oom_killed", "kubelet_oomkilled")
+    assert "alert reason: OOMKilled" in triage.evidence
 
 
 def test_host_oom_advice_is_sized_from_the_killed_process_rss() -> None:
@@ -143,10 +156,27 @@ def test_shm_advice_mounts_a_memory_emptydir_sized_from_the_current_shm() -> Non
 
 def test_as_json_shape() -> None:
     out = classify("", exit_code=137).as_json()
-    assert set(out) == {"class", "evidence", "advice", "numbers"}
-    assert out["class"] == "host_oom_killed"
+    assert set(out) == {
+        "class",
+        "family",
+        "confidence",
+        "workload",
+        "evidence",
+        "hints",
+        "advice",
+        "numbers",
+    }
+    assert out["class"] == "killed_unknown"
+    assert out["confidence"] in ("high", "medium", "low")
 
 
 def test_rules_end_with_a_catch_all_not_oom() -> None:
-    assert RULES[-1].cls == "not_oom"
+    last = RULES[-1].judge
+    assert last is not None
+    verdict = decide(gather("nothing to see", exit_code=None, reason=None))
+    assert (verdict.cls, verdict.family, verdict.confidence) == (
+        "not_oom",
+        "no_memory_evidence",
+        "low",
+    )
     assert GiB == 1024**3
