@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -30,6 +31,10 @@ log = logging.getLogger(__name__)
 IDLE_JOB = "idle-report"
 IDLE_RETRY = "idle-report-retry"
 JOB_TABLE = "gpubot_scheduled_jobs"
+# pg_advisory_xact_lock key for creating JOB_TABLE (any constant that gpubot uses only here).
+_JOB_TABLE_LOCK = int.from_bytes(
+    hashlib.sha256(JOB_TABLE.encode()).digest()[:8], "big", signed=True
+)
 
 # Stored jobs name their function by import path and their arguments by value (pickled), so
 # the function is module-level and looks up the live runner of this process by name.
@@ -42,6 +47,19 @@ async def run_job(name: str, *args: Any) -> None:
         log.warning("scheduled job %s has no runner in this process; skipped", name)
         return
     await runner(*args)
+
+
+def _create_job_table(engine: Any, table: Any) -> None:
+    """Create the job table, one replica at a time. APScheduler checks for the table, then
+    creates it: two replicas starting together on a fresh PostgreSQL database both find it
+    missing and the second dies on a unique violation. Under a transaction-scoped advisory
+    lock the second waits for the first to commit and then finds the table."""
+    from sqlalchemy import func, select
+
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(select(func.pg_advisory_xact_lock(_JOB_TABLE_LOCK)))
+        table.create(conn, checkfirst=True)
 
 
 class ReportScheduler:
@@ -71,8 +89,10 @@ class ReportScheduler:
 
         tz = ZoneInfo(self.settings.timezone)
         self._engine = self.engine()
+        jobs = SQLAlchemyJobStore(engine=self._engine, tablename=JOB_TABLE)
+        _create_job_table(self._engine, jobs.jobs_t)
         self.scheduler = AsyncIOScheduler(
-            jobstores={"default": SQLAlchemyJobStore(engine=self._engine, tablename=JOB_TABLE)},
+            jobstores={"default": jobs},
             job_defaults={"coalesce": True, "misfire_grace_time": None, "max_instances": 1},
             timezone=tz,
         )
