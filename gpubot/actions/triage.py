@@ -18,6 +18,7 @@ from gpubot.actions.base import (
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.names import Namespace, PodName
 from gpubot.domain.oom import classify
+from gpubot.domain.oom_numbers import device_capacity
 from gpubot.domain.xid import explain
 from gpubot.errors import GpubotError
 
@@ -59,6 +60,17 @@ async def _gpu_peak_mib(ctx: ActionContext, p: OomParams) -> float | None:
     return max((s.value for s in samples), default=None)
 
 
+async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
+    """The GPU's memory from the node's product label ("NVIDIA H100 80GB HBM3"), if it says."""
+    if not node:
+        return None
+    try:
+        info = await ctx.cluster.kube.get_node(node=node)
+    except GpubotError:
+        return None
+    return device_capacity(info.gpu_product) if info.gpu_product else None
+
+
 async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     kube = ctx.cluster.kube
     pod = await kube.get_pod(namespace=p.namespace, name=p.pod)
@@ -85,6 +97,7 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
         alert_reason=p.reason or None,
         shm_bytes=pod.shm_size_bytes,
         liveness_failed=liveness,
+        device_bytes=await _device_bytes(ctx, pod.node),
     )
     peak = await _gpu_peak_mib(ctx, p)
     return {

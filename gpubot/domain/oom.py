@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpubot.domain.oom_advice import Workload, advice_for, hints, workload
-from gpubot.domain.oom_families import Confidence, OomClass, log_lines
 from gpubot.domain.oom_rules import decide, gather
+from gpubot.domain.oom_scan import Confidence, OomClass, log_lines
 
 CLASSES: tuple[OomClass, ...] = (
     "cuda_oom",
@@ -67,11 +67,13 @@ def classify(
     shm_bytes: int | None = None,
     liveness_failed: bool = False,
     workload_hint: Workload | None = None,
+    device_bytes: int | None = None,
 ) -> Triage:
     """Classify `text` (container log, dmesg, kubectl describe) plus the pod's status.
 
     `reason` is the container's last termination reason, `alert_reason` the alert's own
     `reason` label; either saying OOMKilled is a cgroup OOM kill even with an empty log.
+    `device_bytes` is the GPU's memory when known from the node, for messages that omit it.
     """
     facts = gather(
         text,
@@ -79,10 +81,11 @@ def classify(
         reason=reason,
         alert_reason=alert_reason,
         liveness_failed=liveness_failed,
+        device_bytes=device_bytes,
     )
     verdict = decide(facts)
     scanned = "\n".join(log_lines(text))
-    kind = workload_hint or workload(scanned, verdict.cls)
+    kind = workload_hint or workload(scanned, verdict.cls, verdict.family)
     own_hints = hints("\n".join(verdict.lines)) if verdict.lines else ()
     if not own_hints and verdict.family not in ("no_memory_evidence", "sigkill_cause_unknown"):
         own_hints = hints(scanned)

@@ -36,9 +36,9 @@ _HINT = re.compile(
 _CLASSES_WITH_SERVER_ADVICE = ("cuda_oom", "cuda_oom_fragmentation")
 
 
-def workload(text: str, cls: str) -> Workload:
+def workload(text: str, cls: str, family: str = "") -> Workload:
     """Which kind of job failed, from what its log mentions (an inference server first)."""
-    if _INFERENCE.search(text):
+    if family == "inference_kv_cache" or _INFERENCE.search(text):
         return "inference_server"
     if cls in ("shm_exhausted", "killed_unknown", "host_oom_killed") and _DATA_LOADER.search(text):
         return "data_loader"
@@ -238,7 +238,10 @@ OTHER: dict[str, tuple[str, ...]] = {
         "an image built for the node's driver (`nvidia-smi` shows the newest CUDA it supports), "
         "upgrade the driver, or check the pod requests nvidia.com/gpu.",
     ),
-    "gpu_xid": ("An XID in the kernel log: `gpubot xid parse` and `gpubot xid explain N`.",),
+    "gpu_xid": (
+        "The GPU itself reported an error (an XID, or it fell off the bus): `gpubot xid parse` "
+        "on the node's kernel log and `gpubot xid explain N` say what to do; not memory.",
+    ),
     "java_heap": (
         "The JVM hit its own heap limit: raise -Xmx (or -XX:MaxRAMPercentage in a container); "
         "the container was not OOM-killed and GPU memory is not involved.",
@@ -260,6 +263,14 @@ OTHER: dict[str, tuple[str, ...]] = {
         "The log shows a stop that was asked for (a restart, a delete, a preemption) just "
         "before the SIGKILL: the process did not exit within its grace period. Not an OOM; "
         "handle SIGTERM and exit promptly, or lengthen terminationGracePeriodSeconds.",
+    ),
+    "image_pull": (
+        "The image could not be pulled, so nothing ran: check the image name and tag, the "
+        "registry's credentials (imagePullSecrets) and the node's access to the registry.",
+    ),
+    "terminated_on_request": (
+        "The process was asked to stop (SIGTERM: a deletion, a node shutdown, a preemption, a "
+        "deadline, or its own pool shutting down): look at who asked, not at memory.",
     ),
     "cuda_launch_failure": (
         "A CUDA library or kernel failed for a reason other than memory: rerun with "

@@ -1,50 +1,14 @@
 """Families of evidence: the many wordings of one failure, each with its class and confidence.
 
-A family is matched line by line over a bounded log. Some wordings need a second look: a
-message wrapped over two lines (JAX/XLA), or an error whose meaning depends on a nearby line
-(`[Errno 28] No space left on device` is /dev/shm only when the traceback is in
-multiprocessing's SemLock). Every pattern is a bounded alternation of literals, so a
-megabyte-long line costs linear time.
+Every pattern is a bounded alternation of literals (no nested unbounded repeats), so a
+megabyte-long line costs linear time; the scanning itself is in oom_scan.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
-OomClass = Literal[
-    "cuda_oom",
-    "cuda_oom_fragmentation",
-    "host_oom_killed",
-    "shm_exhausted",
-    "killed_unknown",
-    "not_oom",
-]
-Confidence = Literal["high", "medium", "low"]
-
-# Logs can be megabytes: the failure is near the end, so the tail is what is read.
-MAX_SCAN_CHARS = 2 * 1024 * 1024
-MAX_LINE_CHARS = 8 * 1024  # longer lines are read in pieces of this size
-WRAP_JOIN_CHARS = 400  # how much of the next line a wrapped message may continue into
-
-
-@dataclass(frozen=True)
-class Family:
-    """One way a failure shows in a log."""
-
-    name: str
-    cls: OomClass
-    confidence: Confidence
-    pattern: re.Pattern[str]
-    # When set, `pattern` counts only if `near` matches within `span` lines either side.
-    near: re.Pattern[str] | None = None
-    span: int = 0
-    # When set, `pattern` may also match a line joined with the start of the next one.
-    wraps: bool = False
-    # When set, a line matching this is not evidence even if `pattern` matches it.
-    unless: re.Pattern[str] | None = None
+from gpubot.domain.oom_scan import Family
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -89,9 +53,8 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(
-            r"RESOURCE_EXHAUSTED:?\s{0,4}(?:\S{1,80}\s{1,4}){0,3}?"
-            r"(?:Out of memory|Failed to allocate|failed to allocate|allocat\w{0,6} \d)"
-            r"|Resource exhausted: Out of memory",
+            r"(?:RESOURCE_EXHAUSTED|Resource exhausted):?\s{0,4}(?:\S{1,80}\s{1,4}){0,3}?"
+            r"(?:Out of memory|Failed to allocate|failed to allocate|allocat\w{0,6} \d)",
         ),
         wraps=True,
     ),
@@ -114,7 +77,7 @@ GPU_OOM: tuple[Family, ...] = (
         "nccl_cuda_oom",
         "cuda_oom",
         "high",
-        _p(r"Cuda failure '?out of memory|Failed to CUDA (?:c|m)alloc", _I),
+        _p(r"Cuda failure \d{0,4} ?'?out of memory|Failed to CUDA (?:c|m)alloc", _I),
     ),
     Family(
         "inference_kv_cache",
@@ -151,7 +114,8 @@ GPU_OOM: tuple[Family, ...] = (
 )
 
 _MULTIPROCESSING = _p(
-    r"SemLock|multiprocessing|joblib|/dev/shm|\btorch_\d|shared memory|ctx\.Lock|\bshm\b"
+    r"SemLock|multiprocessing|joblib|/dev/shm|\btorch_\d|shared[ _]?memory|ctx\.Lock|\bshm\b",
+    _I,
 )
 
 SHM: tuple[Family, ...] = (
@@ -160,8 +124,9 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "high",
         _p(
-            r"insufficient shared memory \(shm\)|out of shared memory"
-            r"|killed by signal: Bus error|raise your shared memory limit",
+            r"insufficient shared memory|out of shared memory"
+            r"|killed by signal: Bus error|raise your shared memory limit"
+            r"|(?:increase|raise) (?:the |your )?(?:shm|shared memory)[- ]size",
             _I,
         ),
     ),
@@ -169,7 +134,10 @@ SHM: tuple[Family, ...] = (
         "torch_shm_write",
         "shm_exhausted",
         "high",
-        _p(r"unable to write to file </?torch_|No space left on device \(28\)[^\n]{0,40}torch_"),
+        _p(
+            r"unable to write to file </?torch_"
+            r"|</?torch_\w{1,40}>[^\n]{0,80}No space left on device"
+        ),
     ),
     Family(
         "nccl_shm_segment",
@@ -215,7 +183,8 @@ HOST: tuple[Family, ...] = (
             r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
             r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
             r"|killed by the OOM killer|has been OOM[- ]Killed"
-            r"|killed as a result of limit of",  # cgroup v1: "Task in /kubepods... killed as"
+            r"|killed as a result of limit of|Out of memory and no killable processes"
+            r"|System OOM encountered|\bSystemOOM\b",  # cgroup v1: "Task in /kubepods... killed as"
             _I,
         ),
     ),
@@ -257,7 +226,8 @@ HOST: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(
-            r"task \d{1,6}: Out Of Memory|exceeded (?:job )?memory limit"
+            r"task \d{1,6}: Out Of Memory|exceeded (?:job |its )?memory limit"
+            r"|running beyond physical memory limits|Container killed due to memory usage"
             r"|killed by YARN for exceeding (?:physical )?memory limits",
             _I,
         ),
@@ -279,7 +249,9 @@ STOP_REQUESTED = Family(
     _p(
         r"supervisorctl (?:restart|stop)|docker(?:-compose| compose)? (?:stop|kill|restart)\b"
         r"|kubectl delete pod|\bPreempt(?:ed|ing)\b|preempted by|Stopping container"
-        r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod",
+        r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
+        r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
+        r"|DUE TO (?:TIME LIMIT|PREEMPTION)",
         _I,
     ),
 )
@@ -292,7 +264,9 @@ SIGKILL = Family(
         r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}-?(?:137|-9)\b"
         r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
         r"|non-zero exit status 137\b|\bsignal: killed\b|SIGKILL|Signals\.SIGKILL"
-        r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b"
+        r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
+        r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
+        r"|exited (?:with )?(?:code )?137\b|\d{1,10}\s{1,12}Killed\s{0,4}$"
         r"|^\s{0,8}Killed\s{0,4}$"  # the shell's job report
         r"|\d{1,10}\s{1,12}Killed\s{1,20}\S"  # "line 18:    36 Killed     python3 ..."
         r"|\bKilled\s{1,4}python",
@@ -325,7 +299,8 @@ NEGATIVE: tuple[Family, ...] = (
         _p(
             r"Watchdog caught collective operation timeout|collective operation timeout"
             r"|NCCL (?:communicator was aborted|timeout)|ncclRemoteError|ncclSystemError"
-            r"|NCCL error|ProcessGroupNCCL|DistBackendError",
+            r"|NCCL error|ProcessGroupNCCL|DistBackendError|ncclUnhandledCudaError"
+            r"|unhandled cuda error|unhandled system error",
             _I,
         ),
     ),
@@ -341,7 +316,14 @@ NEGATIVE: tuple[Family, ...] = (
             _I,
         ),
     ),
-    Family("gpu_xid", "not_oom", "high", _p(r"NVRM: Xid|\bXid \(PCI:", _I)),
+    Family(
+        "gpu_xid",
+        "not_oom",
+        "high",
+        _p(
+            r"NVRM: Xid|\bXid \(PCI:|\bXID \d{1,3}\b|fallen off the bus|GPU_IS_LOST|GPU is lost", _I
+        ),
+    ),
     Family(
         "java_heap",
         "not_oom",
@@ -353,7 +335,27 @@ NEGATIVE: tuple[Family, ...] = (
         "ephemeral_storage_eviction",
         "not_oom",
         "high",
-        _p(r"low on resource: ephemeral-storage|ephemeral local storage usage exceeds", _I),
+        _p(
+            r"low on resource: (?:ephemeral-storage|nodefs|imagefs)|DiskPressure"
+            r"|ephemeral local storage usage exceeds|exceeded its local ephemeral storage",
+            _I,
+        ),
+    ),
+    Family(
+        "image_pull",
+        "not_oom",
+        "high",
+        _p(r"ImagePullBackOff|ErrImagePull|Back-off pulling image"),
+    ),
+    Family(
+        "terminated_on_request",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bsignal 15\b|\bSIGTERM\b|imminent node shutdown|\bPreempt(?:ed|ing)\b"
+            r"|DeadlineExceeded|longer than the specified deadline",
+            _I,
+        ),
     ),
     Family(
         "cuda_launch_failure",
@@ -365,58 +367,3 @@ NEGATIVE: tuple[Family, ...] = (
         ),
     ),
 )
-
-
-@dataclass(frozen=True)
-class Match:
-    """A family found in the log, with the lines it rests on."""
-
-    family: Family
-    lines: tuple[str, ...]
-
-
-def log_lines(text: str) -> list[str]:
-    """The tail of `text` as lines, very long lines cut into pieces."""
-    if len(text) > MAX_SCAN_CHARS:
-        text = text[-MAX_SCAN_CHARS:]
-    lines: list[str] = []
-    for line in text.splitlines():
-        if len(line) <= MAX_LINE_CHARS:
-            lines.append(line)
-        else:
-            lines += [line[i : i + MAX_LINE_CHARS] for i in range(0, len(line), MAX_LINE_CHARS)]
-    return lines
-
-
-def find(family: Family, lines: Sequence[str]) -> Match | None:
-    """Where `family` shows in `lines`, if anywhere; every evidence line once, in log order."""
-    hits: dict[int, None] = {}
-    for i, line in enumerate(lines):
-        if family.unless is not None and family.unless.search(line):
-            continue
-        joined = False
-        if not family.pattern.search(line):
-            if not family.wraps or i + 1 >= len(lines):
-                continue
-            both = line.rstrip() + " " + lines[i + 1].strip()[:WRAP_JOIN_CHARS]
-            found = family.pattern.search(both)
-            if found is None or found.start() >= len(line.rstrip()):
-                continue
-            joined = True
-        if family.near is not None:
-            lo, hi = max(0, i - family.span), min(len(lines), i + family.span + 1)
-            near = [j for j in range(lo, hi) if family.near.search(lines[j])]
-            if not near:
-                continue
-            hits.update(dict.fromkeys(near))
-        hits[i] = None
-        if joined:
-            hits[i + 1] = None
-    if not hits:
-        return None
-    return Match(family, tuple(lines[i].strip() for i in sorted(hits) if lines[i].strip()))
-
-
-def find_first(families: Sequence[Family], lines: Sequence[str]) -> list[Match]:
-    """Every family of `families` found in `lines`, in the order the families are listed."""
-    return [m for f in families if (m := find(f, lines)) is not None]

@@ -78,7 +78,7 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _REQUESTED = (
-    _p(r"Tried to allocate " + _SIZE),  # PyTorch, every version
+    _p(r"Tried to allocate (?:more than )?" + _SIZE),  # PyTorch, every version
     _p(r"(?:trying to allocate|Out of memory allocating) (\d{1,20}) bytes"),  # XLA
     _p(r"Failed to allocate request for \S{1,40} \((\d{1,20})B\)"),  # XLA BFC
     _p(r"failed to allocate \S{1,20} \((\d{1,20}) bytes\)"),  # CUDA driver via TF/XLA
@@ -88,6 +88,17 @@ _REQUESTED = (
 _TOTAL = (
     _p(_SIZE + r" total capacity"),  # 1.x: "(GPU 0; 15.90 GiB total capacity; ..."
     _p(r"total capac(?:i)?ty of " + _SIZE),  # 2.x (and its "capacty" typo)
+)
+# The card's size where the message omits it: a model name ("A100-SXM4-80GB", "H100 80GB
+# HBM3"), nvidia-smi's memory column ("0MiB / 81559MiB"), or "a GPU with 8GB".
+_DEVICE = (
+    _p(
+        r"\b(?:NVIDIA|Tesla|GeForce|Quadro|RTX|A100|H100|H200|L40S?|A10G?|V100)\b[\w -]{0,30}?"
+        r"[ -](\d{1,3}) ?(GB|GiB)\b"
+    ),
+    _p(r"\d{1,6}MiB / (\d{3,6})(MiB)\b"),
+    _p(r"\b(\d{1,3}) ?(GB|GiB|gb|G)\b[^\n]{0,12}?\b(?:GPU|gpu|VRAM|vram|card)\b"),
+    _p(r"\b(?:GPU|gpu|card)s? with (\d{1,3}) ?(GB|GiB|gb)\b"),
 )
 _FREE = (_p(_SIZE + r" free[;)]"), _p(r"of which " + _SIZE + r" is free"))
 # PyTorch >= 1.4: "A already allocated; F free; R reserved in total by PyTorch" (the t in
@@ -189,8 +200,15 @@ def _idle_reserve(text: str) -> tuple[Size | None, Size | None, str]:
     return allocated, None, ""
 
 
-def read_numbers(text: str) -> AllocatorNumbers:
-    """The numbers of the first OOM message in `text` (callers pass the evidence lines)."""
+def device_capacity(text: str) -> int | None:
+    """A GPU's memory as a model name, nvidia-smi or a sentence states it, in bytes."""
+    size = _first(_DEVICE, text)
+    return size.value if size is not None else None
+
+
+def read_numbers(text: str, *, device_bytes: int | None = None) -> AllocatorNumbers:
+    """The numbers of the first OOM message in `text` (callers pass the evidence lines);
+    `device_bytes`, the card's memory known from elsewhere, stands in for an unprinted total."""
     allocated, idle, wording = _idle_reserve(text)
     reserved = _find(_RESERVED_1X, text) if wording.startswith("reserved in total") else None
     processes = tuple(
@@ -200,7 +218,7 @@ def read_numbers(text: str) -> AllocatorNumbers:
     limit = _CGROUP_LIMIT.search(text)
     return AllocatorNumbers(
         requested=_first(_REQUESTED, text),
-        total=_first(_TOTAL, text),
+        total=_first(_TOTAL, text) or (Size(device_bytes) if device_bytes else None),
         free=_first(_FREE, text),
         allocated=allocated,
         idle_reserve=idle,

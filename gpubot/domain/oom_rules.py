@@ -14,14 +14,9 @@ from gpubot.domain.oom_families import (
     SHM,
     SIGKILL,
     STOP_REQUESTED,
-    Confidence,
-    Match,
-    OomClass,
-    find,
-    find_first,
-    log_lines,
 )
-from gpubot.domain.oom_numbers import AllocatorNumbers, GiB, read_numbers
+from gpubot.domain.oom_numbers import AllocatorNumbers, GiB, device_capacity, read_numbers
+from gpubot.domain.oom_scan import Confidence, Match, OomClass, find, find_first, log_lines
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
@@ -72,6 +67,7 @@ def gather(
     reason: str | None,
     alert_reason: str | None = None,
     liveness_failed: bool = False,
+    device_bytes: int | None = None,
 ) -> Facts:
     """The facts in `text` and the pod status; explicit arguments win over what the text says."""
     lines = log_lines(text)
@@ -98,7 +94,9 @@ def gather(
         exit_code=exit_code,
         reason=reason or None,
         alert_reason=alert_reason or None,
-        numbers=read_numbers(evidence_text or scanned),
+        numbers=read_numbers(
+            evidence_text or scanned, device_bytes=device_bytes or device_capacity(scanned)
+        ),
     )
 
 

@@ -1,0 +1,115 @@
+"""OOM triage accuracy on the corpus of real excerpts: per-class precision and recall, per split.
+
+Prints one JSON line. The corpus (tests/fixtures/triage/corpus_*.yaml) holds real log
+excerpts from public trackers, each labelled by hand with one of the six classes and marked
+`train` (the rules were written looking at these) or `holdout` (never looked at while
+writing rules): the holdout figures are the honest ones. Each entry's pod facts (exit code,
+reason), where its source reports them, are passed as the CLI's --exit-code/--reason would.
+
+Baseline: always answering the most common label of the split (what a classifier that reads
+nothing would score). Targets, on the holdout split: accuracy >= 95 %, and precision and
+recall >= 90 % in every class present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from _report import REPO, at_least, emit, percentiles
+
+from gpubot.domain.oom import CLASSES, classify
+
+CORPUS = sorted((REPO / "tests" / "fixtures" / "triage").glob("corpus_*.yaml"))
+
+
+def load(paths: list[Path]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for path in paths:
+        entries += yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    return entries
+
+
+def predict(entry: dict[str, Any]) -> tuple[str, str]:
+    pod = entry.get("pod") or {}
+    triage = classify(entry["text"], exit_code=pod.get("exit_code"), reason=pod.get("reason"))
+    return triage.cls, triage.family
+
+
+def score(rows: list[tuple[str, str]]) -> dict[str, Any]:
+    """Accuracy and per-class precision/recall over (label, predicted) pairs."""
+    if not rows:
+        return {"n": 0}
+    per_class: dict[str, dict[str, Any]] = {}
+    for cls in CLASSES:
+        tp = sum(1 for label, got in rows if label == cls and got == cls)
+        labelled = sum(1 for label, _ in rows if label == cls)
+        predicted = sum(1 for _, got in rows if got == cls)
+        if labelled or predicted:
+            per_class[cls] = {
+                "n": labelled,
+                "precision": round(tp / predicted, 4) if predicted else None,
+                "recall": round(tp / labelled, 4) if labelled else None,
+            }
+    majority = Counter(label for label, _ in rows).most_common(1)[0][1]
+    return {
+        "n": len(rows),
+        "accuracy": round(sum(1 for label, got in rows if label == got) / len(rows), 4),
+        "baseline_majority_class_accuracy": round(majority / len(rows), 4),
+        "per_class": per_class,
+    }
+
+
+def _worst(split: dict[str, Any], key: str) -> float:
+    values = [c[key] for c in split.get("per_class", {}).values() if c[key] is not None]
+    return min(values, default=0.0)
+
+
+def main(paths: list[Path]) -> None:
+    entries = load(paths)
+    rows: dict[str, list[tuple[str, str]]] = {"train": [], "holdout": []}
+    misses: list[dict[str, str]] = []
+    seconds: list[float] = []
+    for entry in entries:
+        start = time.perf_counter()
+        got, family = predict(entry)
+        seconds.append(time.perf_counter() - start)
+        split = entry.get("split", "train")
+        rows.setdefault(split, []).append((entry["label"], got))
+        if got != entry["label"]:
+            misses.append(
+                {"id": entry["id"], "split": split, "label": entry["label"], "got": got}
+                | {"family": family}
+            )
+    splits = {name: score(pairs) for name, pairs in rows.items()}
+    holdout = splits.get("holdout", {"n": 0})
+    emit(
+        "triage_accuracy",
+        corpus=[str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p) for p in paths],
+        entries=len(entries),
+        overall_accuracy=score([r for pairs in rows.values() for r in pairs]).get("accuracy"),
+        splits=splits,
+        misses=misses,
+        classify_time=percentiles(seconds) if seconds else {},
+        targets={
+            "holdout_accuracy": at_least(holdout.get("accuracy", 0.0), 0.95),
+            "holdout_min_class_recall": at_least(_worst(holdout, "recall"), 0.90),
+            "holdout_min_class_precision": at_least(_worst(holdout, "precision"), 0.90),
+        },
+    )
+
+
+if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument(
+        "--corpus",
+        type=Path,
+        nargs="+",
+        default=CORPUS,
+        help="corpus files (default: tests/fixtures/triage/corpus_*.yaml)",
+    )
+    main(cli.parse_args().corpus)

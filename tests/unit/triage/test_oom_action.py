@@ -1,0 +1,96 @@
+"""The triage.oom step on the simulated cluster: the pod's last state and the alert's own reason
+decide when the logs say nothing; the runbook passes the alert's reason label."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.triage import OomParams, gather_oom, oom_report
+from gpubot.backends.simulated import SimulatedCluster
+from gpubot.domain.runbook_loader import parse_runbook
+from gpubot.engine.clock import FakeClock
+from gpubot.engine.context import resolve_params
+from gpubot.errors import GpubotError
+
+NS, POD = "ml-train", "llama3-70b-pretrain-0"
+RUNBOOK = Path(__file__).resolve().parents[3] / "runbooks" / "oom-triage.yaml"
+
+
+class LogsGone(SimulatedCluster):
+    """The previous container's logs cannot be read (rotated away, or the pod was replaced)."""
+
+    async def pod_logs(self, **kwargs: Any) -> str:
+        raise GpubotError("previous terminated container not found")
+
+
+def _ctx(cluster: SimulatedCluster) -> ActionContext:
+    return ActionContext(
+        cluster=ClusterPorts("sim", cluster, cluster, cluster),  # type: ignore[arg-type]
+        clock=FakeClock(),
+        actor="system",
+        reason="test",
+    )
+
+
+def _last_state(cluster: SimulatedCluster, **last: Any) -> None:
+    with cluster.mutation() as state:
+        pod = state.pod(NS, POD)
+        pod.last_state = {"container": pod.container, **last}
+        pod.restart_count += 1
+
+
+async def test_oomkilled_last_state_with_empty_logs_is_a_memory_kill() -> None:
+    cluster = SimulatedCluster.default()
+    _last_state(cluster, reason="OOMKilled", exitCode=137, message="")
+    out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD))
+    assert (out["class"], out["family"], out["confidence"]) == (
+        "host_oom_killed",
+        "kubelet_oomkilled",
+        "high",
+    )
+    assert "last state reason: OOMKilled" in out["evidence"]
+
+
+async def test_the_alerts_reason_decides_when_the_pod_and_its_logs_say_nothing() -> None:
+    cluster = LogsGone.default()
+    out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD, reason="OOMKilled"))
+    assert out["class"] == "host_oom_killed"
+    assert "alert reason: OOMKilled" in out["evidence"]
+    assert "Class: host_oom_killed* (kubelet_oomkilled, high confidence)" in oom_report(out)
+
+
+async def test_error_137_without_the_alerts_reason_is_killed_cause_unknown() -> None:
+    cluster = SimulatedCluster.default()
+    _last_state(cluster, reason="Error", exitCode=137, message="")
+    out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD))
+    assert out["class"] == "killed_unknown"
+    assert any("kubectl describe pod" in a for a in out["advice"])
+
+
+async def test_the_nodes_gpu_model_sizes_a_request_the_message_leaves_unsized() -> None:
+    cluster = SimulatedCluster.default()  # every node: NVIDIA H100 80GB HBM3
+    _last_state(
+        cluster,
+        reason="Error",
+        exitCode=1,
+        message="torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 900.00 GiB",
+    )
+    out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD))
+    assert (out["class"], out["family"]) == ("not_oom", "absurd_request")
+
+
+def test_a_reason_label_that_is_not_a_plain_word_is_ignored() -> None:
+    assert OomParams(namespace=NS, pod=POD, reason="OOMKilled").reason == "OOMKilled"
+    assert OomParams(namespace=NS, pod=POD, reason="<!here> OOMKilled").reason == ""
+
+
+def test_the_runbook_takes_the_reason_from_the_alert_and_does_without_it() -> None:
+    runbook = parse_runbook(RUNBOOK.read_text(), path=RUNBOOK).runbook
+    labels = {"namespace": NS, "pod": POD, "reason": "OOMKilled"}
+    params = resolve_params(runbook, base={"alert": {"labels": labels}}, given={})
+    assert params["reason"] == "OOMKilled"
+    del labels["reason"]
+    params = resolve_params(runbook, base={"alert": {"labels": labels}}, given={})
+    assert params["reason"] is None

@@ -1,0 +1,78 @@
+"""benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
+recall on each split, overall accuracy, and targets (their values are not asserted here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_triage_accuracy_prints_per_class_figures_for_both_splits() -> None:
+    run = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "triage_accuracy.py")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 1, run.stdout
+    record = json.loads(lines[0])
+    assert record["benchmark"] == "triage_accuracy"
+    assert record["entries"] == sum(s["n"] for s in record["splits"].values())
+    assert set(record["splits"]) >= {"train", "holdout"}
+    for split in record["splits"].values():
+        assert 0 <= split["accuracy"] <= 1
+        assert split["baseline_majority_class_accuracy"] <= 1
+        for figures in split["per_class"].values():
+            assert set(figures) == {"n", "precision", "recall"}
+    assert 0 <= record["overall_accuracy"] <= 1
+    assert set(record["targets"]) == {
+        "holdout_accuracy",
+        "holdout_min_class_recall",
+        "holdout_min_class_precision",
+    }
+    for target in record["targets"].values():
+        assert isinstance(target["met"], bool)
+        assert "at_least" in target
+    assert record["all_met"] == all(t["met"] for t in record["targets"].values())
+    wrong = sum(round(s["n"] * (1 - s["accuracy"])) for s in record["splits"].values())
+    assert len(record["misses"]) == wrong
+
+
+def test_triage_accuracy_reads_a_corpus_given_on_the_command_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus_tiny.yaml"
+    corpus.write_text(
+        "- {id: t-1, split: train, label: cuda_oom, reason: r, text: 'CUDA out of memory.'}\n"
+        "- {id: t-2, split: holdout, label: not_oom, reason: r, text: 'all good'}\n"
+        "- {id: t-3, split: holdout, label: shm_exhausted, reason: r, text: 'Killed'}\n"
+    )
+    run = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "triage_accuracy.py"), "--corpus", str(corpus)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    record = json.loads(run.stdout)
+    assert record["splits"]["train"]["accuracy"] == 1.0
+    assert record["splits"]["holdout"]["accuracy"] == 0.5
+    assert record["splits"]["holdout"]["per_class"]["shm_exhausted"]["recall"] == 0.0
+    assert record["misses"] == [
+        {
+            "id": "t-3",
+            "split": "holdout",
+            "label": "shm_exhausted",
+            "got": "killed_unknown",
+            "family": "sigkill_cause_unknown",
+        }
+    ]
+    assert record["targets"]["holdout_accuracy"]["met"] is False
