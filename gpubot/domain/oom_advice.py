@@ -54,6 +54,9 @@ def hints(text: str) -> tuple[str, ...]:
 
 
 def _gib(value: int) -> str:
+    """A size as people read it: MiB under a GiB, GiB above."""
+    if value < GiB:
+        return f"{value / 1024**2:.0f} MiB"
     return f"{value / GiB:.2f} GiB"
 
 
