@@ -79,7 +79,7 @@ def gather(
     gpu = find_first(GPU_OOM, lines)
     # The allocator's numbers are read from the lines that reported the failure, so that an
     # earlier, unrelated size in the log is not taken for the request.
-    evidence_text = "\n".join(dict.fromkeys(line for m in gpu for line in m.lines))
+    evidence_text = "\n".join(dict.fromkeys(m.context for m in gpu))
     liveness = find(LIVENESS, lines)
     if liveness is None and liveness_failed:
         liveness = Match(LIVENESS, ("liveness probe failed (the kubelet killed the container)",))

@@ -52,6 +52,9 @@ class Match:
 
     family: Family
     lines: tuple[str, ...]
+    # The matched lines with the line after each, a message's continuation joined back on
+    # (a pasted or wrapped message can break its numbers over two lines).
+    context: str = ""
 
 
 def log_lines(text: str) -> list[str]:
@@ -93,7 +96,22 @@ def find(family: Family, lines: Sequence[str]) -> Match | None:
             hits[i + 1] = None
     if not hits:
         return None
-    return Match(family, tuple(lines[i].strip() for i in sorted(hits) if lines[i].strip()))
+    return Match(
+        family,
+        tuple(lines[i].strip() for i in sorted(hits) if lines[i].strip()),
+        _context(lines, hits),
+    )
+
+
+def _context(lines: Sequence[str], hits: dict[int, None]) -> str:
+    """Runs of consecutive hit-or-following lines, each run joined into one line."""
+    wanted = sorted({*hits, *(i + 1 for i in hits if i + 1 < len(lines))})
+    runs: list[list[str]] = []
+    for k, i in enumerate(wanted):
+        if k == 0 or wanted[k - 1] != i - 1:
+            runs.append([])
+        runs[-1].append(lines[i].strip()[:WRAP_JOIN_CHARS] if i not in hits else lines[i].strip())
+    return "\n".join(" ".join(run) for run in runs)
 
 
 def find_first(families: Sequence[Family], lines: Sequence[str]) -> list[Match]:

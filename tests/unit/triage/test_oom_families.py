@@ -76,6 +76,16 @@ def test_a_message_wrapped_over_two_lines_cites_both_lines() -> None:
     assert triage.numbers["requested_bytes"] == 1073741824
 
 
+def test_numbers_broken_over_two_lines_are_read_together() -> None:
+    triage = classify(
+        "RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 15.90 GiB total "
+        "capacity; 13.13 GiB already allocated;\n415.88 MiB free; 14.80 GiB reserved in total by "
+        "PyTorch)"
+    )
+    assert triage.cls == "cuda_oom_fragmentation"
+    assert triage.numbers["reserved_bytes"] > triage.numbers["allocated_bytes"]
+
+
 @pytest.mark.parametrize(
     "text",
     [
