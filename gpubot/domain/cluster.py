@@ -41,6 +41,9 @@ class FleetView:
     as_of: datetime
     released: int = 0
     live: bool = False
+    # How many times each GPU node was seen becoming cordoned: a cordon gpubot made is in the
+    # view once its node's count has gone up since gpubot reserved the slot for it.
+    cordon_seen: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:

@@ -41,6 +41,7 @@ class CordonSlots:
         self._lock = asyncio.Lock()
         self._settle = settle
         self._flight: dict[str, int] = {}  # node → cordons of it in flight
+        self._seen: dict[str, int] = {}  # node → view.cordon_seen when its slot was reserved
         self._made: dict[str, datetime] = {}  # node → when gpubot's cordon of it returned
         self.released = 0  # reservations dropped without the view showing the node cordoned
 
@@ -55,17 +56,21 @@ class CordonSlots:
             reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
             if reason is None:
                 self._flight[node] = self._flight.get(node, 0) + 1
+                self._seen.setdefault(node, view.cordon_seen.get(node, 0))
             return reason
 
     def expire(self, view: FleetView, *, now: datetime) -> None:
-        """Stop counting cordons made here that `view` counts, or that are older than SETTLE
-        (uncordoned since, or never landed): the latter frees a slot (`released`)."""
+        """Stop counting cordons made here once `view` has seen them (the node cordoned now,
+        or seen becoming cordoned since the slot was reserved: from then on the view's own
+        set decides), or after SETTLE without that (the cordon never landed)."""
         for name, at in list(self._made.items()):
-            if name in view.cordoned:
+            seen = view.cordon_seen.get(name, 0) > self._seen.get(name, 0)
+            if name in view.cordoned or seen or now - at > self._settle:
                 del self._made[name]
-            elif now - at > self._settle:
-                del self._made[name]
-                self.released += 1
+                if name not in self._flight:
+                    self._seen.pop(name, None)
+                if name not in view.cordoned:
+                    self.released += 1  # its slot is free again
 
     def done(self, node: str, *, now: datetime) -> None:
         """The cordon call returned (or failed: it may still have landed, so it counts)."""

@@ -24,7 +24,6 @@ from typing import Any
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from gpubot.backends.kube.convert import gpu_devices
 from gpubot.domain.cluster import FleetView
@@ -58,8 +57,9 @@ class NodeCache:
         self._on_release = on_release
         self._lock = threading.Lock()
         self._nodes: dict[str, tuple[bool, bool]] = {}  # name → (has GPUs, unschedulable)
-        self._sets: tuple[frozenset[str], frozenset[str]] | None = None
+        self._sets: tuple[frozenset[str], frozenset[str], dict[str, int]] | None = None
         self._released = 0
+        self._became: dict[str, int] = {}  # GPU node → times seen becoming cordoned
         self._live = False
         self._as_of: datetime | None = None
         self._stop = threading.Event()
@@ -78,8 +78,8 @@ class NodeCache:
             if self._sets is None:
                 gpu = frozenset(n for n, (g, _) in self._nodes.items() if g)
                 cordoned = frozenset(n for n, (g, u) in self._nodes.items() if g and u)
-                self._sets = (gpu, cordoned)
-            gpu, cordoned = self._sets
+                self._sets = (gpu, cordoned, dict(self._became))
+            gpu, cordoned, became = self._sets
             # While the watch is open the view is current as far as it can tell, as of now.
             as_of = self._now() if self._live else self._as_of
             return FleetView(
@@ -88,6 +88,7 @@ class NodeCache:
                 as_of=as_of,
                 released=self._released,
                 live=self._live,
+                cordon_seen=became,
             )
 
     def wait_synced(self, timeout: float) -> bool:
@@ -121,15 +122,21 @@ class NodeCache:
                     version = self._follow(version, seconds=seconds)
             except _Gone:
                 log.info("node watch: resourceVersion expired; listing again")
-            except (ApiException, HTTPError, OSError, ValueError) as exc:
+            except Exception as exc:  # the thread's outer edge: it must outlive any error
                 self._set_live(False)
                 log.warning("node cache: %s; retrying in %.0fs", exc, backoff)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
 
     def _list(self) -> str:
-        """A full LIST as raw JSON (the client's models cost ~0.4 ms per Node to build)."""
-        response: Any = self._core.list_node(_preload_content=False, _request_timeout=self._timeout)
+        """A full LIST as raw JSON (the client's models cost ~0.4 ms per Node to build), from
+        the API server's watch cache (resourceVersion 0, as client-go's reflectors list): its
+        version is one the watch can resume from. A quorum LIST can return a version the
+        cache has not reached, when the last writes were to other kinds, and the watch then
+        fails with "Too large resource version"."""
+        response: Any = self._core.list_node(
+            resource_version="0", _preload_content=False, _request_timeout=self._timeout
+        )
         body = json.loads(response.data)
         nodes = dict(f for item in body.get("items") or [] if (f := _facts(item)) is not None)
         with self._lock:
@@ -174,13 +181,18 @@ class NodeCache:
         return version
 
     def _events(self, w: watch.Watch, version: str, seconds: int) -> Iterator[dict[str, Any]]:
+        # The events as JSON, not V1Node models. Not through deserialize=False: with it the
+        # client fails on ERROR events (a 410 among them) with a KeyError; a function that
+        # names no return type gets the JSON, and an ERROR event becomes an ApiException.
+        def list_node(**kw: Any) -> Any:
+            return self._core.list_node(**kw)
+
         try:
             yield from w.stream(  # type: ignore[no-untyped-call]
-                self._core.list_node,
+                list_node,
                 resource_version=version,
                 timeout_seconds=seconds,
                 allow_watch_bookmarks=True,
-                deserialize=False,
                 _request_timeout=(self._timeout, seconds + self._timeout),
             )
         except ApiException as exc:
@@ -203,6 +215,8 @@ class NodeCache:
             was, now = before.get(name), after.get(name)
             was_out = was is not None and was[0] and was[1]
             now_out = now is not None and now[0] and now[1]
+            if now_out and not was_out:
+                self._became[name] = self._became.get(name, 0) + 1
             joined = now is not None and now[0] and not (was is not None and was[0])
             if (was_out and not now_out) or joined:
                 freed = True

@@ -78,6 +78,7 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         self._seen: tuple[int, int] | None = None
         # The last fleet read, to count slots freed between reads (FleetView.released).
         self._fleet: tuple[frozenset[str], frozenset[str], int] = (frozenset(), frozenset(), 0)
+        self._became: dict[str, int] = {}  # times each node was seen becoming cordoned
         # Node Events the bot posted: (node, type, reason, message); not persisted.
         self.node_events: list[tuple[str, str, str, str]] = []
         if state_path is not None and state_path.exists():
@@ -132,9 +133,17 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
             seen_gpu, seen_cordoned, released = self._fleet
             if (seen_cordoned - cordoned) or (gpu - seen_gpu and seen_gpu):
                 released += 1
+            for name in cordoned - seen_cordoned:
+                self._became[name] = self._became.get(name, 0) + 1
             self._fleet = (gpu, cordoned, released)
+            became = dict(self._became)
         return FleetView(
-            gpu_nodes=gpu, cordoned=cordoned, as_of=datetime.now(UTC), released=released, live=True
+            gpu_nodes=gpu,
+            cordoned=cordoned,
+            as_of=datetime.now(UTC),
+            released=released,
+            live=True,
+            cordon_seen=became,
         )
 
     async def node_internal_ips(self) -> dict[str, str]:

@@ -29,11 +29,24 @@ class Fleet:
         return self.view
 
     def show(self, *cordoned: str) -> None:
+        seen = dict(self.view.cordon_seen)
+        for node in set(cordoned) - self.view.cordoned:
+            seen[node] = seen.get(node, 0) + 1
         self.view = FleetView(
             gpu_nodes=self.view.gpu_nodes,
             cordoned=self.view.cordoned | set(cordoned),
             as_of=T0,
             live=True,
+            cordon_seen=seen,
+        )
+
+    def uncordon(self, node: str) -> None:
+        self.view = FleetView(
+            gpu_nodes=self.view.gpu_nodes,
+            cordoned=self.view.cordoned - {node},
+            as_of=T0,
+            live=True,
+            cordon_seen=self.view.cordon_seen,
         )
 
 
@@ -81,3 +94,16 @@ async def test_a_node_already_cordoned_needs_no_slot() -> None:
     slots, fleet = CordonSlots(), Fleet(cordoned=set(NODES[:3]))
     assert await take(slots, fleet, NODES[0]) is None
     assert await take(slots, fleet, NODES[5]) is not None
+
+
+async def test_a_cordon_the_view_saw_and_saw_undone_frees_its_slot_at_once() -> None:
+    """Cordoned by gpubot, seen by the watch, uncordoned by a person before the next check:
+    the view has seen it both ways, so its own count decides, with no wait."""
+    slots, fleet = CordonSlots(), Fleet()
+    for node in NODES[:3]:
+        assert await take(slots, fleet, node) is None
+        slots.done(node, now=T0)
+    fleet.show(NODES[0])
+    fleet.uncordon(NODES[0])
+    assert await take(slots, fleet, NODES[3], now=T0 + timedelta(seconds=1)) is None
+    assert slots.released == 1
