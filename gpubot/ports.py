@@ -260,6 +260,8 @@ class AuditLog(Protocol):
         run_id: str | None = None,
         action: str | None = None,
         since: datetime | None = None,
+        after_seq: int | None = None,
+        kinds: Sequence[str] | None = None,
     ) -> list[AuditEvent]: ...
 
     async def verify(self) -> list[ChainProblem]: ...

@@ -36,6 +36,9 @@ from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
 _FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process() acts on
+# What a replica records that only the leader can act on: a run it created, a vote it took,
+# a step its shutdown interrupted.
+_FOR_THE_LEADER = ("run.created", "approval.vote", "step.interrupted")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class GpubotService:
         self.executor.on_release = self._wake_soon
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._followed: int | None = None  # the audit seq follow() has read up to, leading
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -350,6 +354,31 @@ class GpubotService:
         # The follow-up after intake may have failed (the database went away after the
         # alert was stored): without this, such an incident would wait for a restart.
         await self._start_missing_runs()
+
+    async def follow(self) -> None:
+        """Often (every second): the leader's look at what other replicas recorded for it.
+
+        Every replica takes webhooks, votes and commands, but only the leader starts steps:
+        a run created on another replica, or an approval clicked there, is advanced here as
+        soon as the audit trail shows it, not at the next tick. Becoming the leader is a full
+        tick at once (the runs the last leader left). Costs one read of the audit head when
+        nothing changed, and nothing on a replica that does not lead."""
+        if not self.e.leadership.is_leader():
+            self._followed = None
+            return
+        head = await self.e.store.head()
+        seq = head.seq if head is not None else 0
+        if self._followed is None:
+            self._followed = seq
+            await self.tick()
+            return
+        if seq == self._followed:
+            return
+        events = await self.e.store.events(after_seq=self._followed, kinds=_FOR_THE_LEADER)
+        self._followed = max([seq, *(e.seq for e in events)])
+        for run_id in dict.fromkeys(e.run_id for e in events if e.run_id):
+            if not self.executor.busy(run_id):
+                self.spawn(self.executor.advance(run_id))
 
     def _wake_soon(self) -> None:
         """One wake at a time: a storm of ending runs costs one pass over the held ones."""

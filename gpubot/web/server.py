@@ -19,6 +19,7 @@ from gpubot.web.limits import HeaderTimeoutProtocol
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 15.0
+FOLLOW_SECONDS = 1.0  # how soon the leader acts on what another replica recorded
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -85,10 +86,18 @@ def make_server(
 
 
 async def _ticker(service: GpubotService) -> None:
+    """A full tick every TICK_SECONDS; in between, every FOLLOW_SECONDS, the leader's look
+    at what other replicas recorded (a run, a vote), and a tick at once on becoming it."""
+    loop = asyncio.get_running_loop()
+    next_tick = loop.time() + TICK_SECONDS
     while True:
-        await asyncio.sleep(TICK_SECONDS)
+        await asyncio.sleep(FOLLOW_SECONDS)
         try:
-            await service.tick()
+            if loop.time() >= next_tick:
+                next_tick = loop.time() + TICK_SECONDS
+                await service.tick()
+            else:
+                await service.follow()
         except Exception:  # a scheduler edge: log, keep ticking
             log.exception("periodic tick failed")
 

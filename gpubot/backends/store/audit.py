@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -44,8 +45,14 @@ class SqlAuditLog(SqlDatabase):
         run_id: str | None = None,
         action: str | None = None,
         since: datetime | None = None,
+        after_seq: int | None = None,
+        kinds: Sequence[str] | None = None,
     ) -> list[AuditEvent]:
         query = select(audit).order_by(audit.c.seq)
+        if after_seq is not None:  # the primary key: what was appended since a look
+            query = query.where(audit.c.seq > after_seq)
+        if kinds is not None:
+            query = query.where(audit.c.kind.in_(list(kinds)))
         if incident_id is not None:
             query = query.where(audit.c.incident_id == incident_id)
         if run_id is not None:
