@@ -59,11 +59,30 @@ def add_parsers(sub: Any) -> None:
     x.add_argument("--json", action="store_true", help="print the entry as JSON")
     x = xsub.add_parser(
         "parse",
-        help="list the XID events in a kernel log",
-        description="Find `NVRM: Xid` lines in dmesg, journalctl -k or syslog output.",
+        help="list the XID events in a kernel log, per GPU",
+        description="Find `NVRM: Xid` lines in dmesg (plain, -T or --time-format iso), "
+        "journalctl -k or syslog output. Each event: its timestamp as the line writes it "
+        "(seconds since boot, wall clock, or syslog's month/day/time without a year), the "
+        "GPU's PCI bus id in one form (0000:3b:00.0), the code, pid/process, message and "
+        "NVIDIA's immediate action; XID 154 also gives the recovery action it announces "
+        "and where gpubot routes it. Then per GPU: its codes with counts, first and last "
+        "stamp, and its UUID and board serial from `NVRM: GPU at PCI:` lines; and for XID "
+        "13 and 31, whether the fault came back on the same GPU within --window (NVIDIA's "
+        "catalog: run DCGM diagnostics) or not (check the application).",
     )
     _log_arg(x)
-    x.add_argument("--json", action="store_true", help="print the events as a JSON list")
+    x.add_argument(
+        "--window",
+        default="24h",
+        metavar="DURATION",
+        help="how close XID 13/31 occurrences on one GPU must be to count as a repeat "
+        "(default 24h; e.g. 30m, 6h, 2d)",
+    )
+    x.add_argument(
+        "--json",
+        action="store_true",
+        help="print events, per-GPU summary, bus id to UUID mapping and repeats as JSON",
+    )
 
 
 def _log_arg(p: argparse.ArgumentParser) -> None:
@@ -121,26 +140,20 @@ def _xid(args: argparse.Namespace) -> int:
         print(f"  gpubot runbook: {info.runbook or '-'}")
         print(f"  source: {CATALOG_URL}")
         return 0
-    from gpubot.domain.xid_log import parse_xid_lines
+    from gpubot.domain.durations import parse_duration
+    from gpubot.domain.xid_summary import read_xid_log
 
-    events = parse_xid_lines(_read_log(args.log))
-    rows = []
-    for event in events:
-        info = explain(event.code)
-        action = info.action if info is not None else None
-        rows.append((event, action, info.runbook if info is not None else None))
+    try:
+        window_s = parse_duration(args.window)
+    except ValueError as exc:
+        raise InputError(f"--window: {exc}") from exc
+    report = read_xid_log(_read_log(args.log), window_s=window_s)
     if args.json:
-        print(json.dumps([e.as_json() | {"action": a, "runbook": r} for e, a, r in rows], indent=2))
+        print(json.dumps(report.as_json(), indent=2))
         return 0
-    if not events:
-        print("no XID events found")
-        return 0
-    print(f"{'XID':>4}  {'PCI':<12} {'PID':>8}  {'PROCESS':<16} {'ACTION':<20} MESSAGE")
-    for e, a, _ in rows:
-        pid = str(e.pid) if e.pid is not None else "-"
-        print(
-            f"{e.code:>4}  {e.pci:<12} {pid:>8}  {e.process or '-':<16} {a or '-':<20} {e.message}"
-        )
+    from gpubot.cli_xid_text import render_report
+
+    print(render_report(report))
     return 0
 
 

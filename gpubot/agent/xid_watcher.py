@@ -12,9 +12,12 @@ from typing import Any
 import httpx
 
 from gpubot.agent.driver import XidEvent, XidSource
+from gpubot.domain.xid_recovery import RECOVERY_XID, RecoveryAction
 
 log = logging.getLogger(__name__)
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+# Reads a GPU's current recovery action (by index), as NVML's GPU_RECOVERY_ACTION field does.
+RecoveryRead = Callable[[int], RecoveryAction | None]
 
 
 def window_start(at: datetime, window_s: float) -> datetime:
@@ -28,9 +31,19 @@ def xid_fingerprint(*, cluster: str, node: str, gpu: int, xid: int, window: date
 
 
 def xid_alert(
-    event: XidEvent, *, node: str, cluster: str, window_s: float, model: str = ""
+    event: XidEvent,
+    *,
+    node: str,
+    cluster: str,
+    window_s: float,
+    model: str = "",
+    recovery: RecoveryAction | None = None,
 ) -> dict[str, Any]:
-    """An Alertmanager webhook (v4) body for one XID event, labelled as the DCGM exporter does."""
+    """An Alertmanager webhook (v4) body for one XID event, labelled as the DCGM exporter does.
+
+    For XID 154, `recovery` (the action the GPU now needs) goes in the label
+    `recovery_action`, from which the bot derives its route (gpubot_xid_recovery).
+    """
     window = window_start(event.at, window_s)
     labels = {
         "alertname": "GPUXidError",
@@ -44,6 +57,8 @@ def xid_alert(
     }
     if model:
         labels["modelName"] = model
+    if recovery is not None and event.xid == RECOVERY_XID:
+        labels["recovery_action"] = recovery.value
     alert = {
         "status": "firing",
         "labels": labels,
@@ -131,8 +146,10 @@ class XidWatcher:
         window_s: float = 300.0,
         poll_s: float = 5.0,
         model: str = "",
+        recovery: RecoveryRead | None = None,
     ) -> None:
         self._source = source
+        self._recovery = recovery
         self._node, self._cluster, self._model = node, cluster, model
         self._send = send
         self._window_s = window_s
@@ -147,12 +164,16 @@ class XidWatcher:
 
     async def forward(self, event: XidEvent) -> bool:
         """Send one event unless this GPU/XID was already sent in this window."""
+        recovery = None
+        if event.xid == RECOVERY_XID and self._recovery is not None:
+            recovery = await asyncio.to_thread(self._recovery, event.gpu)
         body = xid_alert(
             event,
             node=self._node,
             cluster=self._cluster,
             window_s=self._window_s,
             model=self._model,
+            recovery=recovery,
         )
         fingerprint = body["alerts"][0]["fingerprint"]
         if fingerprint in self._sent:

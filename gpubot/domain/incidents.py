@@ -11,9 +11,15 @@ from enum import StrEnum
 from gpubot.domain.alerts import NODE_LABELS, Alert, AlertmanagerPayload
 from gpubot.domain.codes import ascii_int
 from gpubot.domain.xid import explain
+from gpubot.domain.xid_recovery import RECOVERY_XID, parse_recovery, recovery_from_label
 
 # Added to XID alerts by the bot, from NVIDIA's catalog; never sent by Alertmanager.
 XID_ACTION_LABEL = "gpubot_xid_action"
+# Added to XID 154 alerts by the bot: the recovery action the driver announced (GPU_RESET,
+# NODE_REBOOT, DRAIN_AND_RESET, DRAIN_P2P, NONE), from the alert's `recovery_action` label
+# (NVML's name or number) or from the driver's message in its description or summary.
+XID_RECOVERY_LABEL = "gpubot_xid_recovery"
+RECOVERY_SOURCE_LABEL = "recovery_action"
 
 # Alerts about a workload, not a node: one incident per pod even when pods share a node.
 # An alert rule can choose with the label `gpubot_scope: pod | node`.
@@ -88,6 +94,10 @@ def observe(alert: Alert, *, group_key: str) -> AlertObservation:
     if (action := xid_action(labels.get("xid", ""))) is not None:
         # Derived, so runbooks can route by NVIDIA's bucket: xid_action=~"RESET_GPU|…".
         labels[XID_ACTION_LABEL] = action
+    # Only ever derived: a sender cannot pick the route by setting the label itself.
+    labels.pop(XID_RECOVERY_LABEL, None)
+    if (recovery := xid_recovery(labels, annotations)) is not None:
+        labels[XID_RECOVERY_LABEL] = recovery
     node = next((labels[name] for name in NODE_LABELS if labels.get(name)), None)
     summary = annotations.get("summary") or annotations.get("description") or alert.alertname
     return AlertObservation(
@@ -114,6 +124,20 @@ def xid_action(code: str) -> str | None:
         return None
     info = explain(value)
     return info.action if info is not None else None
+
+
+def xid_recovery(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
+    """The recovery action an XID 154 alert carries, or None (not 154, or not stated)."""
+    if ascii_int(labels.get("xid", "")) != RECOVERY_XID:
+        return None
+    action = recovery_from_label(labels.get(RECOVERY_SOURCE_LABEL, ""))
+    if action is None:
+        for name in ("description", "summary"):
+            change = parse_recovery(annotations.get(name, "")[:4096])
+            if change is not None:
+                action = change.action
+                break
+    return action.value if action is not None else None
 
 
 def new_incident_id() -> str:
@@ -168,7 +192,7 @@ def label_changes(stored: Mapping[str, str], sent: Mapping[str, str]) -> str:
     parts = []
     for name in sorted(set(stored) | set(sent)):
         before, after = stored.get(name), sent.get(name)
-        if before == after or name == XID_ACTION_LABEL:
+        if before == after or name in (XID_ACTION_LABEL, XID_RECOVERY_LABEL):
             continue
         if before is None:
             parts.append(f"{name} added ({after!r:.60})")

@@ -191,7 +191,13 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
     assert plan["cluster"] == "sim"
     assert plan["target"] == NODE
     uuid = json.loads(XID79.read_text())["alerts"][0]["labels"]["UUID"]
-    assert plan["params"] == {"node": NODE, "xid": "79", "gpu": str(GPU), "uuid": uuid}
+    assert plan["params"] == {
+        "node": NODE,
+        "xid": "79",
+        "gpu": str(GPU),
+        "uuid": uuid,
+        "recovery": None,  # XID 154 only
+    }
     assert plan["problems"] == []
     steps = {s["id"]: s for s in plan["steps"]}
     assert list(steps) == [

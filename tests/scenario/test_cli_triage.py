@@ -98,10 +98,10 @@ def test_xid_explain_unknown_code_fails_with_one_line(tmp_path: Path) -> None:
 def test_xid_parse_json_lists_only_xid_events(tmp_path: Path) -> None:
     result = gpubot("xid", "parse", "--log", "-", "--json", cwd=tmp_path, stdin=DMESG)
     assert result.returncode == 0, result.stderr
-    events = json.loads(result.stdout)
+    events = json.loads(result.stdout)["events"]
     assert [(e["xid"], e["pci"], e["pid"], e["process"]) for e in events] == [
-        (79, "0000:a1:00", None, None),
-        (45, "0000:dc:00", 1818990, "python3"),
+        (79, "0000:a1:00.0", None, None),
+        (45, "0000:dc:00.0", 1818990, "python3"),
     ]
     assert events[0]["action"] == "RESTART_BM"
 
@@ -110,7 +110,7 @@ def test_xid_parse_human_table(tmp_path: Path) -> None:
     (tmp_path / "dmesg.txt").write_text(DMESG)
     result = gpubot("xid", "parse", "--log", "dmesg.txt", cwd=tmp_path)
     assert result.returncode == 0
-    header, *rows = result.stdout.splitlines()
+    header, *rows = result.stdout.split("\n\n")[0].splitlines()
     assert header.split()[:3] == ["XID", "PCI", "PID"]
     assert len(rows) == 2
 
