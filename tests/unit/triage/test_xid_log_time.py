@@ -74,3 +74,36 @@ def test_syslog_has_no_year_and_says_so() -> None:
 )
 def test_no_stamp_rather_than_a_wrong_one(prefix: str) -> None:
     assert line_time(prefix) is None
+
+
+# Verbatim dmesg output for each --time-format, from util-linux/util-linux#2648 (comment by
+# rishabh-thukral, 2023-12-22). The stamp forms are what matter here, not the message.
+UTIL_LINUX_2648 = [
+    ("[17159596.699613] device vethab20cf5 entered promiscuous mode", "uptime", "17159596.699613"),
+    (
+        "[17159596.699613] [Fri Dec 22 12:26:24 2023] device vethab20cf5 entered promiscuous mode",
+        "ctime",
+        "Fri Dec 22 12:26:24 2023",
+    ),
+    (
+        "[17159596.699613] [Fri Dec 22 12:26:24 2023] [  +0.000000] "
+        "2023-12-22T12:26:24,559615-08:00 device vethab20cf5 entered promiscuous mode",
+        "iso",
+        "2023-12-22T12:26:24,559615-08:00",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "kind", "text"), UTIL_LINUX_2648)
+def test_real_dmesg_time_formats(line: str, kind: str, text: str) -> None:
+    stamp = line_time(line.split(" device ")[0])
+    assert stamp is not None
+    assert (stamp.kind, stamp.text) == (kind, text)
+    assert uptime(line) == 17159596.699613
+    if kind == "iso":
+        assert stamp.at == datetime(2023, 12, 22, 12, 26, 24, 559615, timezone(-timedelta(hours=8)))
+
+
+def test_dmesg_relative_stamps_are_not_uptime() -> None:
+    # `[  +0.000000]` (dmesg --time-format reltime / -d) is a delta, not seconds since boot.
+    assert line_time("[  +0.000000] ") is None
