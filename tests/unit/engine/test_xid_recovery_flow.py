@@ -69,3 +69,25 @@ async def test_gpu_reset_required_runs_the_reset(harness: MakeHarness) -> None:
     assert steps["drain"] == "succeeded"
     assert steps["reset"] == "waiting_approval"
     assert steps["reboot"] == "pending"
+
+
+async def route(h: Any, action: str) -> dict[str, str]:
+    summary = await h.service.ingest(AlertmanagerPayload.model_validate(xid154(action)))
+    await h.service.process(summary)
+    await h.service.wait_idle()
+    [run] = await h.store.list_runs()
+    assert run.runbook == "xid-route"
+    return dict(await h.step_status(run.id))
+
+
+async def test_drain_p2p_asks_a_person(harness: MakeHarness) -> None:
+    h = harness(*RUNBOOKS)
+    steps = await route(h, "DRAIN_P2P")
+    assert steps["ask-human"] == "succeeded"
+    assert "drain peer-to-peer" in " ".join(h.notifier.text().split())
+
+
+async def test_a_cleared_action_is_recorded_only(harness: MakeHarness) -> None:
+    h = harness(*RUNBOOKS)
+    steps = await route(h, "NONE")
+    assert steps == {"explain": "succeeded", "tell-owner": "skipped", "ask-human": "skipped"}
