@@ -126,6 +126,7 @@ def _triage(args: argparse.Namespace) -> int:
 
 def _xid(args: argparse.Namespace) -> int:
     from gpubot.domain.xid import CATALOG_URL, explain
+    from gpubot.domain.xid_recovery import RECOVERY_XID, ROUTES
 
     if args.xid_command == "explain":
         info = explain(args.code)
@@ -138,6 +139,9 @@ def _xid(args: argparse.Namespace) -> int:
         print(f"  {info.description}")
         print(f"  NVIDIA immediate action: {info.action or '(none published)'}")
         print(f"  gpubot runbook: {info.runbook or '-'}")
+        if info.code == RECOVERY_XID:
+            print("  gpubot routes by the recovery action the message states:")
+            print("\n".join(f"    {action}: {route}" for action, route in ROUTES.items()))
         print(f"  source: {CATALOG_URL}")
         return 0
     from gpubot.domain.durations import parse_duration

@@ -99,3 +99,17 @@ def test_help_names_the_report(tmp_path: Path) -> None:
     assert result.returncode == 0
     for words in ("--window", "0000:3b:00.0", "UUID", "XID 154", "DCGM"):
         assert words in " ".join(result.stdout.split())
+
+
+def test_explain_154_lists_the_routes(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gpubot.cli", "xid", "explain", "154"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "NODE_REBOOT: xid79: drain, then a reboot request" in result.stdout
+    assert "DRAIN_P2P: xid-route" in result.stdout
