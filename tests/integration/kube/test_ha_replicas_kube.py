@@ -1,0 +1,237 @@
+"""Two real `gpubot serve` replicas on one Lease of the real API server, with PostgreSQL.
+
+Both receive the same XID 79 alert; exactly one run is made and exactly one replica executes
+it. Killing the leader with SIGKILL mid-drain hands the Lease over once it expires and the
+other replica resumes the drain; SIGTERM stops the leader within its grace period, releases
+the Lease at once and leaves the drain to the other replica. Nothing is done twice: the API
+server's own request counters show one eviction accepted per pod and one write per quarantine
+step. The runbook (cordon, taint, drain) needs no node agent, which keeps the test on the
+Lease; the drain waits on a PodDisruptionBudget's real 429s and on a pod left terminating.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kube_cluster import Cluster
+from kube_replicas import (
+    Counts,
+    LeaseWatch,
+    PgSchema,
+    Procs,
+    Replicas,
+    delta,
+    dump,
+    pg_schema,
+    request_counts,
+    xid_alert,
+)
+from kubernetes.client.exceptions import ApiException
+
+# A new leader acts on what the last one left within about a second (its first look as
+# leader), well before the periodic tick of every 15 s.
+RESUME_LIMIT = 8.0
+
+
+@pytest.fixture
+def pg() -> Iterator[PgSchema]:
+    """A fresh PostgreSQL schema (skip, or fail with CI=true, when PostgreSQL is down)."""
+    schema = pg_schema()
+    yield schema
+    schema.drop()
+
+
+@pytest.fixture
+def procs() -> Iterator[Procs]:
+    started = Procs()
+    yield started
+    started.stop()
+
+
+def scene(c: Cluster, *, blocking_pdb: bool) -> tuple[str, str]:
+    """Four GPU nodes; on the third, two training pods under a PDB and a notebook under none.
+    With `blocking_pdb` the budget allows no disruption, so their evictions get 429."""
+    for i in range(1, 5):
+        c.add_node(f"gpu-node-{i:02d}")
+    node, ml = c.name("gpu-node-03"), c.namespace("ml")
+    for i in range(2):
+        c.add_pod(
+            ml,
+            f"train-{i}",
+            node=node,
+            gpus=4,
+            owner=("ReplicaSet", "train-5c8d"),
+            labels={"app": "train"},
+        )
+    c.add_pod(ml, "notebook", node=node, owner=("StatefulSet", "notebook"))
+    c.add_pdb(ml, "train", selector={"app": "train"}, min_available=2 if blocking_pdb else 0)
+    c.wait_pdb(ml, "train", healthy=2)
+    return node, ml
+
+
+def resumed(bots: Replicas) -> Callable[[], bool]:
+    return lambda: bool(bots.stored().kinds("step.recovered", "drain"))
+
+
+def quarantine_writes(counts: dict[tuple[str, str, str, str], int]) -> int:
+    """Accepted writes to Nodes, dry runs aside (the plans send those)."""
+    return sum(
+        n
+        for (verb, resource, code, dry), n in counts.items()
+        if resource == "nodes" and verb in ("PATCH", "PUT") and code == "200" and not dry
+    )
+
+
+def evictions(counts: dict[tuple[str, str, str, str], int], code: str) -> int:
+    return sum(
+        n
+        for (verb, resource, c, dry), n in counts.items()
+        if resource == "pods/eviction" and verb == "POST" and c == code and not dry
+    )
+
+
+def test_both_receive_the_alert_one_run_one_replica_executes(
+    cluster: Cluster, pg: PgSchema, procs: Procs, tmp_path: Path
+) -> None:
+    node, _ = scene(cluster, blocking_pdb=False)
+    bots = Replicas(cluster, pg, procs, tmp_path, lease_seconds=3)
+    bots.start()
+    leader = bots.leader()
+    follower = bots.other(leader.name)
+    before = request_counts(cluster)
+
+    assert bots.post_alert_to_both(xid_alert(node)) == [200, 200]
+    bots.wait(lambda: bots.step_is("drain", "waiting_approval"), "the drain's approval request")
+
+    seen = bots.stored()
+    assert len(seen.runs) == 1, dump(seen.runs)
+    assert len(seen.kinds("run.created")) == 1
+    for step in ("cordon", "taint"):
+        assert len(seen.kinds("step.started", step)) == 1, dump(seen.events)
+        assert len(seen.kinds("step.finished", step)) == 1
+        assert leader.executed(step), leader.output()
+        assert not follower.executed(step), follower.output()
+    assert len(seen.kinds("approval.requested", "drain")) == 1
+    assert bots.lease() == (leader.name, 0)  # held from the start, never handed over
+    sent = delta(before, request_counts(cluster))
+    assert quarantine_writes(sent) == 2, dump(sent)  # one cordon, one taint
+    spec = cluster.node(node)["spec"]
+    assert spec["unschedulable"] is True
+    assert [t["key"] for t in spec["taints"]] == ["gpubot.io/xid"]
+
+
+def _drain_blocked(bots: Replicas, cluster: Cluster, node: str, ml: str, before: Counts) -> None:
+    """Alert, approval, and the drain under way: the notebook evicted and left terminating
+    (the node's kubelet is gone, as after XID 79), the training pods refused by their PDB."""
+    assert bots.post_alert_to_both(xid_alert(node)) == [200, 200]
+    bots.wait(bots.approve, "the drain's approval request")
+    bots.wait(
+        lambda: (
+            cluster.pods_on(node) == [f"{ml}/train-0", f"{ml}/train-1"]
+            and evictions(delta(before, request_counts(cluster)), "429") >= 2
+        ),
+        "the notebook's eviction and the PDB's 429s",
+    )
+    assert bots.step_is("drain", "running")
+
+
+def _finish(bots: Replicas, cluster: Cluster, node: str, ml: str) -> None:
+    """The budget is relaxed and the node's kubelet is back: it finishes each pod asked to
+    terminate (deleted with grace period 0), and the drain ends."""
+    cluster.policy.patch_namespaced_pod_disruption_budget(
+        "train", ml, {"spec": {"minAvailable": 0}}
+    )
+
+    def kubelet_back_and_done() -> bool:
+        for ref in set(cluster.pods_on(node, terminating=True)) - set(cluster.pods_on(node)):
+            namespace, name = ref.split("/")
+            with contextlib.suppress(ApiException):  # 404: gone already
+                cluster.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        return [r.status.value for r in bots.stored().runs] == ["succeeded"]
+
+    bots.wait(kubelet_back_and_done, "the resumed run to succeed")
+    assert cluster.pods_on(node, terminating=True) == []
+
+
+def test_sigkill_of_the_leader_mid_drain_hands_over_and_the_run_resumes(
+    cluster: Cluster, pg: PgSchema, procs: Procs, tmp_path: Path
+) -> None:
+    node, ml = scene(cluster, blocking_pdb=True)
+    bots = Replicas(cluster, pg, procs, tmp_path, lease_seconds=3)
+    bots.start()
+    leader = bots.leader()
+    heir = bots.other(leader.name)
+    before = request_counts(cluster)
+    _drain_blocked(bots, cluster, node, ml, before)
+
+    procs.kill(leader.proc)  # SIGKILL: the Lease is neither renewed nor released
+    took = bots.wait(lambda: bots.lease()[0] == heir.name, "the other replica to take the Lease")
+    # Only once the Lease has gone unrenewed for its duration, as the heir observes it.
+    assert took >= bots.lease_seconds - 1, took
+    assert bots.lease() == (heir.name, 1)
+    # The new leader resumes the drain at once, not at its next periodic tick (15 s).
+    bots.wait(resumed(bots), "the heir to resume the drain", limit=RESUME_LIMIT)
+    _finish(bots, cluster, node, ml)
+
+    seen = bots.stored()
+    sent = delta(before, request_counts(cluster))
+    # Each pod evicted once: the notebook by the old leader (and waited for, not evicted
+    # again, by the heir), the training pods by the heir once their budget allowed it.
+    assert evictions(sent, "201") == 3, dump(sent)
+    assert quarantine_writes(sent) == 2, dump(sent)
+    for step in ("cordon", "taint"):
+        assert len(seen.kinds("step.started", step)) == 1, dump(seen.events)
+    assert len(seen.kinds("step.recovered", "drain")) == 1
+    assert len(seen.kinds("step.finished", "drain")) == 1
+    assert not seen.kinds("step.failed")
+    assert sorted(seen.steps["drain"].output["evicted"]) == [f"{ml}/train-0", f"{ml}/train-1"]
+    assert heir.executed("drain"), heir.output()
+    assert not leader.executed("drain")
+
+
+def test_sigterm_of_the_leader_mid_drain_releases_the_lease_and_the_other_finishes(
+    cluster: Cluster, pg: PgSchema, procs: Procs, tmp_path: Path
+) -> None:
+    node, ml = scene(cluster, blocking_pdb=True)
+    # A Lease that would take 15 s to expire: only a release lets the other replica in sooner.
+    bots = Replicas(cluster, pg, procs, tmp_path, lease_seconds=15, grace_seconds=6)
+    bots.start()
+    leader = bots.leader()
+    heir = bots.other(leader.name)
+    before = request_counts(cluster)
+    _drain_blocked(bots, cluster, node, ml, before)
+
+    with LeaseWatch(cluster, bots.namespace) as lease:
+        bots.wait(lambda: lease.holders == [leader.name], "the watch to see the Lease")
+        began = time.monotonic()
+        os.kill(leader.proc.pid, signal.SIGTERM)
+        leader.proc.wait(timeout=bots.grace_seconds + 10)
+        stopped = time.monotonic() - began
+        assert stopped < bots.grace_seconds, f"{stopped:.1f}s\n{leader.output()}"
+        assert leader.proc.returncode == 0, leader.output()
+        took = bots.wait(lambda: lease.holders[-1] == heir.name, "the other to take the Lease")
+    # Released (no holder) on the way out, so taken at once, not after the 15 s expiry.
+    assert lease.holders == [leader.name, None, heir.name]
+    assert took < bots.lease_seconds / 2, f"{took:.1f}s after the old leader exited"
+    assert bots.lease() == (heir.name, 1)
+    seen = bots.stored()
+    assert len(seen.kinds("step.interrupted", "drain")) == 1, dump(seen.events)
+    assert not seen.kinds("step.failed")
+    bots.wait(resumed(bots), "the heir to resume the drain", limit=RESUME_LIMIT)
+    _finish(bots, cluster, node, ml)
+
+    seen = bots.stored()
+    sent = delta(before, request_counts(cluster))
+    assert evictions(sent, "201") == 3, dump(sent)
+    assert quarantine_writes(sent) == 2, dump(sent)
+    for step in ("cordon", "taint"):
+        assert len(seen.kinds("step.started", step)) == 1, dump(seen.events)
+    assert len(seen.kinds("step.finished", "drain")) == 1
+    assert heir.executed("drain"), heir.output()
+    assert not leader.executed("drain")
