@@ -551,8 +551,8 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=50)
     parser.add_argument("--drain-nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=15)
-    parser.add_argument("--qps", type=float, default=100.0)
-    parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--qps", type=float, default=300.0, help="as clusters[*].kube_qps")
+    parser.add_argument("--burst", type=int, default=300, help="as clusters[*].kube_burst")
     args = parser.parse_args()
     if args.storm + args.singles > args.nodes or args.drain_nodes > args.storm:
         parser.error("need storm + singles <= nodes and drain-nodes <= storm")

@@ -95,13 +95,13 @@ class ClusterSettings(_Section):
     )
     in_cluster: bool = Field(False, description="use the pod's service account, not a kubeconfig")
     kube_qps: float = Field(
-        100.0,
+        300.0,
         gt=0,
-        description="requests per second to the API server, steady (kubernetes backend); a "
-        "cordon is 3 requests, an eviction 1",
+        description="requests per second to the API server, steady (kubernetes backend); an "
+        "XID alert's plan and cordon take 6, an eviction 1",
     )
     kube_burst: int = Field(
-        200, ge=1, description="requests sent back to back before kube_qps paces them"
+        300, ge=1, description="requests sent back to back before kube_qps paces them"
     )
     state_file: Path | None = Field(None, description="simulated cluster: persist its state here")
     prometheus_url: str | None = Field(

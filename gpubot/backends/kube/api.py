@@ -64,8 +64,8 @@ class KubernetesKubeApi:
         dry_run: bool = False,
         workers: int = 32,
         request_timeout: float = 30.0,
-        qps: float = 100.0,
-        burst: int = 200,
+        qps: float = 300.0,
+        burst: int = 300,
         fleet_max_staleness: float = 30.0,
     ) -> None:
         self._api = api_client
