@@ -250,11 +250,12 @@ async def storm(
                 web, payload([alert(n, serial * PER_PAYLOAD + k) for k, n in enumerate(batch)])
             )
 
-    first = time.perf_counter()
+    first, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(send(s, b) for s, b in enumerate(batches)))
     intake = time.perf_counter() - first
     await until(lambda: all(n in kube.cordoned for n in nodes), kube.changed, 900)
     last = max(kube.cordoned[n] for n in nodes)
+    used = time.process_time() - cpu
     await app.service.wait_idle()
     seconds = last - first
     return {
@@ -262,6 +263,8 @@ async def storm(
         "first_alert_to_last_cordon_s": round(seconds, 2),
         "cordon_nodes_per_s": round(len(nodes) / seconds, 1),
         "intake_s": round(intake, 2),
+        # CPU seconds of this process (gpubot, all its threads) per second of the storm.
+        "gpubot_cores_busy": round(used / seconds, 2),
         "event_to_cordon": percentiles([kube.cordoned[n] - posted[n] for n in nodes]),
     }
 
