@@ -33,8 +33,9 @@ class CordonSlots:
     lack of a fresher view.
 
     Across HA replicas: only the replica holding the Lease starts steps (the executor asks
-    before every step and attempt), so one process reserves at a time; its successor's
-    view comes from the API server, where every finished cordon is.
+    before every step and attempt), so one process reserves at a time, and its successor's
+    view comes from the API server, where every finished cordon is. The gap: a cordon the
+    old leader sent just before its Lease ran out can land after the successor counted.
     """
 
     def __init__(self, *, settle: timedelta = SETTLE) -> None:
