@@ -116,23 +116,40 @@ def _grant_for(method: str, path: str) -> Grant:
 
 
 def _watched() -> Iterator[tuple[type[Any], str]]:
-    """(client class, list method) for every `<watch>.stream(self.<attr>.<list method>, …)`:
-    a watch is a GET of the list with `watch=true`, which RBAC grants as the verb `watch`.
-    The API object may be handed in (not built in that module): the method is looked up on
-    the client classes the backend builds."""
+    """(client class, list method) for every `<watch>.stream(LISTER, …)`: a watch is a GET of
+    the list with `watch=true`, which RBAC grants as the verb `watch`. LISTER is
+    `self.<attr>.<list method>`, or a local function that calls one. The API object may be
+    handed in (not built in that module): the method is looked up on the client classes the
+    backend builds."""
     classes = {cls for cls, _ in _api_methods_used()}
     for module in sorted(KUBE_BACKEND.glob("*.py")):
-        for node in ast.walk(ast.parse(module.read_text())):
-            if (
+        tree = ast.parse(module.read_text())
+        functions = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+        for node in ast.walk(tree):
+            if not (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "stream"
                 and node.args
-                and isinstance(listed := node.args[0], ast.Attribute)
             ):
-                owners = [cls for cls in classes if callable(getattr(cls, listed.attr, None))]
-                assert len(owners) == 1, f"{module.name}: cannot tell whose {listed.attr} it is"
-                yield owners[0], listed.attr
+                continue
+            lister = node.args[0]
+            if isinstance(lister, ast.Name) and lister.id in functions:
+                called = [
+                    c.func.attr
+                    for c in ast.walk(functions[lister.id])
+                    if isinstance(c, ast.Call)
+                    and isinstance(c.func, ast.Attribute)
+                    and c.func.attr.startswith("list_")
+                ]
+            elif isinstance(lister, ast.Attribute):
+                called = [lister.attr]
+            else:
+                called = []
+            assert len(called) == 1, f"{module.name}: cannot tell what a watch stream lists"
+            owners = [cls for cls in classes if callable(getattr(cls, called[0], None))]
+            assert len(owners) == 1, f"{module.name}: cannot tell whose {called[0]} it is"
+            yield owners[0], called[0]
 
 
 def _code_grants() -> set[Grant]:
