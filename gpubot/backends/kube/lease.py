@@ -89,13 +89,9 @@ class LeaseLeadership:
             renew_time=now,
             lease_transitions=spec.lease_transitions,
         )
-        try:
-            # The version we read: a replica that took the Lease meanwhile keeps it.
-            self.api.replace_namespaced_lease(name=self.name, namespace=self.namespace, body=lease)
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
+        # The version we read: a replica that took the Lease meanwhile keeps it.
+        if not self._replace(lease):
+            return False
         log.info("lease %s/%s released", self.namespace, self.name)
         return True
 
@@ -158,8 +154,12 @@ class LeaseLeadership:
         lease.spec = self._spec(
             transitions=transitions, acquired=spec.acquire_time if mine else None
         )
+        return self._replace(lease)
+
+    def _replace(self, lease: client.V1Lease) -> bool:
+        """Write the Lease as read: False when anyone wrote it since (409 on its
+        metadata.resourceVersion), so two replicas never both win."""
         try:
-            # metadata.resourceVersion is what we read: a write by anyone since → 409.
             self.api.replace_namespaced_lease(name=self.name, namespace=self.namespace, body=lease)
         except ApiException as exc:
             if exc.status == 409:
