@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from gpubot.domain.oom_advice import Workload, advice_for, hints, workload
 from gpubot.domain.oom_rules import decide, gather
 from gpubot.domain.oom_scan import Confidence, OomClass, log_lines
 
-CLASSES: tuple[OomClass, ...] = (
-    "cuda_oom",
-    "cuda_oom_fragmentation",
-    "host_oom_killed",
-    "shm_exhausted",
-    "killed_unknown",
-    "not_oom",
-)
+CLASSES: tuple[OomClass, ...] = get_args(OomClass)
 EVIDENCE_CHARS = 400  # per line: enough for any framework's message and its numbers
 EVIDENCE_LINES = 8
 
