@@ -213,7 +213,12 @@ class IncidentStore(Protocol):
 
 
 class RunStore(Protocol):
-    async def create_run(self, run: Run, steps: Sequence[StepState]) -> tuple[Run, bool]: ...
+    async def create_run(
+        self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft | None = None
+    ) -> tuple[Run, bool]:
+        """The run and its steps, unless the incident has a run of that runbook already
+        (that one comes back, with False); with `audit`, that event is appended in the
+        same transaction, only when the run was created."""
 
     async def get_run(self, run_id: str) -> Run: ...
 
@@ -228,8 +233,15 @@ class RunStore(Protocol):
     ) -> list[Run]: ...
 
     async def update_run(
-        self, run_id: str, *, status: RunStatus, note: str, now: datetime
-    ) -> Run: ...
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        note: str,
+        now: datetime,
+        audit: AuditDraft | None = None,
+    ) -> Run:
+        """Set a run's status; with `audit`, append that event in the same transaction."""
 
     async def steps(self, run_id: str) -> list[StepState]: ...
 

@@ -90,9 +90,12 @@ class RunRecorder:
         """Record a step's state; with `event`, its audit event in the same transaction."""
         await self.e.store.save_step(state, audit=event)
 
-    async def _set_run(self, run: Run, status: RunStatus, note: str) -> Run:
+    async def _set_run(
+        self, run: Run, status: RunStatus, note: str, *, event: AuditDraft | None = None
+    ) -> Run:
+        """Record a run's status; with `event`, its audit event in the same transaction."""
         return await self.e.store.update_run(
-            run.id, status=status, note=note, now=self.e.clock.now()
+            run.id, status=status, note=note, now=self.e.clock.now(), audit=event
         )
 
     def _event(
@@ -180,8 +183,10 @@ class RunRecorder:
             failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
             status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
             note = f"failed step(s): {', '.join(failed)}" if failed else ""
-            run = await self._set_run(run, status, note)
-        if run.status is not RunStatus.CANCELLED:
+            # The end and its event in one transaction (as _audit below would write it).
+            finished = self._event(run, "run.finished", result={"status": status.value})
+            run = await self._set_run(run, status, note, event=finished)
+        elif run.status is not RunStatus.CANCELLED:
             await self._audit(run, "run.finished", result={"status": run.status.value})
         actors = {
             s.step_id: await self._actor(run, self.e.runbooks[run.runbook].step(s.step_id))

@@ -225,22 +225,21 @@ class GpubotService:
             updated_at=now,
         )
         steps = [StepState(run_id=run.id, step_id=s.id, position=i) for i, s in enumerate(rb.steps)]
-        stored, created = await self.e.store.create_run(run, steps)
+        created_event = AuditDraft(
+            ts=now,
+            actor=requested_by,
+            kind="run.created",
+            incident_id=run.incident_id,
+            run_id=run.id,
+            target=target,
+            args={"params": params},
+            reason=f"runbook {rb.name}",
+            dry_run=dry_run,
+        )
+        # The event goes in with the run, in one transaction, and only if the run did.
+        stored, created = await self.e.store.create_run(run, steps, audit=created_event)
         if not created:
             return plan, None  # this incident already has its run: never twice
-        await self.e.store.append(
-            AuditDraft(
-                ts=now,
-                actor=requested_by,
-                kind="run.created",
-                incident_id=stored.incident_id,
-                run_id=stored.id,
-                target=target,
-                args={"params": params},
-                reason=f"runbook {rb.name}",
-                dry_run=dry_run,
-            )
-        )
         await self._post(stored.incident_id, messages.plan_message(plan))
         self.spawn(self.executor.advance(stored.id))
         return plan, stored

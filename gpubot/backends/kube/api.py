@@ -118,7 +118,9 @@ class KubernetesKubeApi:
         return [convert.node_info(n) for n in nodes.items]
 
     async def get_node(self, *, node: str) -> NodeInfo:
-        return convert.node_info(await self._read_node(node))
+        # From the JSON: no V1Node model is built (a cordon reads its node twice, in the
+        # plan and before the PATCH).
+        return convert.node_info_json(await self._read_node_json(node))
 
     async def gpu_fleet(self) -> FleetView:
         """From the watch cache; a LIST instead while it has not synced yet, or when its
@@ -166,16 +168,11 @@ class KubernetesKubeApi:
                 found[node] = ip
         return found
 
-    async def _read_node(self, node: str) -> Any:
-        return await self._call(
-            self.core.read_node, verb="get", resource=f"nodes/{node}", name=node
-        )
-
     async def _patch_node(
         self, node: str, body: dict[str, Any], content_type: str, *, dry_run: bool = False
     ) -> None:
         await self._call(
-            self.core.patch_node,
+            _body(self.core.patch_node),  # the patched Node is not read back: no model
             verb="patch",
             resource=f"nodes/{node}",
             name=node,
@@ -221,16 +218,12 @@ class KubernetesKubeApi:
         await self._patch_node(node, body, MERGE, dry_run=dry_run)
 
     async def _read_node_json(self, node: str) -> dict[str, Any]:
-        """The Node as the API server sent it (camelCase JSON), for a write that must give
-        back fields exactly as they were."""
-        response: Any = await self._call(
-            self.core.read_node,
-            verb="get",
-            resource=f"nodes/{node}",
-            name=node,
-            _preload_content=False,  # the raw response, not a V1Node
+        """The Node as the API server sent it (camelCase JSON): what get_node reads, and
+        what a write that must give back fields exactly as they were starts from."""
+        raw = await self._call(
+            _body(self.core.read_node), verb="get", resource=f"nodes/{node}", name=node
         )
-        data = json.loads(response.data)
+        data = json.loads(raw)
         if not isinstance(data, dict):
             raise TemporaryStepError(f"the API server answered nodes/{node} with no object")
         return data
@@ -273,7 +266,7 @@ class KubernetesKubeApi:
             count=1,
         )
         await self._call(
-            self.core.create_namespaced_event,
+            _body(self.core.create_namespaced_event),  # nothing is read from the reply
             verb="create",
             resource="events",
             namespace=EVENT_NAMESPACE,
@@ -467,3 +460,15 @@ class KubernetesKubeApi:
             _content_type=MERGE,
         )
         return int((before.spec.replicas if before.spec else None) or 0)
+
+
+def _body(fn: Callable[..., Any]) -> Callable[..., bytes]:
+    """`fn` answering the response's body as bytes, with no client model built from it. The
+    body is read in the calling thread (a pool thread), which gives the connection back to
+    the pool; a non-2xx answer still raises ApiException, with its body and headers."""
+
+    def call(*args: Any, **kw: Any) -> bytes:
+        response = fn(*args, _preload_content=False, **kw)
+        return bytes(response.data)
+
+    return call

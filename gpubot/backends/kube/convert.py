@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -56,6 +57,30 @@ def node_info(node: Any) -> NodeInfo:
         annotations=dict(meta.annotations or {}),
         gpu_capacity=gpu_devices(status.capacity if status else None),
         gpu_allocatable=gpu_devices(status.allocatable if status else None),
+        gpu_product=labels.get(GPU_PRODUCT_LABEL, ""),
+    )
+
+
+def node_info_json(node: Mapping[str, Any]) -> NodeInfo:
+    """node_info from a Node as the API server's JSON has it (camelCase), field for field."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    labels = dict(meta.get("labels") or {})
+    return NodeInfo(
+        name=meta["name"],
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready,
+        taints=tuple(
+            Taint(key=t["key"], value=t.get("value") or "", effect=t["effect"])
+            for t in (spec.get("taints") or [])
+        ),
+        labels=labels,
+        annotations=dict(meta.get("annotations") or {}),
+        gpu_capacity=gpu_devices(status.get("capacity")),
+        gpu_allocatable=gpu_devices(status.get("allocatable")),
         gpu_product=labels.get(GPU_PRODUCT_LABEL, ""),
     )
 

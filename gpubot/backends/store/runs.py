@@ -21,7 +21,7 @@ class SqlRuns(SqlDatabase):
 
     async def create_run(self, run: Run, steps: Sequence[StepState]) -> tuple[Run, bool]:
         states = list(steps)
-        return await self._run(lambda conn: _create_run(conn, run, states), write=True)
+        return await self._run(lambda conn: create_run_rows(conn, run, states), write=True)
 
     async def get_run(self, run_id: str) -> Run:
         return await self._run(lambda conn: _get_run(conn, run_id), write=False)
@@ -51,15 +51,10 @@ class SqlRuns(SqlDatabase):
         )
 
     async def update_run(self, run_id: str, *, status: RunStatus, note: str, now: datetime) -> Run:
-        def change(conn: Connection) -> Run:
-            conn.execute(
-                update(runs_table)
-                .where(runs_table.c.id == run_id)
-                .values(status=status.value, note=note, updated_at=now)
-            )
-            return _get_run(conn, run_id)
-
-        return await self._run(change, write=True)
+        return await self._run(
+            lambda conn: update_run_row(conn, run_id, status=status, note=note, now=now),
+            write=True,
+        )
 
     async def steps(self, run_id: str) -> list[StepState]:
         return await self._run(
@@ -107,7 +102,18 @@ _STEPS = (
 _GET_RUN = select(runs_table).where(runs_table.c.id == bindparam("run_id"))
 
 
-def _create_run(conn: Connection, run: Run, states: list[StepState]) -> tuple[Run, bool]:
+def update_run_row(
+    conn: Connection, run_id: str, *, status: RunStatus, note: str, now: datetime
+) -> Run:
+    conn.execute(
+        update(runs_table)
+        .where(runs_table.c.id == run_id)
+        .values(status=status.value, note=note, updated_at=now)
+    )
+    return _get_run(conn, run_id)
+
+
+def create_run_rows(conn: Connection, run: Run, states: list[StepState]) -> tuple[Run, bool]:
     if run.incident_id is not None:
         existing = (
             conn.execute(

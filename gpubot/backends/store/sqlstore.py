@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
@@ -13,10 +15,10 @@ from gpubot.backends.store.audit import SqlAuditLog, as_stored
 from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.incidents import SqlIncidents
-from gpubot.backends.store.runs import SqlRuns
+from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
 from gpubot.backends.store.slackseen import SqlSlackSeen
 from gpubot.domain.audit import AuditDraft
-from gpubot.domain.runs import StepState
+from gpubot.domain.runs import Run, RunStatus, StepState
 from gpubot.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,6 +41,44 @@ class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs, Sq
             self._append(conn, stored)
 
         await self._run(both, write=True)
+
+    async def create_run(
+        self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft | None = None
+    ) -> tuple[Run, bool]:
+        """With `audit`, the event goes in with the run (one transaction fewer per run), and
+        only when the run was created."""
+        if audit is None:
+            return await SqlRuns.create_run(self, run, steps)
+        stored, states = as_stored(audit), list(steps)
+
+        def both(conn: Connection) -> tuple[Run, bool]:
+            result = create_run_rows(conn, run, states)
+            if result[1]:
+                self._append(conn, stored)
+            return result
+
+        return await self._run(both, write=True)
+
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        note: str,
+        now: datetime,
+        audit: AuditDraft | None = None,
+    ) -> Run:
+        """With `audit`, the run's new status and its event in one transaction."""
+        if audit is None:
+            return await SqlRuns.update_run(self, run_id, status=status, note=note, now=now)
+        stored = as_stored(audit)
+
+        def both(conn: Connection) -> Run:
+            changed = update_run_row(conn, run_id, status=status, note=note, now=now)
+            self._append(conn, stored)
+            return changed
+
+        return await self._run(both, write=True)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.dispose)
