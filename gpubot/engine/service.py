@@ -336,7 +336,9 @@ class GpubotService:
         """After a start: finish what a crash interrupted, from the store and live state."""
         for run in await self.e.store.list_runs(statuses=_ACTIVE):
             self.spawn(self.executor.advance(run.id))
-        await self._start_missing_runs()
+        # Before this process takes any webhook, so no intake follow-up of its own can be
+        # recording the same incident's opening at the same time.
+        await self._start_missing_runs(record_opened=True)
 
     async def tick(self) -> None:
         """Periodic: expire approvals, wake held steps whose slot may have freed, and (on the
@@ -392,12 +394,14 @@ class GpubotService:
             if not self.executor.busy(run.id) and await self.executor.due(run):
                 self.spawn(self.executor.advance(run.id))
 
-    async def _start_missing_runs(self) -> None:
+    async def _start_missing_runs(self, *, record_opened: bool = False) -> None:
         """Start the runs of open incidents that have none (the store's unique key on
-        incident and runbook keeps a race with the intake follow-up from doubling one)."""
+        incident and runbook keeps a race with the intake follow-up from doubling one).
+        `record_opened` (at start-up only) also records an opening the follow-up never did."""
         for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
             if not await self.e.store.list_runs(incident_id=incident.id):
-                await self._record_opened(incident)
+                if record_opened:
+                    await self._record_opened(incident)
                 await self.start_incident_runs(incident, quiet=True)
 
     async def _record_opened(self, incident: Incident) -> None:
