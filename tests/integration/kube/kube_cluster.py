@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import yaml
@@ -441,7 +441,30 @@ def shipped_rules() -> tuple[list[Obj], list[Obj]]:
     return cluster_role["rules"], role["rules"]
 
 
-class Kubelet:
+class WatchThread:
+    """A watch followed in a daemon thread while the `with` block runs; `_run` is the loop,
+    which keeps its `watch.Watch` in `self._watch` so leaving the block can stop it."""
+
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._watch: watch.Watch | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()
+        self._thread.join(timeout=3)
+
+
+class Kubelet(WatchThread):
     """The kubelet's part in a deletion, for the nodes it is given: a pod with a
     deletionTimestamp on one of them is deleted with grace period 0 (its containers "stopped").
 
@@ -452,19 +475,7 @@ class Kubelet:
         self.api = client.CoreV1Api(cluster.client(record=False))
         self.nodes: set[str] = set(nodes or ())
         self.finished: list[str] = []
-        self._stop = threading.Event()
-        self._watch: watch.Watch | None = None
-        self._thread = threading.Thread(target=self._run, name="kubelet", daemon=True)
-
-    def __enter__(self) -> Kubelet:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._watch is not None:
-            self._watch.stop()
-        self._thread.join(timeout=3)
+        super().__init__("kubelet")
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -16,7 +16,6 @@ import re
 import ssl
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from typing import Any
 
 import httpx
 from control_plane import REPO
-from kube_cluster import Cluster
+from kube_cluster import Cluster, WatchThread
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -320,26 +319,14 @@ class Replicas:
         return asyncio.run(go())
 
 
-class LeaseWatch:
+class LeaseWatch(WatchThread):
     """Every holder the Lease has had, in order, from a watch on it (None: released)."""
 
     def __init__(self, cluster: Cluster, namespace: str) -> None:
         self.api = client.CoordinationV1Api(cluster.client(record=False))
         self.namespace = namespace
         self.holders: list[str | None] = []
-        self._stop = threading.Event()
-        self._watch: watch.Watch | None = None
-        self._thread = threading.Thread(target=self._run, name="lease-watch", daemon=True)
-
-    def __enter__(self) -> LeaseWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._watch is not None:
-            self._watch.stop()
-        self._thread.join(timeout=3)
+        super().__init__("lease-watch")
 
     def _run(self) -> None:
         version = None
