@@ -1,5 +1,6 @@
 """benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
-recall on each split, overall accuracy, and targets (their values are not asserted here)."""
+recall on each split (train, holdout, fresh), overall and held-out accuracy, and targets per
+held-out split (their values are not asserted here)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_triage_accuracy_prints_per_class_figures_for_both_splits() -> None:
+def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
     run = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "triage_accuracy.py")],
         cwd=REPO,
@@ -26,17 +27,18 @@ def test_triage_accuracy_prints_per_class_figures_for_both_splits() -> None:
     record = json.loads(lines[0])
     assert record["benchmark"] == "triage_accuracy"
     assert record["entries"] == sum(s["n"] for s in record["splits"].values())
-    assert set(record["splits"]) >= {"train", "holdout"}
+    assert set(record["splits"]) >= {"train", "holdout", "fresh"}
     for split in record["splits"].values():
         assert 0 <= split["accuracy"] <= 1
         assert split["baseline_majority_class_accuracy"] <= 1
         for figures in split["per_class"].values():
             assert set(figures) == {"n", "precision", "recall"}
     assert 0 <= record["overall_accuracy"] <= 1
+    assert 0 <= record["held_out_accuracy"] <= 1
     assert set(record["targets"]) == {
-        "holdout_accuracy",
-        "holdout_min_class_recall",
-        "holdout_min_class_precision",
+        f"{split}_{figure}"
+        for split in ("holdout", "fresh")
+        for figure in ("accuracy", "min_class_recall", "min_class_precision")
     }
     for target in record["targets"].values():
         assert isinstance(target["met"], bool)
@@ -76,3 +78,4 @@ def test_triage_accuracy_reads_a_corpus_given_on_the_command_line(tmp_path: Path
         }
     ]
     assert record["targets"]["holdout_accuracy"]["met"] is False
+    assert "fresh_accuracy" not in record["targets"], "no fresh part, no target for it"
