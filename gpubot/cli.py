@@ -285,6 +285,7 @@ async def _agent(args: argparse.Namespace) -> int:
         cluster = s.cluster(s.agent.cluster)
         sim = SimulatedCluster.default(
             name=s.agent.cluster, state_path=cluster.state_file if cluster else None
+    from gpubot.agent.dcgm import Diagnostics
         )
         if node not in sim.node_names():
             raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
@@ -310,10 +311,14 @@ async def _agent(args: argparse.Namespace) -> int:
 def _agent_token(args: argparse.Namespace) -> int:
     from gpubot.config import load_settings
     from gpubot.domain.agent_tokens import SCOPES, node_token
+        diagnostics: Diagnostics = driver
     from gpubot.domain.names import check_node_name
+        from gpubot.agent.dcgm import DcgmDiagnostics
     from gpubot.errors import ConfigError
 
     try:
+        dcgmi = str(s.agent.dcgmi_path) if s.agent.dcgmi_path else None
+        diagnostics = DcgmDiagnostics(path=dcgmi, timeout_s=s.agent.diag_timeout_seconds)
         node = check_node_name(args.node)
     except ValueError as exc:
         raise InputError(f"--node: {exc}") from exc
@@ -323,6 +328,7 @@ def _agent_token(args: argparse.Namespace) -> int:
     if args.scope:
         print(node_token(master=master, node=node, scope=args.scope))
         return 0
+        diagnostics=diagnostics,
     for scope in SCOPES:
         token = node_token(master=master, node=node, scope=scope)
         print(f"GPUBOT_AGENT_{scope.upper()}_TOKEN={token}")

@@ -165,6 +165,14 @@ class PolicySettings(_Section):
     approval_expiry: timedelta = timedelta(minutes=30)
     blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
     attempts: AttemptSettings = Field(default_factory=AttemptSettings)
+    diag_level: int = Field(
+        1,
+        ge=0,
+        le=3,
+        description="DCGM diagnostics level gpu.diag runs before a node is released (the "
+        "xid79 runbook's verify): 1 quick (seconds), 2 medium (minutes), 3 long (~15 min); "
+        "0 turns diagnostics off, and a node is then released on NVML's word alone",
+    )
 
     @field_validator("approval_expiry", mode="before")
     @classmethod
@@ -352,6 +360,15 @@ class AgentSettings(_Section):
         300.0, gt=0, description="repeat XIDs of one GPU within this window are one incident"
     )
     reset_timeout_seconds: float = Field(120.0, gt=0, description="limit for nvidia-smi -r")
+    dcgmi_path: Path | None = Field(
+        None, description="DCGM's dcgmi for diagnostics (default: dcgmi on the agent's PATH)"
+    )
+    diag_timeout_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=4 * 3600,
+        description="limit for one `dcgmi diag` run (default by level: 300 s, 900 s, 3600 s)",
+    )
     simulated_reset_seconds: float = Field(
         0.0, ge=0, le=600, description="--driver simulated: how long a GPU reset takes"
     )

@@ -18,6 +18,7 @@ from gpubot.domain.cluster import (
     Sample,
     Taint,
 )
+from gpubot.domain.dcgm_diag import DiagReport
 from gpubot.domain.incidents import (
     AlertObservation,
     AlertRecord,
@@ -152,6 +153,14 @@ class NodeAgent(Protocol):
     async def reset_gpu(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
         """Reset one GPU; PermanentStepError while a process holds it, while another reset of
         it runs, or when `uuid` is given and GPU `gpu` is not that device."""
+        ...
+
+    async def diag(
+        self, *, node: str, level: int, gpus: Sequence[int] | None = None
+    ) -> DiagReport:
+        """DCGM diagnostics (`dcgmi diag -r LEVEL`, 1..3) on `gpus` (None: all): per GPU and
+        test, pass/warn/fail/skip with DCGM's messages. PermanentStepError while a process
+        holds a GPU it would test, or when DCGM cannot run (dcgmi missing, host engine down)."""
         ...
 
 

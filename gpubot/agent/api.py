@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -38,6 +38,10 @@ STATUS: dict[DriverErrorKind, int] = {
     "not_supported": 501,
     "library_not_found": 503,
     "driver_not_loaded": 503,
+    "dcgm_missing": 503,
+    "hostengine_down": 503,
+    "timeout": 504,
+    "unparseable": 502,
     "failed": 500,
 }
 
@@ -55,6 +59,16 @@ class PowerLimitBody(_Body):
 class ResetBody(_Body):
     # The GPU the alert named (DCGM's UUID label): the agent refuses when the index disagrees.
     uuid: str | None = Field(None, pattern=r"^(GPU|MIG)-[0-9A-Za-z-]{1,64}$")
+
+
+class DiagBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Strict: "2" or 2.0 is refused, not read as a level; checked before anything runs.
+    level: int = Field(ge=1, le=3, strict=True)
+    gpus: list[Annotated[int, Field(ge=0, le=63, strict=True)]] = Field(
+        default_factory=list, max_length=64
+    )
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,11 @@ def create_agent_app(ops: GpuOperations, *, tokens: AgentTokens, node: str) -> S
         )
         return JSONResponse({"node": node, **result})
 
+    async def diag(request: Request) -> Response:
+        body = await _parse(request, DiagBody)
+        result = await in_thread(lambda: ops.diag(level=body.level, gpus=tuple(body.gpus)))
+        return JSONResponse({"node": node, **result})
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -163,6 +182,9 @@ def create_agent_app(ops: GpuOperations, *, tokens: AgentTokens, node: str) -> S
                 methods=["POST"],
             ),
             Route("/v1/gpus/{index:int}/reset", authed(reset, needs="mutate"), methods=["POST"]),
+            # Diagnostics change no setting but load every GPU they test for minutes: they
+            # need the mutate token, like any other action.
+            Route("/v1/diag", authed(diag, needs="mutate"), methods=["POST"]),
         ]
     )
 

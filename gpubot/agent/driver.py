@@ -21,6 +21,10 @@ DriverErrorKind = Literal[
     "out_of_range",  # a power limit outside the device's min/max
     "busy",  # a reset of that GPU is already under way
     "uuid_mismatch",  # the GPU at that index is not the one the caller named
+    "dcgm_missing",  # dcgmi is not installed where the agent looks
+    "hostengine_down",  # dcgmi cannot reach the DCGM host engine (nv-hostengine)
+    "timeout",  # dcgmi diag ran past its time limit and was stopped
+    "unparseable",  # dcgmi printed something that is not DCGM's diagnostic JSON
     "failed",  # anything else NVML or nvidia-smi reports
 ]
 GpuCondition = Literal["ok", "lost", "no_permission", "error"]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
+from gpubot.agent.dcgm import Diagnostics, check_gpus, check_level
 from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
 
 
@@ -14,9 +16,18 @@ class GpuOperations:
     Blocking, like the driver: the HTTP API calls it in a thread.
     """
 
-    def __init__(self, driver: GpuDriver, *, reset_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        driver: GpuDriver,
+        *,
+        reset_timeout_s: float = 120.0,
+        diagnostics: Diagnostics | None = None,
+    ) -> None:
         self.driver = driver
         self.reset_timeout_s = reset_timeout_s
+        self.diagnostics = diagnostics
+        # One diagnostic run per node at a time: DCGM runs one, and it loads every GPU.
+        self._diag_lock = threading.Lock()
         # GPUs with a reset under way: a second reset of one is refused at once, not queued
         # (two `nvidia-smi -r` on one device overlap badly); other GPUs are not held up.
         self._resetting: set[int] = set()
@@ -112,6 +123,49 @@ class GpuOperations:
             "healthy": healthy,
             "gpu_state": after.as_json(),
         }
+
+    def diag(self, *, level: int, gpus: Sequence[int] = ()) -> dict[str, Any]:
+        """DCGM diagnostics at `level` on `gpus` (empty: all), refused while any process
+        holds a GPU it would test or a reset of one runs: they load every GPU tested."""
+        level = check_level(level)
+        chosen = check_gpus(gpus)
+        if self.diagnostics is None:
+            raise GpuDriverError(
+                "this agent has no DCGM diagnostics configured", kind="dcgm_missing"
+            )
+        known = [r.index for r in self.driver.gpus()]
+        for index in chosen:
+            if index not in known:
+                raise GpuDriverError(f"this node has no GPU {index}", kind="not_found")
+        tested = list(chosen) or known
+        with self._resetting_lock:
+            resetting = sorted(set(tested) & self._resetting)
+        if resetting:
+            raise GpuDriverError(
+                f"GPU(s) {resetting} are being reset; diagnose after the reset", kind="busy"
+            )
+        held = []
+        for index in tested:
+            try:
+                holders = self.driver.processes(index=index)
+            except GpuDriverError as exc:
+                if exc.kind != "gpu_lost":
+                    raise
+                holders = []  # a lost GPU lists nothing; DCGM reports it failing
+            held += [f"GPU {index}: {p.pid}" + (f" ({p.name})" if p.name else "") for p in holders]
+        if held:
+            raise GpuDriverError(
+                f"refusing DCGM diagnostics while compute processes hold the GPUs it would "
+                f"test ({', '.join(held[:5])}); drain the node first",
+                kind="in_use",
+            )
+        if not self._diag_lock.acquire(blocking=False):
+            raise GpuDriverError("a DCGM diagnostic is already running here", kind="busy")
+        try:
+            report = self.diagnostics.diagnose(level=level, gpus=chosen)
+        finally:
+            self._diag_lock.release()
+        return report.as_json()
 
     def _usable(self, index: int) -> GpuReport:
         report = self.gpu(index)

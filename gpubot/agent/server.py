@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import uvicorn
 
 from gpubot.agent.api import AgentTokens, create_agent_app
+from gpubot.agent.dcgm import Diagnostics
 from gpubot.agent.driver import GpuDriver, XidSource
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher
@@ -28,6 +29,7 @@ class AgentOptions:
     bot_url: str | None = None
     xid_window_s: float = 300.0
     reset_timeout_s: float = 120.0
+    diagnostics: Diagnostics | None = None
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -40,7 +42,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOptions) -> None:
-    ops = GpuOperations(driver, reset_timeout_s=opts.reset_timeout_s)
+    ops = GpuOperations(driver, reset_timeout_s=opts.reset_timeout_s, diagnostics=opts.diagnostics)
     app = create_agent_app(ops, tokens=opts.tokens, node=opts.node)
     config = uvicorn.Config(
         app, host=opts.host, port=opts.port, log_level="warning", access_log=False

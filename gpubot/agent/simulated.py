@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -16,7 +17,8 @@ from gpubot.agent.driver import (
     XidEvent,
 )
 from gpubot.domain.cluster import GpuState
-from gpubot.errors import InputError, PermanentStepError
+from gpubot.domain.dcgm_diag import DiagReport
+from gpubot.errors import InputError, NotFoundError, PermanentStepError
 
 SIM_DRIVER_VERSION = "550.54.15"
 SIM_CUDA_VERSION = "12.4"
@@ -49,6 +51,8 @@ class SimulatedGpus(Protocol):
     def apply_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState: ...
 
     def apply_reset(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState: ...
+
+    def run_diag(self, *, node: str, level: int, gpus: Sequence[int] = ()) -> DiagReport: ...
 
 
 class SimulatedDriver:
@@ -95,6 +99,17 @@ class SimulatedDriver:
         except PermanentStepError as exc:
             raise GpuDriverError(str(exc), kind="in_use") from exc
         return f"GPU 0000:{index:02X}:00.0 was successfully reset. (simulated)"
+
+    def diagnose(self, *, level: int, gpus: Sequence[int]) -> DiagReport:
+        """DCGM diagnostics as the simulated cluster answers them (a Diagnostics)."""
+        try:
+            return self._cluster.run_diag(node=self._node, level=level, gpus=gpus)
+        except InputError as exc:
+            raise GpuDriverError(str(exc), kind="invalid_argument") from exc
+        except NotFoundError as exc:
+            raise GpuDriverError(str(exc), kind="not_found") from exc
+        except PermanentStepError as exc:
+            raise GpuDriverError(str(exc), kind="in_use") from exc
 
     def wait_xid(self, *, timeout_s: float) -> XidEvent | None:
         """The next XID that appears on this node's GPUs (e.g. from scenarios.inject_xid)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx
 from gpubot.backends.agent_address import AgentAddresses
 from gpubot.domain.agent_tokens import Scope, node_token
 from gpubot.domain.cluster import GpuState
+from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport
 from gpubot.errors import (
     GpubotError,
     InputError,
@@ -76,6 +78,18 @@ class HttpNodeAgent:
         )
         return gpu_state(data["gpu_state"])
 
+    async def diag(
+        self, *, node: str, level: int, gpus: Sequence[int] | None = None
+    ) -> DiagReport:
+        body = {"level": int(level), "gpus": [int(g) for g in gpus or ()]}
+        # The agent stops dcgmi at its own limit; wait a little longer for its answer.
+        limits = httpx.Timeout(self._timeout.connect, read=DIAG_TIMEOUT_S.get(level, 300) + 60)
+        data = await self._call("POST", node, "/v1/diag", json=body, limits=limits)
+        try:
+            return DiagReport.from_json(data)
+        except DiagParseError as exc:
+            raise PermanentStepError(f"node agent on {node}: diagnostics answer: {exc}") from exc
+
     # The agent's own extras
 
     async def restore_power_limit(self, *, node: str, gpu: int) -> GpuState:
@@ -135,6 +149,10 @@ class HttpNodeAgent:
         return body
 
 
+# DCGM diagnostics that cannot run: retrying at once would not help, a person must look.
+_DIAG_CANNOT_RUN = ("dcgm_missing", "hostengine_down", "timeout", "unparseable")
+
+
 def agent_error(node: str, response: httpx.Response) -> GpubotError:
     """The agent's JSON error as the gpubot error the executor acts on."""
     try:
@@ -153,7 +171,7 @@ def agent_error(node: str, response: httpx.Response) -> GpubotError:
             message + " (the agent's tokens must be derived from the bot's GPUBOT_AGENT_TOKEN: "
             f"gpubot agent-token --node {node})"
         )
-    if code in (403, 409, 410, 501) or kind in ("in_use", "gpu_lost"):
+    if code in (403, 409, 410, 501) or kind in ("in_use", "gpu_lost", *_DIAG_CANNOT_RUN):
         return PermanentStepError(message)
     return TemporaryStepError(message, delay=5.0)
 

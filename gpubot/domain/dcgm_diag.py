@@ -24,6 +24,9 @@ from typing import Any, Literal
 
 DiagStatus = Literal["pass", "warn", "fail", "skip"]
 LEVELS = (1, 2, 3)
+# How long each level may take before the agent stops it: NVIDIA gives level 1 seconds,
+# level 2 about two minutes and level 3 about fifteen per node; margins for 8-GPU nodes.
+DIAG_TIMEOUT_S: dict[int, float] = {1: 300.0, 2: 900.0, 3: 3600.0}
 MESSAGE_CHARS = 300  # one DCGM message, as kept
 MESSAGES_PER_RESULT = 8
 _ROOTS = ("DCGM GPU Diagnostic", "DCGM Diagnostic")

@@ -8,13 +8,14 @@ import os
 import random
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from gpubot.backends.simulated import promql as promql_subset
+from gpubot.backends.simulated.diag import simulated_diag
 from gpubot.backends.simulated.fleet import default_fleet
 from gpubot.backends.simulated.pods import SimulatedPodReads
 from gpubot.backends.simulated.state import (
@@ -35,6 +36,7 @@ from gpubot.domain.cluster import (
     Sample,
     Taint,
 )
+from gpubot.domain.dcgm_diag import DiagReport
 from gpubot.errors import (
     ConfigError,
     DisruptionBlockedError,
@@ -323,6 +325,17 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
             )
             state.settle(node, gpu)
             return sim_node.gpu(gpu)
+
+    async def diag(
+        self, *, node: str, level: int, gpus: Sequence[int] | None = None
+    ) -> DiagReport:
+        """DCGM diagnostics, as `dcgmi diag` on the node would run them (diag.py)."""
+        return self.run_diag(node=node, level=level, gpus=gpus or ())
+
+    def run_diag(self, *, node: str, level: int, gpus: Sequence[int] = ()) -> DiagReport:
+        """diag() for synchronous callers (the agent's simulated driver)."""
+        with self._lock:
+            return simulated_diag(self._current(), node=node, level=level, gpus=gpus)
 
     # Metrics
 

@@ -193,3 +193,30 @@ def recover_node(cluster: SimulatedCluster, *, node: str) -> list[GpuState]:
             sim_node.set_gpu(replace(current, lost=False, xid_errors=()))
             state.settle(node, current.index)
         return list(sim_node.gpus)
+
+
+def fail_diag(
+    cluster: SimulatedCluster,
+    *,
+    node: str,
+    gpu: int = 0,
+    test: str = "memory",
+    message: str = "",
+) -> None:
+    """Make DCGM diagnostics fail `test` on one GPU, with DCGM's `message`, at every level,
+    until pass_diag (a GPU that resets cleanly but is still bad: a verify catches it)."""
+    text = message or (
+        f"GPU {gpu} Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. "
+        "Reset GPU. Restart DCGM. Rerun diagnostics."
+    )
+    with cluster.mutation() as state:
+        sim_node = state.node(node)
+        sim_node.gpu(gpu)  # NotFoundError for a GPU the node lacks
+        sim_node.diag_failures.setdefault(str(gpu), {})[test] = text
+
+
+def pass_diag(cluster: SimulatedCluster, *, node: str) -> None:
+    """Every DCGM diagnostic passes on the node again."""
+    with cluster.mutation() as state:
+        state.node(node).diag_failures.clear()
+

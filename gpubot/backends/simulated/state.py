@@ -43,6 +43,8 @@ class SimNode:
     ready: bool = True
     # False: the kubelet is gone (a hung node after XID 79); evicted pods stay terminating.
     kubelet: bool = True
+    # DCGM diagnostics failures set by a scenario: GPU index (str) → {test: DCGM's message}.
+    diag_failures: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def gpu(self, index: int) -> GpuState:
         if not 0 <= index < len(self.gpus):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpubot.backends.store import SqlStore
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.cluster import GpuState
+from gpubot.domain.dcgm_diag import DiagReport, TestResult
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import load_file
 from gpubot.domain.runs import RunStatus
@@ -43,6 +45,9 @@ class FakeAgent:
     lost: set[tuple[str, int]] = field(default_factory=set)
     reset_fails: bool = False
     resets: list[tuple[str, int]] = field(default_factory=list)
+    # DCGM diagnostics: (node, gpu) → (test, message) that fails; every other test passes.
+    diag_failures: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    diags: list[tuple[str, int]] = field(default_factory=list)
 
     def lose(self, node: str, gpu: int) -> None:
         self.lost.add((node, gpu))
@@ -69,6 +74,16 @@ class FakeAgent:
             return (await self.gpus(node=node))[gpu]
         self.lost.discard((node, gpu))
         return (await self.gpus(node=node))[gpu]
+
+    async def diag(self, *, node: str, level: int, gpus: Sequence[int] | None = None) -> DiagReport:
+        self.diags.append((node, level))
+        results = []
+        for gpu in gpus or range(8):
+            test, message = self.diag_failures.get((node, gpu), ("", ""))
+            results.append(TestResult("software", "pass", gpu, "Deployment"))
+            if test:
+                results.append(TestResult(test, "fail", gpu, "Hardware", (message,)))
+        return DiagReport(level=level, results=tuple(results), version="4.2.3")
 
 
 @dataclass
