@@ -264,6 +264,7 @@ async def _agent(args: argparse.Namespace) -> int:
     import socket
 
     from gpubot.agent.api import AgentTokens
+    from gpubot.agent.dcgm import Diagnostics
     from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
     from gpubot.config import load_settings
     from gpubot.errors import ConfigError
@@ -285,15 +286,18 @@ async def _agent(args: argparse.Namespace) -> int:
         cluster = s.cluster(s.agent.cluster)
         sim = SimulatedCluster.default(
             name=s.agent.cluster, state_path=cluster.state_file if cluster else None
-    from gpubot.agent.dcgm import Diagnostics
         )
         if node not in sim.node_names():
             raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
         driver = SimulatedDriver(sim, node=node, reset_seconds=s.agent.simulated_reset_seconds)
+        diagnostics: Diagnostics = driver
     else:
+        from gpubot.agent.dcgm import DcgmDiagnostics
         from gpubot.agent.nvml import NvmlDriver
 
         driver = NvmlDriver()  # type: ignore[assignment]
+        dcgmi = str(s.agent.dcgmi_path) if s.agent.dcgmi_path else None
+        diagnostics = DcgmDiagnostics(path=dcgmi, timeout_s=s.agent.diag_timeout_seconds)
     opts = AgentOptions(
         tokens=AgentTokens(read=read, mutate=mutate),
         node=node,
@@ -303,6 +307,7 @@ async def _agent(args: argparse.Namespace) -> int:
         bot_url=s.agent.bot_url,
         xid_window_s=s.agent.xid_window_seconds,
         reset_timeout_s=s.agent.reset_timeout_seconds,
+        diagnostics=diagnostics,
     )
     await serve_agent(driver, driver, opts)
     return 0
@@ -311,14 +316,10 @@ async def _agent(args: argparse.Namespace) -> int:
 def _agent_token(args: argparse.Namespace) -> int:
     from gpubot.config import load_settings
     from gpubot.domain.agent_tokens import SCOPES, node_token
-        diagnostics: Diagnostics = driver
     from gpubot.domain.names import check_node_name
-        from gpubot.agent.dcgm import DcgmDiagnostics
     from gpubot.errors import ConfigError
 
     try:
-        dcgmi = str(s.agent.dcgmi_path) if s.agent.dcgmi_path else None
-        diagnostics = DcgmDiagnostics(path=dcgmi, timeout_s=s.agent.diag_timeout_seconds)
         node = check_node_name(args.node)
     except ValueError as exc:
         raise InputError(f"--node: {exc}") from exc
@@ -328,7 +329,6 @@ def _agent_token(args: argparse.Namespace) -> int:
     if args.scope:
         print(node_token(master=master, node=node, scope=args.scope))
         return 0
-        diagnostics=diagnostics,
     for scope in SCOPES:
         token = node_token(master=master, node=node, scope=scope)
         print(f"GPUBOT_AGENT_{scope.upper()}_TOKEN={token}")

@@ -155,9 +155,7 @@ class NodeAgent(Protocol):
         it runs, or when `uuid` is given and GPU `gpu` is not that device."""
         ...
 
-    async def diag(
-        self, *, node: str, level: int, gpus: Sequence[int] | None = None
-    ) -> DiagReport:
+    async def diag(self, *, node: str, level: int, gpus: Sequence[int] | None = None) -> DiagReport:
         """DCGM diagnostics (`dcgmi diag -r LEVEL`, 1..3) on `gpus` (None: all): per GPU and
         test, pass/warn/fail/skip with DCGM's messages. PermanentStepError while a process
         holds a GPU it would test, or when DCGM cannot run (dcgmi missing, host engine down)."""

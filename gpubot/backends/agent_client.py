@@ -78,9 +78,7 @@ class HttpNodeAgent:
         )
         return gpu_state(data["gpu_state"])
 
-    async def diag(
-        self, *, node: str, level: int, gpus: Sequence[int] | None = None
-    ) -> DiagReport:
+    async def diag(self, *, node: str, level: int, gpus: Sequence[int] | None = None) -> DiagReport:
         body = {"level": int(level), "gpus": [int(g) for g in gpus or ()]}
         # The agent stops dcgmi at its own limit; wait a little longer for its answer.
         limits = httpx.Timeout(self._timeout.connect, read=DIAG_TIMEOUT_S.get(level, 300) + 60)

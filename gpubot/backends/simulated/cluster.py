@@ -326,9 +326,7 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
             state.settle(node, gpu)
             return sim_node.gpu(gpu)
 
-    async def diag(
-        self, *, node: str, level: int, gpus: Sequence[int] | None = None
-    ) -> DiagReport:
+    async def diag(self, *, node: str, level: int, gpus: Sequence[int] | None = None) -> DiagReport:
         """DCGM diagnostics, as `dcgmi diag` on the node would run them (diag.py)."""
         return self.run_diag(node=node, level=level, gpus=gpus or ())
 

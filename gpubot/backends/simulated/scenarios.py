@@ -219,4 +219,3 @@ def pass_diag(cluster: SimulatedCluster, *, node: str) -> None:
     """Every DCGM diagnostic passes on the node again."""
     with cluster.mutation() as state:
         state.node(node).diag_failures.clear()
-
