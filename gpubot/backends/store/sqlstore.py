@@ -14,6 +14,7 @@ from gpubot.backends.store.approvals import SqlApprovals
 from gpubot.backends.store.audit import SqlAuditLog, as_stored
 from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
+from gpubot.backends.store.gpu_ledger import SqlGpuLedger
 from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
 from gpubot.backends.store.slackseen import SqlSlackSeen
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
     from gpubot.ports import Store
 
 
-class SqlStore(SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs, SqlSlackSeen):
+class SqlStore(
+    SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs, SqlSlackSeen, SqlGpuLedger
+):
     """The Store port over one SQLAlchemy engine; every call is one transaction in a thread."""
 
     async def save_step(self, state: StepState, *, audit: AuditDraft | None = None) -> None:

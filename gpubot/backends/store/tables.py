@@ -205,3 +205,26 @@ slack_seen = Table(
     Column("expires_at", UtcDateTime, nullable=False),
     Index("ix_gpubot_slack_seen_expires", "expires_at"),
 )
+
+# The per-GPU health ledger (gpubot.domain.gpu_history): append-only, one row per event on
+# one GPU; `id` is monotonic (AUTOINCREMENT on SQLite, so an id is never reused).
+gpu_events = Table(
+    "gpu_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UtcDateTime, nullable=False),
+    Column("uuid", String(80), nullable=False),
+    Column("node", String(255), nullable=False),
+    Column("pci_bus_id", String(16), nullable=False),
+    Column("gpu_index", Integer),
+    Column("kind", String(32), nullable=False),
+    Column("xid", Integer),
+    Column("incident_id", String(32)),
+    Column("run_id", String(32)),
+    Column("result", String(16), nullable=False),
+    Column("detail", String(255), nullable=False),
+    Column("actor", String(255), nullable=False),
+    Index("ix_gpu_events_uuid", "uuid", "id"),
+    Index("ix_gpu_events_node", "node", "id"),
+    sqlite_autoincrement=True,
+)
