@@ -161,15 +161,23 @@ def _fragmentation(verdict: Verdict, facts: Facts, kind: Workload) -> list[str]:
     return [*advice, *_processes(n)]
 
 
-def _host(facts: Facts, kind: Workload) -> list[str]:
+def _host(verdict: Verdict, facts: Facts, kind: Workload) -> list[str]:
     n = facts.numbers
     peak = n.killed_rss
     sized = f" above the observed peak of {_gib(peak)} (add ~20% headroom)" if peak else ""
     was = f" (it was {_gib(n.cgroup_limit)})" if n.cgroup_limit else ""
-    advice = [
+    advice = []
+    if verdict.family == "host_allocation_refused":
+        advice.append(
+            "The kernel refused a host allocation (ENOMEM) rather than killing the process: "
+            "the container's memory limit or the node's RAM was reached (or a ulimit -v / "
+            "overcommit setting). A single request of many GiB is more often a wrong shape "
+            "than a limit to raise."
+        )
+    advice.append(
         f"Raise the container's memory limit{sized}{was}; set requests equal to limits so "
         "the pod is not the first evicted under node memory pressure.",
-    ]
+    )
     if kind == "data_loader":
         advice.append(
             "Each DataLoader worker holds its own copy of what the dataset object holds: "
@@ -245,6 +253,11 @@ OTHER: dict[str, tuple[str, ...]] = {
         "The GPU itself reported an error (an XID, or it fell off the bus): `gpubot xid parse` "
         "on the node's kernel log and `gpubot xid explain N` say what to do; not memory.",
     ),
+    "kernel_shared_memory_limit": (
+        "A GPU kernel asked for more on-chip shared memory per block than this GPU has (a "
+        "compiler or autotuner setting): not /dev/shm and not GPU memory. Lower the kernel's "
+        "block sizes or num_stages, or use a build that supports this GPU generation.",
+    ),
     "java_heap": (
         "The JVM hit its own heap limit: raise -Xmx (or -XX:MaxRAMPercentage in a container); "
         "the container was not OOM-killed and GPU memory is not involved.",
@@ -254,8 +267,9 @@ OTHER: dict[str, tuple[str, ...]] = {
         "cache (HF_HOME, ~/.cache, /tmp), checkpoints. /dev/shm would be named in the message.",
     ),
     "ephemeral_storage_eviction": (
-        "Evicted for local disk, not memory: set ephemeral-storage requests/limits, or write "
-        "large files to a volume instead of the container's filesystem.",
+        "Evicted for local disk (or the node's PIDs), not memory: the kubelet's SIGKILL and exit "
+        "code 137 come from the eviction. Set ephemeral-storage requests/limits, or write large "
+        "files to a volume instead of the container's filesystem.",
     ),
     "liveness_probe_kill": (
         "The kubelet killed the container after failed liveness probes, not for memory: add a "
@@ -303,7 +317,7 @@ def advice_for(
     if verdict.cls == "cuda_oom_fragmentation":
         return tuple(_fragmentation(verdict, facts, kind))
     if verdict.cls == "host_oom_killed":
-        return tuple(_host(facts, kind))
+        return tuple(_host(verdict, facts, kind))
     if verdict.cls == "shm_exhausted":
         return tuple(_shm(shm_bytes))
     if verdict.cls == "killed_unknown":

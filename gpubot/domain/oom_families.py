@@ -16,6 +16,9 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _I = re.IGNORECASE
+# A line that only advises what to do if an OOM happens ("If you encounter CUDA out of memory,
+# try --tile") is not evidence that one did.
+_ADVICE = r"\b(?:if|when|in case) you (?:encounter|get|see|hit|run into|face|meet|have)\b"
 
 GPU_OOM: tuple[Family, ...] = (
     Family(
@@ -23,14 +26,20 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(r"(?:CUDA|HIP|XPU|MPS backend) out of memory|torch(?:\.cuda)?\.OutOfMemoryError"),
+        unless=_p(_ADVICE, _I),
     ),
     # The allocator's tail without its head: "Tried to allocate 2.00 MiB (GPU 0; 7.93 GiB
-    # total capacity; ..." or "... GPU 0 has a total capacity of ...".
+    # total capacity; ..." or "... GPU 0 has a total capacity of ...", or its bracketed
+    # numbers alone: "(GPU 0; 15.75 GiB total capacity; 79.11 MiB already allocated; ...".
     Family(
         "pytorch_allocator_tail",
         "cuda_oom",
         "medium",
-        _p(r"Tried to allocate \d[\d.]{0,20} ?\w{1,5}[ .]{1,3}\(?GPU \d{1,3}(?:; | has a total)"),
+        _p(
+            r"Tried to allocate \d[\d.]{0,20} ?\w{1,5}[ .]{1,3}\(?GPU \d{1,3}(?:; | has a total)"
+            r"|\(GPU \d{1,3}; \d[\d.]{0,20} ?\w{1,5} total capacity; [^\n]{0,80}?"
+            r"(?:already allocated|free;)"
+        ),
     ),
     Family(
         "cuda_runtime_oom",
@@ -41,6 +50,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|cuda runtime error \(2\) : out of memory|cudaMalloc(?:Async)? failed"
             r"|cuMemAlloc(?:Async)? failed|CUDA driver error: out of memory"
         ),
+        unless=_p(_ADVICE, _I),
     ),
     Family(
         "cudnn_cublas_alloc_failed",
@@ -90,6 +100,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|on startup is less than desired GPU memory utilization"
             r"|Free memory on device \S{0,40}.{0,40}less than desired GPU memory"
             r"|Not enough memory\. Please try to increase --mem-fraction-static"
+            r"|Not enough memory to handle \d{1,9} (?:prefill |total )?tokens"
         ),
         wraps=True,
     ),
@@ -99,17 +110,22 @@ GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(r"No executable batch size found, reached zero"),
     ),
-    # Last resort for GPU wording not known above: "out of memory" said of a device.
+    # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
+    # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
     Family(
         "gpu_out_of_memory_generic",
         "cuda_oom",
         "medium",
         _p(
             r"(?:\bGPU\b|\bCUDA\b|\bcuda\b|cudaMalloc|device memory)[^\n]{0,80}?out of memory"
-            r"|out of (?:GPU|device|video) memory",
+            r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
+            r"|out of (?:GPU|device|video) memory"
+            r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated",
             _I,
         ),
-        unless=_p(r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Killed process", _I),
+        unless=_p(
+            r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Killed process|" + _ADVICE, _I
+        ),
     ),
 )
 
@@ -136,16 +152,21 @@ SHM: tuple[Family, ...] = (
         "high",
         _p(
             r"unable to write to file </?torch_"
-            r"|</?torch_\w{1,40}>[^\n]{0,80}No space left on device"
+            r"|</?torch_\w{1,40}>[^\n]{0,80}(?:No space left on device|Cannot allocate memory)"
         ),
     ),
     Family(
         "nccl_shm_segment",
         "shm_exhausted",
         "high",
+        # NCCL's shm transport names /dev/shm only in newer versions; older ones name their
+        # source file (include/shm.h, misc/shmutils.cc) beside posix_fallocate's ENOSPC.
         _p(
             r"failed to extend /dev/shm|Error while creating shared memory segment"
             r"|unable to allocate shared memory|NCCL_SHM_DISABLE"
+            r"|NCCL WARN Call to posix_fallocate failed"
+            r"|(?:shm\.h|shmutils\.cc|shm\.cc):\d{1,5} NCCL WARN [^\n]{0,120}?"
+            r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
         ),
     ),
     Family(
@@ -182,9 +203,11 @@ HOST: tuple[Family, ...] = (
             r"Out of memory: Kill(?:ed)? process|Memory cgroup out of memory"
             r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
             r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
-            r"|killed by the OOM killer|has been OOM[- ]Killed"
+            r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer|has been OOM[- ]Killed"
+            r"|killed by the cgroup out-of-memory handler"
             r"|killed as a result of limit of|Out of memory and no killable processes"
-            r"|System OOM encountered|\bSystemOOM\b",  # cgroup v1: "Task in /kubepods... killed as"
+            r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
+            r"|Cgroup OOM encountered|\bCgroupOOM\b",  # the kubelet's events for both
             _I,
         ),
     ),
@@ -215,6 +238,16 @@ HOST: tuple[Family, ...] = (
             r"|killing latest task[^\n]{0,200}to avoid running out of memory"
         ),
     ),
+    # Userspace OOM killers act before the kernel's, on memory pressure.
+    Family(
+        "userspace_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"systemd-oomd\[\d{1,10}\]: Killed|earlyoom[^\n]{0,80}(?:low memory|sending SIGKILL)"
+            r"|\bKilled [^\n]{0,160}? due to memory (?:pressure|used)"
+        ),
+    ),
     Family(
         "dask_memory_budget",
         "host_oom_killed",
@@ -232,138 +265,25 @@ HOST: tuple[Family, ...] = (
             _I,
         ),
     ),
-)
-
-LIVENESS = Family(
-    "liveness_probe_kill",
-    "not_oom",
-    "high",
-    _p(r"Liveness probe failed|failed liveness probe", _I),
-)
-
-# Someone asked for the stop: a kill with a known cause that is not memory.
-STOP_REQUESTED = Family(
-    "stop_requested",
-    "not_oom",
-    "medium",
-    _p(
-        r"supervisorctl (?:restart|stop)|docker(?:-compose| compose)? (?:stop|kill|restart)\b"
-        r"|kubectl delete pod|\bPreempt(?:ed|ing)\b|preempted by|Stopping container"
-        r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
-        r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
-        r"|DUE TO (?:TIME LIMIT|PREEMPTION)",
-        _I,
-    ),
-)
-
-SIGKILL = Family(
-    "sigkill_cause_unknown",
-    "killed_unknown",
-    "medium",
-    _p(
-        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}-?(?:137|-9)\b"
-        r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
-        r"|non-zero exit status 137\b|\bsignal: killed\b|SIGKILL|Signals\.SIGKILL"
-        r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
-        r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
-        r"|exited (?:with )?(?:code )?137\b|\d{1,10}\s{1,12}Killed\s{0,4}$"
-        r"|^\s{0,8}Killed\s{0,4}$"  # the shell's job report
-        r"|\d{1,10}\s{1,12}Killed\s{1,20}\S"  # "line 18:    36 Killed     python3 ..."
-        r"|\bKilled\s{1,4}python",
-        _I | re.MULTILINE,
-    ),
-)
-
-# Look like a memory failure (or sit where one would), are not one: each gets its own advice.
-NEGATIVE: tuple[Family, ...] = (
+    # The kernel refused a host allocation (ENOMEM) instead of killing: the container's limit
+    # or the node's RAM was reached all the same. Memory locked for RDMA or pinned for the GPU
+    # (ulimit -l) and the dynamic loader's static TLS block fail with the same words and are
+    # not a shortage of RAM.
     Family(
-        "device_side_assert",
-        "not_oom",
-        "high",
-        _p(r"device-side assert(?:ion)? triggered|Assertion `[^`\n]{0,200}` failed", _I),
-    ),
-    Family(
-        "illegal_memory_access",
-        "not_oom",
-        "high",
-        _p(
-            r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
-            r"|misaligned address|illegal instruction was encountered",
-            _I,
-        ),
-    ),
-    Family(
-        "nccl_timeout",
-        "not_oom",
-        "high",
-        _p(
-            r"Watchdog caught collective operation timeout|collective operation timeout"
-            r"|NCCL (?:communicator was aborted|timeout)|ncclRemoteError|ncclSystemError"
-            r"|NCCL error|ProcessGroupNCCL|DistBackendError|ncclUnhandledCudaError"
-            r"|unhandled cuda error|unhandled system error",
-            _I,
-        ),
-    ),
-    Family(
-        "driver_mismatch",
-        "not_oom",
-        "high",
-        _p(
-            r"driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device"
-            r"|NVIDIA driver on your system is too old|Driver/library version mismatch"
-            r"|found no NVIDIA driver|CUDA driver version is insufficient"
-            r"|forward compatibility was attempted",
-            _I,
-        ),
-    ),
-    Family(
-        "gpu_xid",
-        "not_oom",
-        "high",
-        _p(
-            r"NVRM: Xid|\bXid \(PCI:|\bXID \d{1,3}\b|fallen off the bus|GPU_IS_LOST|GPU is lost", _I
-        ),
-    ),
-    Family(
-        "java_heap",
-        "not_oom",
-        "high",
-        _p(r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"),
-    ),
-    Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
-    Family(
-        "ephemeral_storage_eviction",
-        "not_oom",
-        "high",
-        _p(
-            r"low on resource: (?:ephemeral-storage|nodefs|imagefs)|DiskPressure"
-            r"|ephemeral local storage usage exceeds|exceeded its local ephemeral storage",
-            _I,
-        ),
-    ),
-    Family(
-        "image_pull",
-        "not_oom",
-        "high",
-        _p(r"ImagePullBackOff|ErrImagePull|Back-off pulling image"),
-    ),
-    Family(
-        "terminated_on_request",
-        "not_oom",
+        "host_allocation_refused",
+        "host_oom_killed",
         "medium",
         _p(
-            r"\bsignal 15\b|\bSIGTERM\b|imminent node shutdown|\bPreempt(?:ed|ing)\b"
-            r"|DeadlineExceeded|longer than the specified deadline",
-            _I,
+            r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+            r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
+            r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
+            r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
+            r"|memory allocation of \d{1,20} bytes failed"  # Rust
         ),
-    ),
-    Family(
-        "cuda_launch_failure",
-        "not_oom",
-        "medium",
-        _p(
-            r"unspecified launch failure|cudaErrorLaunchFailure|CUBLAS_STATUS_\w{1,40}"
-            r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
+        unless=_p(
+            r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
+            r"|register (?:host )?memory|cudaHostRegister|pinned memory",
+            _I,
         ),
     ),
 )

@@ -84,10 +84,13 @@ _REQUESTED = (
     _p(r"failed to allocate \S{1,20} \((\d{1,20}) bytes\)"),  # CUDA driver via TF/XLA
     _p(r"ran out of memory trying to allocate " + _NUM + _UNIT),  # TF BFC allocator
     _p(r"cuMemAllocAsync failed to allocate \S{1,20} \((\d{1,20}) bytes\)"),
+    _p(r"[Ff]ailed to allocate (\d{1,20}) ?bytes"),  # the CUDA allocators' bare byte count
+    _p(r"Requested amount of GPU memory \((\d{1,20}) bytes\)"),  # TensorRT
 )
 _TOTAL = (
     _p(_SIZE + r" total capacity"),  # 1.x: "(GPU 0; 15.90 GiB total capacity; ..."
     _p(r"total capac(?:i)?ty of " + _SIZE),  # 2.x (and its "capacty" typo)
+    _p(r"Free memory/Total memory: \d{1,20}/(\d{1,20})"),  # XLA's cuMemAllocAsync report
 )
 # The card's size where the message omits it: a model name ("A100-SXM4-80GB", "H100 80GB
 # HBM3"), nvidia-smi's memory column ("0MiB / 81559MiB"), or "a GPU with 8GB".

@@ -6,12 +6,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpubot.domain.oom_families import (
-    GPU_OOM,
-    HOST,
+from gpubot.domain.oom_families import GPU_OOM, HOST, SHM
+from gpubot.domain.oom_not_memory import (
     LIVENESS,
     NEGATIVE,
-    SHM,
+    NON_MEMORY_EVICTION,
     SIGKILL,
     STOP_REQUESTED,
 )
@@ -34,6 +33,7 @@ class Facts:
     host: tuple[Match, ...]
     negatives: tuple[Match, ...]
     liveness: Match | None
+    evicted_not_memory: Match | None
     stop_requested: Match | None
     sigkill: Match | None
     exit_code: int | None
@@ -89,6 +89,7 @@ def gather(
         host=tuple(find_first(HOST, lines)),
         negatives=tuple(find_first(NEGATIVE, lines)),
         liveness=liveness,
+        evicted_not_memory=find(NON_MEMORY_EVICTION, lines),
         stop_requested=find(STOP_REQUESTED, lines),
         sigkill=find(SIGKILL, lines),
         exit_code=exit_code,
@@ -166,6 +167,13 @@ def _liveness(f: Facts) -> Verdict | None:
     return Verdict("not_oom", "liveness_probe_kill", "high", f.liveness.lines)
 
 
+def _evicted_not_memory(f: Facts) -> Verdict | None:
+    if f.evicted_not_memory is None:
+        return None
+    found = f.evicted_not_memory
+    return Verdict("not_oom", found.family.name, found.family.confidence, found.lines)
+
+
 def _stopped(f: Facts) -> Verdict | None:
     if f.stop_requested is None or not f.killed:
         return None
@@ -204,6 +212,8 @@ RULES: tuple[Rule, ...] = (
     Rule("host_memory", _host),
     # The kubelet's own SIGKILL after failed liveness probes: no memory problem.
     Rule("liveness_probe", _liveness),
+    # Evicted for disk or PIDs: the kubelet's SIGKILL (exit code 137) has a known cause.
+    Rule("evicted_not_memory", _evicted_not_memory),
     # Killed after a stop someone asked for (a restart, a delete, a preemption).
     Rule("stop_requested", _stopped),
     # Killed by SIGKILL (137, -9, "Killed") and nothing says why: say so, and how to find out.

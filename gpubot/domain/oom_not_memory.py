@@ -1,0 +1,173 @@
+"""Families of evidence that a failure is not a memory failure, or not known to be one.
+
+Kills with a cause of their own (a liveness probe, a stop someone asked for, an eviction for
+disk), a SIGKILL whose cause the log does not give, and failures that only look like memory.
+Patterns follow the same bounds as oom_families: no nested unbounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.domain.oom_scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+LIVENESS = Family(
+    "liveness_probe_kill",
+    "not_oom",
+    "high",
+    _p(r"Liveness probe failed|failed liveness probe", _I),
+)
+
+# Someone asked for the stop: a kill with a known cause that is not memory.
+STOP_REQUESTED = Family(
+    "stop_requested",
+    "not_oom",
+    "medium",
+    _p(
+        r"supervisorctl (?:restart|stop)|docker(?:-compose| compose)? (?:stop|kill|restart)\b"
+        r"|kubectl delete pod|\bPreempt(?:ed|ing)\b|preempted by|Stopping container"
+        r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
+        r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
+        r"|DUE TO (?:TIME LIMIT|PREEMPTION)",
+        _I,
+    ),
+)
+
+# An eviction for a resource other than memory: the kubelet's SIGKILL (exit code 137) has a
+# known cause, and it is not memory.
+NON_MEMORY_EVICTION = Family(
+    "ephemeral_storage_eviction",
+    "not_oom",
+    "high",
+    _p(
+        r"low on resource: (?:ephemeral-storage|nodefs|imagefs|pids)"
+        r"|\b(?:DiskPressure|PIDPressure)\b"
+        r"|ephemeral local storage usage exceeds|exceeded its local ephemeral storage",
+        _I,
+    ),
+)
+
+# The shell's word for SIGKILL in its job report, in English and as common locales print it.
+_KILLED = (
+    r"(?:Killed|\u5df2\u6740\u6b7b|\u5df2\u6bba\u6b7b|Get\u00f6tet|\u5f37\u5236\u7d42\u4e86"
+    r"|\u0423\u0431\u0438\u0442\u043e|\uc8fd\uc5c8\uc74c|Ucciso|Processus arr\u00eat\u00e9"
+    r"|Terminado \(killed\)|Unicestwiony)"
+)
+# Markdown and quoting a pasted log picks up around the word: **Killed**, `Killed`, > Killed.
+_WRAP = r"[\s*_`>#\"']"
+
+SIGKILL = Family(
+    "sigkill_cause_unknown",
+    "killed_unknown",
+    "medium",
+    _p(
+        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}-?(?:137|-9)\b"
+        r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
+        r"|non-zero exit status 137\b|\bsignal: killed\b|SIGKILL|Signals\.SIGKILL"
+        r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
+        r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
+        r"|exited (?:with )?(?:code )?137\b"
+        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
+        rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
+        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python",
+        _I | re.MULTILINE,
+    ),
+)
+
+# Look like a memory failure (or sit where one would), are not one: each gets its own advice.
+NEGATIVE: tuple[Family, ...] = (
+    Family(
+        "device_side_assert",
+        "not_oom",
+        "high",
+        _p(r"device-side assert(?:ion)? triggered|Assertion `[^`\n]{0,200}` failed", _I),
+    ),
+    Family(
+        "illegal_memory_access",
+        "not_oom",
+        "high",
+        _p(
+            r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
+            r"|misaligned address|illegal instruction was encountered",
+            _I,
+        ),
+    ),
+    Family(
+        "nccl_timeout",
+        "not_oom",
+        "high",
+        _p(
+            r"Watchdog caught collective operation timeout|collective operation timeout"
+            r"|NCCL (?:communicator was aborted|timeout)|ncclRemoteError|ncclSystemError"
+            r"|NCCL error|ProcessGroupNCCL|DistBackendError|ncclUnhandledCudaError"
+            r"|unhandled cuda error|unhandled system error",
+            _I,
+        ),
+    ),
+    Family(
+        "driver_mismatch",
+        "not_oom",
+        "high",
+        _p(
+            r"driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device"
+            r"|NVIDIA driver on your system is too old|Driver/library version mismatch"
+            r"|found no NVIDIA driver|CUDA driver version is insufficient"
+            r"|forward compatibility was attempted",
+            _I,
+        ),
+    ),
+    Family(
+        "gpu_xid",
+        "not_oom",
+        "high",
+        _p(
+            r"NVRM: Xid|\bXid \(PCI:|\bXID \d{1,3}\b|fallen off the bus|GPU_IS_LOST|GPU is lost", _I
+        ),
+    ),
+    # A kernel's on-chip shared memory per block (Triton's autotuner), not /dev/shm nor VRAM.
+    Family(
+        "kernel_shared_memory_limit",
+        "not_oom",
+        "high",
+        _p(r"out of resource: shared memory|OutOfResources: out of resource", _I),
+    ),
+    Family(
+        "java_heap",
+        "not_oom",
+        "high",
+        _p(r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"),
+    ),
+    Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
+    Family(
+        "image_pull",
+        "not_oom",
+        "high",
+        _p(r"ImagePullBackOff|ErrImagePull|Back-off pulling image"),
+    ),
+    Family(
+        "terminated_on_request",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bsignal 15\b|\bSIGTERM\b|imminent node shutdown|\bPreempt(?:ed|ing)\b"
+            r"|DeadlineExceeded|longer than the specified deadline",
+            _I,
+        ),
+    ),
+    Family(
+        "cuda_launch_failure",
+        "not_oom",
+        "medium",
+        _p(
+            r"unspecified launch failure|cudaErrorLaunchFailure|CUBLAS_STATUS_\w{1,40}"
+            r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
+        ),
+    ),
+)
