@@ -65,13 +65,9 @@ class TimedKube:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def set_unschedulable(
-        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
-    ) -> None:
-        await self.inner.set_unschedulable(
-            node=node, value=value, actor=actor, reason=reason, dry_run=dry_run
-        )
-        if value and not dry_run:
+    async def set_unschedulable(self, **kw: Any) -> None:
+        await self.inner.set_unschedulable(**kw)
+        if kw.get("value") and not kw.get("dry_run"):
             self.at = time.perf_counter()
             self.cordoned.set()
 

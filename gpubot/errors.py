@@ -43,6 +43,10 @@ class TemporaryStepError(StepError):
         self.delay = delay
 
 
+class ConflictError(TemporaryStepError):
+    """The object changed since it was read (HTTP 409): read it again before writing."""
+
+
 class PermanentStepError(StepError):
     """A step failed in a way that retrying will not fix."""
 

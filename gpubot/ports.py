@@ -42,7 +42,11 @@ class KubeApi(Protocol):
 
     async def list_nodes(self) -> list[NodeInfo]: ...
 
-    async def get_node(self, *, node: str) -> NodeInfo: ...
+    async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
+        """`cached`: the copy a watch keeps, where the adapter has a live one (it lags the
+        server by the watch's delivery latency: for plans, and for writes that send its
+        resource_version back); otherwise, and by default, read from the server."""
+        ...
 
     async def gpu_fleet(self) -> FleetView:
         """The GPU nodes and which are cordoned, cheaply (a watch cache, not a LIST per call)."""
@@ -58,9 +62,18 @@ class KubeApi(Protocol):
         ...
 
     async def set_unschedulable(
-        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
+        self,
+        *,
+        node: str,
+        value: bool,
+        actor: str,
+        reason: str,
+        dry_run: bool = False,
+        expect_version: str = "",
     ) -> None:
-        """`dry_run`: the API server validates the change (RBAC, admission) and keeps nothing."""
+        """`dry_run`: the API server validates the change (RBAC, admission) and keeps nothing.
+        `expect_version`: the node's resource_version as read; ConflictError when the node
+        has changed since ("" writes whatever the node is now)."""
         ...
 
     async def set_taint(

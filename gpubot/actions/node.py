@@ -14,9 +14,14 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, Taint
+from gpubot.domain.cluster import (
+    CORDON_BY_ANNOTATION,
+    CORDON_REASON_ANNOTATION,
+    NodeInfo,
+    Taint,
+)
 from gpubot.domain.names import NodeName, TaintKey
-from gpubot.errors import GpubotError
+from gpubot.errors import ConflictError, GpubotError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +49,7 @@ async def _gpu_pods(ctx: ActionContext, node: str) -> tuple[int, int]:
 
 
 async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.kube.get_node(node=p.node, cached=True)  # a plan may lag a little
     if node.unschedulable:
         by = node.annotations.get(CORDON_BY_ANNOTATION, "someone else")
         return PlanNote(f"{p.node} is already cordoned (by {by}); nothing to do", changes=False)
@@ -71,13 +76,44 @@ async def note(ctx: ActionContext, node: str, reason: str, message: str) -> None
         log.warning("could not post a %s event on %s: %s", reason, node, exc)
 
 
-async def run_cordon(ctx: ActionContext, p: NodeParams) -> Output:
-    node = await ctx.cluster.kube.get_node(node=p.node)
-    if not node.unschedulable:
-        await ctx.cluster.kube.set_unschedulable(
-            node=p.node, value=True, actor=ctx.actor, reason=ctx.reason
+async def _cordon_unless_cordoned(ctx: ActionContext, p: NodeParams) -> NodeInfo:
+    """Cordon the node unless it is cordoned already; the node as read before (its
+    `unschedulable` says which). Read from the watch cache where the cluster keeps one: the
+    PATCH carries the version read, so a node that moved meanwhile (someone else cordoned
+    it) answers 409 and is read again from the server. A cached "already cordoned" is
+    confirmed by the server too (the cache may not have seen an uncordon yet)."""
+    kube = ctx.cluster.kube
+    node = await kube.get_node(node=p.node, cached=True)
+    if node.unschedulable:
+        node = await kube.get_node(node=p.node)
+        if node.unschedulable:
+            return node
+    try:
+        await kube.set_unschedulable(
+            node=p.node,
+            value=True,
+            actor=ctx.actor,
+            reason=ctx.reason,
+            expect_version=node.resource_version,
         )
-        await note(ctx, p.node, "GpubotCordon", "cordoned by gpubot")
+    except ConflictError:
+        node = await kube.get_node(node=p.node)
+        if node.unschedulable:
+            return node
+        # Still schedulable: cordon the version just read (another 409 → the step retries).
+        await kube.set_unschedulable(
+            node=p.node,
+            value=True,
+            actor=ctx.actor,
+            reason=ctx.reason,
+            expect_version=node.resource_version,
+        )
+    await note(ctx, p.node, "GpubotCordon", "cordoned by gpubot")
+    return node
+
+
+async def run_cordon(ctx: ActionContext, p: NodeParams) -> Output:
+    node = await _cordon_unless_cordoned(ctx, p)
     reason = node.annotations.get(CORDON_REASON_ANNOTATION, "")
     return {
         "node": p.node,

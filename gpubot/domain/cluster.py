@@ -61,6 +61,10 @@ class NodeInfo:
     gpu_capacity: int = 0
     gpu_allocatable: int = 0
     gpu_product: str = ""
+    # metadata.resourceVersion as read ("" where the source keeps none): a write that
+    # starts from this read sends it back, and the API server refuses it (409) if the
+    # node changed since.
+    resource_version: str = ""
 
     @property
     def is_gpu_node(self) -> bool:

@@ -15,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from gpubot.backends.kube import convert
+from gpubot.backends.kube.dry_run import DryRunMemo
 from gpubot.backends.kube.errors import eviction_error, retry_after, translate
 from gpubot.backends.kube.node_cache import NodeCache
 from gpubot.backends.kube.pacing import TokenBucket
@@ -82,6 +83,7 @@ class KubernetesKubeApi:
             api_client, call=self._call, scale=self.scale, dry_run=dry_run
         )
         self.nodes = NodeCache(self.core, request_timeout=request_timeout)
+        self._dry_checks = DryRunMemo()
 
     def close(self) -> None:
         self.nodes.stop()
@@ -117,9 +119,13 @@ class KubernetesKubeApi:
         nodes = await self._call(self.core.list_node, verb="list", resource="nodes")
         return [convert.node_info(n) for n in nodes.items]
 
-    async def get_node(self, *, node: str) -> NodeInfo:
-        # From the JSON: no V1Node model is built (a cordon reads its node twice, in the
-        # plan and before the PATCH).
+    async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
+        # From the JSON: no V1Node model is built. `cached`: the watch cache's copy while its
+        # watch is open (started here if it was not), else a GET.
+        if cached:
+            self.nodes.start()
+            if (seen := self.nodes.node(node)) is not None:
+                return seen
         return convert.node_info_json(await self._read_node_json(node))
 
     async def gpu_fleet(self) -> FleetView:
@@ -182,7 +188,14 @@ class KubernetesKubeApi:
         )
 
     async def set_unschedulable(
-        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
+        self,
+        *,
+        node: str,
+        value: bool,
+        actor: str,
+        reason: str,
+        dry_run: bool = False,
+        expect_version: str = "",
     ) -> None:
         # One patch for the flag and the annotations, so nobody sees one without the other;
         # null deletes an annotation in a strategic merge patch.
@@ -191,8 +204,15 @@ class KubernetesKubeApi:
             if value
             else {CORDON_BY_ANNOTATION: None, CORDON_REASON_ANNOTATION: None}
         )
-        body = {"spec": {"unschedulable": value}, "metadata": {"annotations": annotations}}
+        if dry_run and self._dry_checks.passed(value):
+            return
+        meta: dict[str, Any] = {"annotations": annotations}
+        if expect_version:
+            meta["resourceVersion"] = expect_version  # a precondition: 409 if the node moved
+        body = {"spec": {"unschedulable": value}, "metadata": meta}
         await self._patch_node(node, body, STRATEGIC, dry_run=dry_run)
+        if dry_run:
+            self._dry_checks.note(value)
 
     async def set_taint(
         self, *, node: str, taint: Taint, present: bool, dry_run: bool = False

@@ -82,6 +82,7 @@ def node_info_json(node: Mapping[str, Any]) -> NodeInfo:
         gpu_capacity=gpu_devices(status.get("capacity")),
         gpu_allocatable=gpu_devices(status.get("allocatable")),
         gpu_product=labels.get(GPU_PRODUCT_LABEL, ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from gpubot.errors import (
+    ConflictError,
     DisruptionBlockedError,
     GpubotError,
     NotFoundError,
@@ -67,7 +68,7 @@ def translate(exc: ApiException, *, verb: str, resource: str) -> GpubotError:
             f"(add verb {verb!r} to its ClusterRole): {message}"
         )
     if code == 409:
-        return TemporaryStepError(f"conflict on {what}, will retry: {message}", delay=1.0)
+        return ConflictError(f"conflict on {what}, will retry: {message}", delay=1.0)
     if code == 429:
         return TemporaryStepError(
             f"API server throttled {what}: {message}", delay=retry_after(exc, 5.0)

@@ -1,11 +1,14 @@
-"""NodeCache: the fleet's GPU nodes and their cordons, kept by one LIST and a WATCH in a thread.
+"""NodeCache: the fleet's Nodes, kept by one LIST and a WATCH in a thread.
 
-An informer in miniature, for what the blast-radius cap reads: which Nodes have GPUs and which
-of those are unschedulable. One LIST, then a WATCH from its resourceVersion; the watch is
-reopened where it stopped every `watch_seconds` (the server ends it cleanly), the whole set is
-re-listed every `resync_seconds` and whenever the server says the version is gone (410), so a
-missed event cannot live longer than one resync. Everything blocking runs in the cache's own
-thread, never on the event loop; readers get an immutable FleetView in O(1).
+An informer in miniature, for what the blast-radius cap reads (which Nodes have GPUs and which
+of those are unschedulable) and for node reads that may lag by the watch's latency (plans, and
+writes that send the version they read back, so the API server refuses them if it moved).
+
+One LIST, then a WATCH from its resourceVersion; the watch is reopened where it stopped every
+`watch_seconds` (the server ends it cleanly), the whole set is re-listed every `resync_seconds`
+and whenever the server says the version is gone (410), so a missed event cannot live longer
+than one resync. Everything blocking runs in the cache's own thread, never on the event loop;
+readers get an immutable FleetView, or one Node, in O(1).
 
 Staleness: while the watch is open the view lags the server by the watch's delivery latency
 (milliseconds on a healthy server) and is `live`; once the watch breaks the view stops at
@@ -25,8 +28,8 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from gpubot.backends.kube.convert import gpu_devices
-from gpubot.domain.cluster import FleetView
+from gpubot.backends.kube.convert import gpu_devices, node_info_json
+from gpubot.domain.cluster import FleetView, NodeInfo
 
 log = logging.getLogger(__name__)
 GONE = 410
@@ -57,6 +60,7 @@ class NodeCache:
         self._on_release = on_release
         self._lock = threading.Lock()
         self._nodes: dict[str, tuple[bool, bool]] = {}  # name → (has GPUs, unschedulable)
+        self._infos: dict[str, NodeInfo] = {}  # name → the Node as last seen, converted
         self._sets: tuple[frozenset[str], frozenset[str], dict[str, int]] | None = None
         self._released = 0
         self._became: dict[str, int] = {}  # GPU node → times seen becoming cordoned
@@ -90,6 +94,12 @@ class NodeCache:
                 live=self._live,
                 cordon_seen=became,
             )
+
+    def node(self, name: str) -> NodeInfo | None:
+        """The Node as the watch last delivered it, while the watch is open; None when it is
+        not (or the node is unknown, or its fields did not read): read from the server then."""
+        with self._lock:
+            return self._infos.get(name) if self._live else None
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
@@ -138,10 +148,13 @@ class NodeCache:
             resource_version="0", _preload_content=False, _request_timeout=self._timeout
         )
         body = json.loads(response.data)
-        nodes = dict(f for item in body.get("items") or [] if (f := _facts(item)) is not None)
+        read = [f for item in body.get("items") or [] if (f := _facts(item)) is not None]
+        nodes = {name: fact for name, fact, _ in read}
+        infos = {name: info for name, _, info in read if info is not None}
         with self._lock:
             before = self._nodes
             self._nodes = nodes
+            self._infos = infos
             self._note_release(before, self._nodes)
             self._sets = None
             self._as_of = self._now()
@@ -162,13 +175,18 @@ class NodeCache:
             facts = _facts(obj)
             if facts is None:
                 continue
-            name, fact = facts
+            name, fact, info = facts
             with self._lock:
                 old = self._nodes.get(name)
                 if kind == "DELETED":
                     self._nodes.pop(name, None)
+                    self._infos.pop(name, None)
                 else:
                     self._nodes[name] = fact
+                    if info is not None:
+                        self._infos[name] = info
+                    else:
+                        self._infos.pop(name, None)
                 new = self._nodes.get(name)
                 if old != new:
                     self._note_release(
@@ -232,14 +250,19 @@ class NodeCache:
                 self._sets = None
 
 
-def _facts(node: Mapping[str, Any]) -> tuple[str, tuple[bool, bool]] | None:
-    """(name, (has GPUs, unschedulable)) from a Node as the API server's JSON has it."""
+def _facts(node: Mapping[str, Any]) -> tuple[str, tuple[bool, bool], NodeInfo | None] | None:
+    """(name, (has GPUs, unschedulable), NodeInfo) from a Node as the API server's JSON has
+    it; the NodeInfo is None when a field does not read (such a node is read by a GET)."""
     name = (node.get("metadata") or {}).get("name")
     if not isinstance(name, str):
         return None
+    try:
+        info: NodeInfo | None = node_info_json(node)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        info = None
     status = node.get("status") or {}
     try:
         gpus = gpu_devices(status.get("capacity"))
     except ValueError:
         gpus = 0
-    return name, (gpus > 0, bool((node.get("spec") or {}).get("unschedulable")))
+    return name, (gpus > 0, bool((node.get("spec") or {}).get("unschedulable"))), info

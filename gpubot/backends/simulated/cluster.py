@@ -122,7 +122,8 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         with self._lock:
             return [n.info() for n in self._current().nodes.values()]
 
-    async def get_node(self, *, node: str) -> NodeInfo:
+    async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
+        # The state itself: always current, so a cached read is the same read.
         with self._lock:
             return self._current().node(node).info()
 
@@ -157,7 +158,14 @@ class SimulatedCluster(SimulatedPodReads, SimulatedWorkloads):
         return {name: SIMULATED_NODE_IP for name in self.node_names()}
 
     async def set_unschedulable(
-        self, *, node: str, value: bool, actor: str, reason: str, dry_run: bool = False
+        self,
+        *,
+        node: str,
+        value: bool,
+        actor: str,
+        reason: str,
+        dry_run: bool = False,
+        expect_version: str = "",  # the simulated nodes keep no versions: reads return ""
     ) -> None:
         if dry_run:
             await self.get_node(node=node)  # the only check this API server makes

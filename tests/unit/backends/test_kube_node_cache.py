@@ -74,3 +74,29 @@ def test_a_gone_watch_lists_again_and_counts_the_uncordon_it_missed() -> None:
     assert released == [1]
     assert not view.live  # the watch broke after: the view stops at as_of
     assert view.as_of == T0
+
+
+def test_the_cache_serves_each_node_while_live_and_none_once_the_watch_broke() -> None:
+    """After the LIST, node() answers each Node converted (labels, taints, resourceVersion);
+    a node whose fields do not read is left to a GET (None); once the watch breaks, every
+    node() answers None so a reader goes to the server."""
+    a = node("a")
+    a["metadata"].update(resourceVersion="17", labels={"team": "ml"})
+    a["spec"]["taints"] = [{"key": "gpubot.io/xid", "value": "79", "effect": "NoSchedule"}]
+    broken = node("b")
+    broken["spec"]["taints"] = [{"effect": "NoSchedule"}]  # no key: does not convert
+    core = FakeCore([[a, broken]], gone=0)
+    cache = NodeCache(core, now=lambda: T0)  # type: ignore[arg-type]
+    cache._list()  # the LIST alone, in this thread: the watch is not started
+    seen = cache.node("a")
+    assert seen is not None
+    assert seen.resource_version == "17"
+    assert seen.labels == {"team": "ml"}
+    assert [t.key for t in seen.taints] == ["gpubot.io/xid"]
+    assert cache.node("b") is None
+    assert cache.node("nope") is None
+    view = cache.view()
+    assert view is not None
+    assert view.gpu_nodes == {"a", "b"}
+    cache._set_live(False)
+    assert cache.node("a") is None
