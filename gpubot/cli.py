@@ -1,4 +1,4 @@
-"""`gpubot` command line: serve, demo, plan, runbooks, audit, report, triage, xid."""
+"""`gpubot` command line: serve, demo, plan, runbooks, audit, report, triage, xid, break-glass."""
 
 from __future__ import annotations
 
@@ -125,6 +125,9 @@ def parser() -> argparse.ArgumentParser:
     from gpubot.cli_report import add_parser as add_report_parser
 
     add_report_parser(sub, _config_arg)
+    from gpubot.cli_ops import add_parsers as add_ops_parsers
+
+    add_ops_parsers(sub, _config_arg)
     return top
 
 
@@ -349,6 +352,16 @@ async def _report(args: argparse.Namespace) -> int:
         await app.aclose()
 
 
+async def _ops(args: argparse.Namespace) -> int:
+    from gpubot.cli_ops import build_cli_app, run_ops
+
+    app = build_cli_app(_settings(args.config))
+    try:
+        return await run_ops(args, app=app)
+    finally:
+        await app.aclose()
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "agent":
@@ -371,6 +384,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         return run_knowledge(args)
     if args.command == "report":
         return asyncio.run(_report(args))
+    from gpubot.cli_ops import COMMANDS as OPS_COMMANDS
+
+    if args.command in OPS_COMMANDS:
+        return asyncio.run(_ops(args))
     return asyncio.run(_serve(args))
 
 

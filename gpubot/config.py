@@ -154,6 +154,21 @@ class AttemptSettings(_Section):
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
 
 
+class OperatorSettings(_Section):
+    """Who a local account stands for in the break-glass CLI (`gpubot approve`, …)."""
+
+    user: str = Field(description="the approver identity: a Slack user id in policy.groups")
+    usergroups: list[str] = Field(
+        default_factory=list,
+        description="Slack user-group ids this person is in (Slack is not asked from the CLI)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, data: Any) -> Any:
+        return {"user": data} if isinstance(data, str) else data
+
+
 def _default_groups() -> dict[str, GroupSettings]:
     # The shipped runbooks name `oncall`; empty until configured, so nobody can approve yet.
     return {"oncall": GroupSettings()}
@@ -165,6 +180,10 @@ class PolicySettings(_Section):
     approval_expiry: timedelta = timedelta(minutes=30)
     blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
     attempts: AttemptSettings = Field(default_factory=AttemptSettings)
+    operators: dict[str, OperatorSettings] = Field(
+        default_factory=dict,
+        description="local account (the OS user running the CLI) → the approver it stands for",
+    )
     diag_level: int = Field(
         1,
         ge=0,

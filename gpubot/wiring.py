@@ -26,7 +26,16 @@ from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.engine.validation import validate
 from gpubot.errors import ConfigError, PermanentStepError, RunbookError
-from gpubot.ports import ChatNotifier, Clock, KubeApi, Metrics, NodeAgent, ReportPoster, Store
+from gpubot.ports import (
+    ChatNotifier,
+    Clock,
+    KubeApi,
+    Leadership,
+    Metrics,
+    NodeAgent,
+    ReportPoster,
+    Store,
+)
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 from gpubot.reports.scheduler import ReportScheduler
@@ -215,6 +224,7 @@ def build_app(
     clock: Clock | None = None,
     registry: Registry | None = None,
     out: TextIO | None = None,
+    leadership: Leadership | None = None,
 ) -> App:
     registry = registry or builtin_registry(reclaim=build_reclaim(settings))
     policy = build_policy(settings)
@@ -229,9 +239,10 @@ def build_app(
 
         notifier = make_notifier(settings, web_client(settings), cast(NotifierStore, store))
     notifier = notifier or ConsoleNotifier(out or sys.stdout)
-    lease = build_leadership(settings)
+    # `leadership` given (the CLI's NeverLeader): no Lease of its own to start or hold.
+    lease = build_leadership(settings) if leadership is None else None
     engine = Engine(
-        leadership=lease or AlwaysLeader(),
+        leadership=leadership or lease or AlwaysLeader(),
         store=store,
         registry=registry,
         runbooks={item.runbook.name: item.runbook for item in loaded},

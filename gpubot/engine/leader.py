@@ -1,4 +1,4 @@
-"""AlwaysLeader: the Leadership of a single replica (SQLite, the demo, the simulated cluster)."""
+"""AlwaysLeader (a single replica: SQLite, the demo) and NeverLeader (the break-glass CLI)."""
 
 from __future__ import annotations
 
@@ -8,3 +8,11 @@ class AlwaysLeader:
 
     def is_leader(self) -> bool:
         return True
+
+
+class NeverLeader:
+    """A process that records decisions in the store but never starts a step itself (the
+    break-glass CLI): the running bot's leader carries them out."""
+
+    def is_leader(self) -> bool:
+        return False

@@ -27,6 +27,12 @@ from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine import messages
 from gpubot.engine.context import alert_context, resolve_params
 from gpubot.engine.executor import Executor
+from gpubot.engine.interventions import (
+    CANCELLED_KIND,
+    RESUMED_KIND,
+    Intervention,
+    Interventions,
+)
 from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planner import make_plan, match_alert
 from gpubot.engine.planning import cluster_named, plan_alerts, plan_command, runbook_named
@@ -38,7 +44,14 @@ _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
 _FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process() acts on
 # What a replica records that only the leader can act on: a run it created, a vote it took,
 # a step its shutdown interrupted.
-_FOR_THE_LEADER = ("run.created", "approval.vote", "step.interrupted")
+# A cancel or resume (from any process: a replica, the break-glass CLI) wakes the run too.
+_FOR_THE_LEADER = (
+    "run.created",
+    "approval.vote",
+    "step.interrupted",
+    CANCELLED_KIND,
+    RESUMED_KIND,
+)
 
 
 @dataclass(frozen=True)
@@ -253,10 +266,15 @@ class GpubotService:
         user: str,
         decision: Literal["approve", "deny"],
         user_groups: Sequence[str] = (),
+        via: Mapping[str, str] | None = None,
+        reason: str = "",
     ) -> VoteOutcome:
         """One click, accepted or refused, always leaves one audit event (approval.vote or
         approval.refused, with the clicker and the reason). Refusals raise ApprovalError with
-        the one line to show the clicker."""
+        the one line to show the clicker. `via` says where a decision not clicked in Slack
+        came from (`{"via": "cli", "account": …}`), and `reason` why (a denial's); both go
+        into the event's result."""
+        extra = {**(via or {}), **({"reason": reason} if reason else {})}
         try:
             request = await self.e.store.get_approval(approval_id)
         except NotFoundError:
@@ -266,7 +284,12 @@ class GpubotService:
                     ts=self.e.clock.now(),
                     actor=user,
                     kind="approval.refused",
-                    result={"decision": decision, "accepted": False, "message": missing},
+                    result={
+                        "decision": decision,
+                        "accepted": False,
+                        "message": missing,
+                        **extra,
+                    },
                     reason=f"approval {approval_id}",
                 )
             )
@@ -305,6 +328,7 @@ class GpubotService:
                     "accepted": outcome.accepted,
                     "status": outcome.request.status.value,
                     "message": outcome.message,
+                    **extra,
                 },
                 reason=f"approval {request.id}",
             )
@@ -323,6 +347,38 @@ class GpubotService:
         if outcome.request.status is not ApprovalStatus.PENDING:
             self.spawn(self.executor.advance(run.id))
         return outcome
+
+    async def cancel(
+        self,
+        *,
+        run_id: str,
+        user: str,
+        reason: str = "",
+        user_groups: Sequence[str] = (),
+        via: Mapping[str, str] | None = None,
+    ) -> Intervention:
+        """Stop a run (ApprovalError with one line when `user` may not); the leader notices
+        the event (follow()) and starts nothing more for it."""
+        done = await Interventions(self.e).cancel(
+            run_id=run_id, user=user, reason=reason, user_groups=user_groups, via=via
+        )
+        self.spawn(self.executor.advance(run_id))  # here, when this process leads
+        return done
+
+    async def resume(
+        self,
+        *,
+        run_id: str,
+        user: str,
+        user_groups: Sequence[str] = (),
+        via: Mapping[str, str] | None = None,
+    ) -> Intervention:
+        """Let a run that waits for a human go on; the leader advances it (follow())."""
+        done = await Interventions(self.e).resume(
+            run_id=run_id, user=user, user_groups=user_groups, via=via
+        )
+        self.spawn(self.executor.advance(run_id))  # here, when this process leads
+        return done
 
     async def object(
         self, *, run_id: str, user: str, member_of: MemberOf | None = None

@@ -21,6 +21,7 @@ from slack_standin import SlackStandin, serve_standin
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.config import load_settings
 from gpubot.engine.clock import FakeClock
+from gpubot.ports import Store
 from gpubot.slack.app import SlackParts
 from gpubot.web.app import create_app
 from gpubot.wiring import App, build_app
@@ -143,6 +144,7 @@ async def slack_harness(
     rate: float = 200.0,
     runbook_dirs: list[Path] | None = None,
     clock: FakeClock | None = None,
+    store: Store | None = None,
     **overrides: Any,
 ) -> AsyncIterator[SlackHarness]:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test-token")
@@ -162,7 +164,7 @@ async def slack_harness(
             **overrides,
         )
         clock = clock or FakeClock()
-        app = build_app(settings, clock=clock)
+        app = build_app(settings, clock=clock, store=store)  # `store`: e.g. on PostgreSQL
         assert app.slack is not None, "slack.mode http with a bot token must build the Slack app"
         web = create_app(app.service, slack_events=app.slack.handle_http)
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=web), base_url="http://test")
