@@ -19,6 +19,7 @@ from gpubot.domain.cluster import (
     Taint,
 )
 from gpubot.domain.dcgm_diag import DiagReport
+from gpubot.domain.gpu_history import GpuEvent
 from gpubot.domain.incidents import (
     AlertObservation,
     AlertRecord,
@@ -303,7 +304,42 @@ class AuditLog(Protocol):
         ...
 
 
-class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, Protocol):
+class GpuLedger(Protocol):
+    """The per-GPU health ledger: append-only events keyed by GPU UUID (gpu_history)."""
+
+    async def record_gpu_event(
+        self,
+        *,
+        uuid: str,
+        node: str,
+        kind: str,
+        at: datetime,
+        pci_bus_id: str = "",
+        gpu_index: int | None = None,
+        xid: int | None = None,
+        incident_id: str | None = None,
+        run_id: str | None = None,
+        result: str = "",
+        detail: str = "",
+        actor: str = "system",
+    ) -> GpuEvent:
+        """Append one event (kind xid, reset, reboot, diag, service, service_cleared);
+        InputError for a bad UUID, kind or bus id; `detail` is cut to one short line."""
+        ...
+
+    async def gpu_history(
+        self,
+        *,
+        uuid: str | None = None,
+        node: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[GpuEvent]:
+        """One GPU's events (or every GPU's seen on `node`), oldest first."""
+        ...
+
+
+class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, GpuLedger, Protocol):
     """Everything that must survive a restart, in one database."""
 
     async def close(self) -> None: ...

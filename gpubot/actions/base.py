@@ -10,8 +10,9 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from gpubot.domain.audit import AuditEvent
+from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.results import Message
-from gpubot.ports import Clock, KubeApi, Metrics, NodeAgent
+from gpubot.ports import Clock, GpuLedger, KubeApi, Metrics, NodeAgent
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -49,6 +50,11 @@ class ActionContext:
     post: Callable[[Message], Awaitable[None]] | None = None  # a whole message (with buttons)
     # This run's audit events of one kind: durable signals from people, such as an objection.
     run_events: Callable[[str], Awaitable[Sequence[AuditEvent]]] | None = None
+    # The per-GPU health ledger (the store) where steps record what happened to a GPU, and
+    # the policy that reads it; None where nothing is kept (a plan without a store).
+    ledger: GpuLedger | None = None
+    escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
+    incident_id: str | None = None  # the run's incident, for the ledger's rows
 
     async def progress(self, text: str, *, mentions: tuple[str, ...] = ()) -> None:
         """`mentions`: the `<@U…>` / `<!subteam^S…>` in `text` built from a config or Slack
@@ -94,6 +100,9 @@ class ActionSpec(Generic[P]):
     auto_allowed: bool = True
     # Which blast-radius cap the step counts against.
     blast: Literal["cordon", "drain"] | None = None
+    # What run() returns, key → meaning, for `steps.<id>.output.<key>` in runbooks; None when
+    # undeclared (then nothing checks what a runbook reads from it).
+    outputs: Mapping[str, str] | None = None
 
 
 async def nothing_to_check(ctx: ActionContext, params: BaseModel) -> CheckResult:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.actions.gpu_history import lenient_xid, named, record_for
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.names import NodeName
 from gpubot.errors import NotFoundError, PermanentStepError
@@ -21,6 +23,9 @@ class ResetParams(GpuParams):
     # The GPU the alert named (DCGM's UUID label): the agent refuses when GPU `gpu` is not it.
     # Empty means unknown (an alert without the label, or an index chosen from the live state).
     uuid: str = Field("", pattern=r"^((GPU|MIG)-[0-9A-Za-z-]{1,64})?$")
+    xid: int | None = None  # the XID that led here, for the GPU's ledger
+
+    _xid = field_validator("xid", mode="before")(lenient_xid)
 
     @property
     def expected_uuid(self) -> str | None:
@@ -56,6 +61,12 @@ async def plan_reset(ctx: ActionContext, p: ResetParams) -> PlanNote:
 async def run_reset(ctx: ActionContext, p: ResetParams) -> Output:
     before = await _gpu(ctx, p)
     after = await ctx.cluster.agent.reset_gpu(node=p.node, gpu=p.gpu, uuid=p.expected_uuid)
+    # The ledger gets the reset the agent did, and how it came out (a refused one is not).
+    result = "ok" if after.healthy else "failed"
+    gpu = named(before)
+    if not gpu.uuid and p.expected_uuid is not None:  # too lost to name itself; the agent
+        gpu = replace(gpu, uuid=p.expected_uuid)  # checked the alert's UUID before resetting
+    await record_for(ctx, node=p.node, gpus=[gpu], kind="reset", xid=p.xid, result=result)
     if not after.healthy:
         raise PermanentStepError(
             f"{p.node} GPU {p.gpu} is still unhealthy after the reset (lost={after.lost}, "

@@ -13,6 +13,7 @@ from gpubot.backends.agent_address import AgentAddresses
 from gpubot.domain.agent_tokens import Scope, node_token
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport
+from gpubot.domain.pci import normalise_bus_id
 from gpubot.errors import (
     GpubotError,
     InputError,
@@ -185,6 +186,7 @@ def gpu_state(data: dict[str, Any]) -> GpuState:
         "lost": data.get("condition") == "lost",
         "xid_errors": tuple(int(x) for x in known.get("xid_errors", ())),
         "throttle_reasons": tuple(str(r) for r in known.get("throttle_reasons", ())),
+        "pci_bus_id": normalise_bus_id(str(known.get("pci_bus_id", ""))) or "",
     }
     for name, cast in (
         ("memory_used_mib", int),

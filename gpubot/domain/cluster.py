@@ -163,6 +163,7 @@ class GpuState:
     lost: bool = False
     # NVML clocks-event reasons (sw_thermal_slowdown, sw_power_cap, …) where the agent reads them.
     throttle_reasons: tuple[str, ...] = ()
+    pci_bus_id: str = ""  # canonical form (gpubot.domain.pci), "" where the agent has none
 
     @property
     def healthy(self) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gpubot.domain.approvals import DEFAULT_EXPIRY, ApproverGroup
+from gpubot.domain.gpu_escalation import EscalationPolicy
 
 
 @dataclass(frozen=True)
@@ -115,3 +116,4 @@ class Policy:
     approval_expiry: timedelta = DEFAULT_EXPIRY
     blast: BlastRadius = field(default_factory=BlastRadius)
     attempts: AttemptCap = field(default_factory=AttemptCap)
+    escalation: EscalationPolicy = field(default_factory=EscalationPolicy)  # from GPU history

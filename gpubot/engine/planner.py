@@ -8,13 +8,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.plans import Plan, PlannedStep
 from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine.registry import Registry
 from gpubot.errors import GpubotError, TemplateError
-from gpubot.ports import Clock
+from gpubot.ports import Clock, GpuLedger
 
 
 def match_alert(runbooks: Sequence[Runbook], labels: Mapping[str, str]) -> list[Runbook]:
@@ -30,9 +31,21 @@ async def make_plan(
     registry: Registry,
     clock: Clock,
     incident_id: str | None = None,
+    ledger: GpuLedger | None = None,
+    escalation: EscalationPolicy | None = None,
 ) -> Plan:
-    """Describe every step; read-only steps' live results feed later `when` conditions."""
-    ctx = ActionContext(cluster=cluster, clock=clock, actor="planner", reason="plan", dry_run=True)
+    """Describe every step; read-only steps' live results feed later `when` conditions.
+    `ledger` and `escalation`: GPU history steps plan from the ledger (they write nothing)."""
+    ctx = ActionContext(
+        cluster=cluster,
+        clock=clock,
+        actor="planner",
+        reason="plan",
+        dry_run=True,
+        ledger=ledger,
+        escalation=escalation or EscalationPolicy(),
+        incident_id=incident_id,
+    )
     outputs: dict[str, Any] = {}
     planned: list[PlannedStep] = []
     problems: list[str] = []

@@ -41,6 +41,8 @@ async def plan_command(e: Engine, *, runbook: str, args: Mapping[str, str], clus
         cluster=cluster_named(e, cluster),
         registry=e.registry,
         clock=e.clock,
+        ledger=e.store,
+        escalation=e.policy.escalation,
     )
 
 
@@ -77,6 +79,8 @@ async def plan_alerts(e: Engine, payload: AlertmanagerPayload) -> list[Plan]:
                     cluster=cluster_named(e, item.cluster),
                     registry=e.registry,
                     clock=e.clock,
+                    ledger=e.store,
+                    escalation=e.policy.escalation,
                 )
             )
     return plans

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpubot.domain.gpu_history import is_gpu_uuid
 from gpubot.domain.names import check_namespace, check_node_name
 
 USAGE = """\
@@ -20,7 +21,8 @@ USAGE = """\
 • `audit <incident>`: the incident's audit trail
 • `triage <namespace>/<pod>`: why a pod died of memory (runs the oom-triage runbook)
 • `xid <code>`: what an XID error means and what to do
-• `idle [namespace]`: idle GPUs (idle reports)"""
+• `idle [namespace]`: idle GPUs (idle reports)
+• `history <node|GPU-uuid>`: a GPU's health ledger (XIDs, resets, reboots, service marks)"""
 
 _INCIDENT = re.compile(r"^inc-[0-9a-f]{4,32}$")
 _RUNBOOK = re.compile(r"^[a-z0-9_-]{1,64}$")
@@ -83,7 +85,15 @@ class Idle:
     namespace: str | None = None
 
 
-Command = Help | Status | Incidents | Show | Audit | PlanCmd | RunCmd | Xid | Idle
+@dataclass(frozen=True)
+class History:
+    """`/gpu history`: one GPU by UUID, or every GPU recorded on a node."""
+
+    uuid: str | None = None
+    node: str | None = None
+
+
+Command = Help | Status | Incidents | Show | Audit | PlanCmd | RunCmd | Xid | Idle | History
 
 
 def parse(
@@ -119,6 +129,12 @@ def parse(
         if len(rest) > 1:
             raise UsageError("usage: `/gpu idle [namespace]`")
         return Idle(_checked(check_namespace, rest[0]) if rest else None)
+    if verb == "history":
+        if len(rest) != 1:
+            raise UsageError("usage: `/gpu history <node|GPU-uuid>`")
+        if is_gpu_uuid(rest[0]):
+            return History(uuid=rest[0])
+        return History(node=_checked(check_node_name, rest[0]))
     raise UsageError(f"unknown command {_shown(verb)}; try `/gpu help`")
 
 

@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gpubot.domain import mrkdwn
+from gpubot.domain.gpu_history_view import SHOWN_PER_GPU, history_message
 from gpubot.domain.incidents import IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.domain.xid import CATALOG_URL, explain
@@ -30,6 +31,7 @@ from gpubot.slack.commands import (
     Audit,
     Command,
     Help,
+    History,
     Idle,
     Incidents,
     PlanCmd,
@@ -156,6 +158,10 @@ class GpuCommands:
             if self.idle is None:
                 return messages.text("Idle-GPU reports are not configured.")
             return await self.idle(command.namespace)
+        if isinstance(command, History):
+            events = await e.store.gpu_history(uuid=command.uuid, node=command.node)
+            target = command.uuid or command.node or ""
+            return history_message(target, events, limit=SHOWN_PER_GPU)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _status(self, command: Status) -> Message:

@@ -63,6 +63,7 @@ def default_fleet(*, seed: int = 7) -> ClusterState:
                 uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128))}",
                 name=H100_NAME,
                 memory_total_mib=H100_MEMORY_MIB,
+                pci_bus_id=f"0000:{0x18 + 0x10 * i:02x}:00.0",  # as the simulated agent's
             )
             for i in range(GPUS_PER_NODE)
         ]
