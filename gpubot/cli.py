@@ -44,6 +44,17 @@ def parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default from config: 8080)")
+    p.add_argument(
+        "--log-format",
+        choices=["auto", "json", "text"],
+        help="log lines on stderr: json, text, or auto (text on a terminal, else JSON; "
+        "default from config log.format: auto)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="gpubot's records at this level and above (default from config log.level: info)",
+    )
 
     p = sub.add_parser(
         "agent",
@@ -230,10 +241,13 @@ async def _audit(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from gpubot.cli_serve import log_start, setup_logging
     from gpubot.web.server import make_server, serve
+    from gpubot.wiring import build_app
 
-    app = _app(args.config)
-    s = app.settings
+    s = _settings(args.config)
+    setup_logging(s, fmt=args.log_format, level=args.log_level)  # before anything logs
+    app = build_app(s)
     token = s.webhook_token.get_secret_value() if s.webhook_token else None
     server = make_server(
         app.service,
@@ -245,10 +259,13 @@ async def _serve(args: argparse.Namespace) -> int:
         body_timeout_s=s.web.body_timeout_seconds,
         header_timeout_s=s.web.header_timeout_seconds,
         slack_events=app.slack.handle_http if app.slack and s.slack.mode == "http" else None,
+        metrics=app.metrics,
+        access_log=s.log.access_log,
     )
-    from gpubot.cli_audit import anchor_logging, log_head
+    from gpubot.cli_audit import log_head
 
-    anchor_logging()  # the chain head, in the log: at start, after each run, at shutdown
+    log_start(app)  # what this process serves, in the log: clusters, Slack, runbooks
+    # The chain head, in the log: at start, after each run, at shutdown.
     await log_head(app.store, "serve starting")
     try:
         await serve(

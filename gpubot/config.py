@@ -350,6 +350,20 @@ class WebSettings(_Section):
     )
 
 
+class LogSettings(_Section):
+    """What `gpubot serve` writes to stderr (`--log-format`, `--log-level` override these)."""
+
+    format: Literal["auto", "json", "text"] = Field(
+        "auto", description="json, text, or auto: text on a terminal, JSON otherwise"
+    )
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="gpubot's own records at this level and above"
+    )
+    access_log: bool = Field(
+        False, description="one line per HTTP request (uvicorn's access log, same format)"
+    )
+
+
 class AgentSettings(_Section):
     """The node agent (`gpubot agent`), one per GPU node."""
 
@@ -410,6 +424,7 @@ class Settings(BaseSettings):
     clusters: list[ClusterSettings] = Field(default_factory=_default_clusters, min_length=1)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     dry_run: bool = Field(False, description="plan and record every step, change nothing")
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)

@@ -39,6 +39,7 @@ from gpubot.ports import (
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 from gpubot.reports.scheduler import ReportScheduler
+from gpubot.web.metrics import OutboxReading, Watched, WebMetrics
 
 if TYPE_CHECKING:
     from gpubot.slack.app import SlackParts
@@ -202,6 +203,7 @@ class App:
     lease: Any = None  # LeaseLeadership when leader_election.enabled: serve starts and stops it
     reports: IdleReporter | None = None
     scheduler: ReportScheduler | None = None  # started by serve only
+    metrics: WebMetrics = field(default_factory=WebMetrics)  # what /metrics serves
 
     def companions(self) -> list[Any]:
         """What `serve` starts before it answers and stops after: the Lease, Socket Mode,
@@ -241,7 +243,9 @@ def build_app(
     notifier = notifier or ConsoleNotifier(out or sys.stdout)
     # `leadership` given (the CLI's NeverLeader): no Lease of its own to start or hold.
     lease = build_leadership(settings) if leadership is None else None
+    metrics = WebMetrics()
     engine = Engine(
+        tally=metrics,  # step outcomes, run ends, attempt-cap refusals
         leadership=leadership or lease or AlwaysLeader(),
         store=store,
         registry=registry,
@@ -268,6 +272,7 @@ def build_app(
                 idle=reporter.summary,
                 seen=cast(SeenRequests, store),  # replay record shared by replicas
             )
+    metrics.watch(watched(engine))
     return App(
         settings=settings,
         service=service,
@@ -279,7 +284,40 @@ def build_app(
         lease=lease,
         reports=reporter,
         scheduler=scheduler,
+        metrics=metrics,
     )
+
+
+def watched(engine: Engine) -> Watched:
+    """What /metrics reads at each scrape: the store's counts (aggregate queries), whether
+    this replica leads, and the Slack outbox when messages go to Slack."""
+    from gpubot.backends.store import SqlStore
+    from gpubot.backends.store.stats import SqlStats
+
+    store = engine.store
+    parts = Watched(
+        store=SqlStats(store) if isinstance(store, SqlStore) else None,
+        is_leader=engine.leadership.is_leader,
+        now=engine.clock.now,
+    )
+    if not hasattr(engine.notifier, "outbox"):  # the console notifier: no Slack to count
+        return parts
+    from gpubot.slack.notifier import SlackNotifier
+
+    if isinstance(engine.notifier, SlackNotifier):
+        outbox = engine.notifier.outbox
+
+        def reading() -> OutboxReading:
+            s = outbox.stats
+            errors = {
+                "rate_limited": s.rate_limited,
+                "server_error": s.server_errors,
+                "client_error": s.client_errors,
+            }
+            return OutboxReading(pending=outbox.pending, errors=errors)
+
+        parts.outbox = reading
+    return parts
 
 
 def build_reports(

@@ -21,6 +21,7 @@ from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
 from gpubot.engine.gates import CordonSlots, drain_hold_reason, gated_node, stale_reason
 from gpubot.engine.holds import HeldStep, Holds, WakeKey
+from gpubot.engine.observe import step_outcome
 from gpubot.engine.recorder import Engine, RunRecorder
 from gpubot.errors import (
     GpubotError,
@@ -327,6 +328,7 @@ class Executor(RunRecorder):
         verb = "denied" if current.status is ApprovalStatus.DENIED else "expired"
         by = ", ".join(v.user for v in current.votes if v.decision == "deny")
         reason = f"step {step.id} was {verb}" + (f" by {by}" if by else "")
+        step_outcome(self.e.tally, run, step=step.id, action=step.action, result=verb)
         await self._save(replace(state, status=StepStatus.DENIED, error=reason))
         await self._cancel(run, reason)
         return None

@@ -17,6 +17,7 @@ from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine import messages
 from gpubot.engine.context import steps_context
 from gpubot.engine.leader import AlwaysLeader
+from gpubot.engine.observe import NoTally, Tally, run_finished, step_recorded
 from gpubot.engine.registry import Registry
 from gpubot.ports import ChatNotifier, Clock, Leadership, Store
 
@@ -37,6 +38,7 @@ class Engine:
     clock: Clock
     policy: Policy
     leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
+    tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
 
 
 class RunRecorder:
@@ -94,9 +96,12 @@ class RunRecorder:
         self, run: Run, status: RunStatus, note: str, *, event: AuditDraft | None = None
     ) -> Run:
         """Record a run's status; with `event`, its audit event in the same transaction."""
-        return await self.e.store.update_run(
+        changed = await self.e.store.update_run(
             run.id, status=status, note=note, now=self.e.clock.now(), audit=event
         )
+        if status.finished and not run.status.finished:
+            run_finished(self.e.tally, changed)
+        return changed
 
     def _event(
         self,
@@ -108,7 +113,7 @@ class RunRecorder:
         result: Mapping[str, Any] | None = None,
         actor: str = SYSTEM_ACTOR,
     ) -> AuditDraft:
-        return AuditDraft(
+        draft = AuditDraft(
             ts=self.e.clock.now(),
             actor=actor,
             kind=kind,
@@ -122,6 +127,8 @@ class RunRecorder:
             reason=f"runbook {run.runbook}" + (f" step {step.id}" if step else ""),
             dry_run=run.dry_run,
         )
+        step_recorded(self.e.tally, run, draft)  # a step outcome: a log line and a count
+        return draft
 
     async def _audit(
         self,

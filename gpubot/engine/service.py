@@ -208,6 +208,10 @@ class GpubotService:
             if refusal := check_attempts(
                 cap=self.e.policy.attempts, recent_runs=len(recent), runbook=rb.name, node=target
             ):
+                self.e.tally.attempt_cap_refused(runbook=rb.name)
+                log.warning(
+                    "%s", refusal, extra={"event": "attempt_cap.refused", "runbook": rb.name}
+                )
                 raise InputError(refusal)
         plan = await make_plan(
             rb,
@@ -390,8 +394,14 @@ class GpubotService:
 
     async def recover(self) -> None:
         """After a start: finish what a crash interrupted, from the store and live state."""
-        for run in await self.e.store.list_runs(statuses=_ACTIVE):
+        unfinished = await self.e.store.list_runs(statuses=_ACTIVE)
+        for run in unfinished:
             self.spawn(self.executor.advance(run.id))
+        log.info(
+            "recovered %d unfinished run(s) from the store",
+            len(unfinished),
+            extra={"event": "runs.recovered", "count": len(unfinished)},
+        )
         # Before this process takes any webhook, so no intake follow-up of its own can be
         # recording the same incident's opening at the same time.
         await self._start_missing_runs(record_opened=True)

@@ -83,7 +83,8 @@ class _ThreadState:
 class OutboxStats:
     calls: int = 0
     rate_limited: int = 0
-    server_errors: int = 0
+    server_errors: int = 0  # 5xx answers and network errors (each retried)
+    client_errors: int = 0  # other 4xx answers: permanent, the message is given up
     merged: int = 0
 
 
@@ -305,6 +306,7 @@ class SlackOutbox:
                     self._hold(key, _retry_after(exc.response.headers))
                     continue
                 if status < 500:
+                    self.stats.client_errors += 1
                     raise  # a permanent answer (channel_not_found, invalid_blocks, ...)
                 server_errors += 1
             except (ClientError, TimeoutError, OSError):

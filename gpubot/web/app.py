@@ -21,6 +21,7 @@ from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
 from gpubot.web.limits import BodyLimit
 from gpubot.web.metrics import WebMetrics
+from gpubot.web.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,15 @@ def create_app(
     body_timeout_s: float = 10.0,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
+    metrics: WebMetrics | None = None,
 ) -> Starlette:
     """`slack_events` (Slack HTTP mode) verifies the signature before it parses anything.
 
     Every body is read by `BodyLimit` before any route sees it: at most `max_body_bytes`,
-    within `body_timeout_s`.
+    within `body_timeout_s`. Every 4xx is logged with its reason (`RefusalLog`). `metrics`
+    (wiring's, with the store and leader gauges) or a registry of the web counters alone.
     """
-    metrics = WebMetrics()
+    metrics = metrics if metrics is not None else WebMetrics()
     expected = webhook_token.encode() if webhook_token else None
 
     def refused_early(path: str, status: int) -> None:
@@ -112,17 +115,22 @@ def create_app(
         return PlainTextResponse("ready")
 
     async def prometheus(request: Request) -> Response:
+        await metrics.refresh()  # the store's counts, read now: one read transaction
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    def refused(route: str, status: int) -> None:
+        metrics.refusals.labels(route, str(status)).inc()
 
     slack_routes = [Route("/slack/events", slack_events, methods=["POST"])] if slack_events else []
     return Starlette(
         middleware=[
+            Middleware(RefusalLog, counted=refused),
             Middleware(
                 BodyLimit,
                 max_bytes=max_body_bytes,
                 read_timeout_s=body_timeout_s,
                 refused=refused_early,
-            )
+            ),
         ],
         routes=[
             *slack_routes,

@@ -13,9 +13,11 @@ from typing import Protocol
 
 import uvicorn
 
+from gpubot.engine.observe import LeaderLog
 from gpubot.engine.service import GpubotService
 from gpubot.web.app import SlackHandler, create_app
 from gpubot.web.limits import HeaderTimeoutProtocol
+from gpubot.web.metrics import WebMetrics
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 15.0
@@ -47,6 +49,21 @@ class _Server(uvicorn.Server):
             for sig, handler in original.items():
                 signal.signal(sig, handler)
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit:  # the bind failed: uvicorn has logged why
+            return
+        bound = [sock.getsockname() for listener in self.servers for sock in listener.sockets or ()]
+        addresses = ", ".join(_url(a) for a in bound) or "-"
+        log.info(
+            "listening on %s", addresses, extra={"event": "serve.listening", "reason": addresses}
+        )
+
+
+def _url(address: tuple[str, int] | tuple[str, int, int, int]) -> str:
+    host = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"http://{host}:{address[1]}"
+
 
 def make_server(
     service: GpubotService,
@@ -60,7 +77,10 @@ def make_server(
     sock: socket.socket | None = None,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
+    metrics: WebMetrics | None = None,
+    access_log: bool = False,
 ) -> uvicorn.Server:
+    """`access_log`: uvicorn's line per request, through gpubot's log handler and format."""
     app = create_app(
         service,
         webhook_token=webhook_token,
@@ -68,13 +88,15 @@ def make_server(
         body_timeout_s=body_timeout_s,
         slack_events=slack_events,
         agent_token=agent_token,
+        metrics=metrics,
     )
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level="warning",
-        access_log=False,
+        log_config=None,  # uvicorn's records go to gpubot's handler (gpubot.logs), same format
+        access_log=access_log,
         lifespan="off",
         http=HeaderTimeoutProtocol,
         timeout_keep_alive=max(1, round(header_timeout_s)),
@@ -82,6 +104,10 @@ def make_server(
         # Open connections get this long after SIGTERM; the pod's grace period is 30 s.
         timeout_graceful_shutdown=3,
     )
+    if access_log:
+        access = logging.getLogger("uvicorn.access")
+        access.setLevel(logging.INFO)
+        access.propagate = True  # an earlier server in this process may have turned it off
     return _Server(config)
 
 
@@ -90,8 +116,10 @@ async def _ticker(service: GpubotService) -> None:
     at what other replicas recorded (a run, a vote), and a tick at once on becoming it."""
     loop = asyncio.get_running_loop()
     next_tick = loop.time() + TICK_SECONDS
+    leader = LeaderLog()
     while True:
         await asyncio.sleep(FOLLOW_SECONDS)
+        leader.check(service.e.leadership.is_leader())
         try:
             if loop.time() >= next_tick:
                 next_tick = loop.time() + TICK_SECONDS

@@ -6,6 +6,7 @@ instead of hiding it; and a click that loses an approval race is in the trail to
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -536,10 +537,16 @@ def test_serve_logs_the_chain_head_at_start_and_stop(procs: Procs, tmp_path: Pat
     serve(procs, config, port=free_port())
     procs.stop()
 
-    log = (tmp_path / "gpubot.log").read_text()
-    head = f"gpubot.audit: audit chain head seq 0 hash {GENESIS_HASH}"
-    assert f"{head} (serve starting)" in log
-    assert f"{head} (serve stopping)" in log
+    # The log is JSON lines on a pipe (`log.format: auto`); stdout shares the file.
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "gpubot.log").read_text().splitlines()
+        if line.startswith("{")
+    ]
+    anchors = [r["message"] for r in records if r["logger"] == "gpubot.audit"]
+    head = f"audit chain head seq 0 hash {GENESIS_HASH}"
+    assert f"{head} (serve starting)" in anchors
+    assert f"{head} (serve stopping)" in anchors
 
 
 def _run() -> Run:
