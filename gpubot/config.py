@@ -169,6 +169,35 @@ class OperatorSettings(_Section):
         return {"user": data} if isinstance(data, str) else data
 
 
+class EscalationSettings(_Section):
+    """When a GPU's history changes what an XID run does (gpubot.domain.gpu_escalation)."""
+
+    xid_repeat_window: timedelta = Field(
+        timedelta(days=7),
+        description="an XID in repeat_xids seen again on the same GPU within this: run "
+        "diagnostics (NVIDIA's catalog); the first one: check the application",
+    )
+    repeat_xids: list[int] = Field(
+        default_factory=lambda: [13, 31], description="XIDs whose repeat calls for diagnostics"
+    )
+    max_resets: int = Field(
+        1, ge=0, description="resets of one GPU within reset_window before a reboot is asked"
+    )
+    reset_window: timedelta = Field(timedelta(days=7), description="resets are counted over this")
+    max_reboots: int = Field(
+        2,
+        ge=1,
+        description="reboots for the same XID within reboot_window before the GPU is marked "
+        "for hardware service (gpud's practice: inspection after two)",
+    )
+    reboot_window: timedelta = Field(timedelta(days=30), description="reboots counted over this")
+
+    @field_validator("xid_repeat_window", "reset_window", "reboot_window", mode="before")
+    @classmethod
+    def _windows(cls, value: Any) -> Any:
+        return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
+
+
 def _default_groups() -> dict[str, GroupSettings]:
     # The shipped runbooks name `oncall`; empty until configured, so nobody can approve yet.
     return {"oncall": GroupSettings()}
@@ -180,10 +209,6 @@ class PolicySettings(_Section):
     approval_expiry: timedelta = timedelta(minutes=30)
     blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
     attempts: AttemptSettings = Field(default_factory=AttemptSettings)
-    operators: dict[str, OperatorSettings] = Field(
-        default_factory=dict,
-        description="local account (the OS user running the CLI) → the approver it stands for",
-    )
     diag_level: int = Field(
         1,
         ge=0,
@@ -191,6 +216,11 @@ class PolicySettings(_Section):
         description="DCGM diagnostics level gpu.diag runs before a node is released (the "
         "xid79 runbook's verify): 1 quick (seconds), 2 medium (minutes), 3 long (~15 min); "
         "0 turns diagnostics off, and a node is then released on NVML's word alone",
+    )
+    escalation: EscalationSettings = Field(default_factory=EscalationSettings)
+    operators: dict[str, OperatorSettings] = Field(
+        default_factory=dict,
+        description="local account (the OS user running the CLI) → the approver it stands for",
     )
 
     @field_validator("approval_expiry", mode="before")

@@ -86,6 +86,9 @@ class RunRecorder:
             run_id=run.id,
             post=post,
             run_events=run_events,
+            ledger=self.e.store,
+            escalation=self.e.policy.escalation,
+            incident_id=run.incident_id,
         )
 
     async def _save(self, state: StepState, *, event: AuditDraft | None = None) -> None:

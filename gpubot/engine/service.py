@@ -221,6 +221,8 @@ class GpubotService:
             registry=self.e.registry,
             clock=self.e.clock,
             incident_id=incident.id if incident else None,
+            ledger=self.e.store,
+            escalation=self.e.policy.escalation,
         )
         run = Run(
             id=new_run_id(),
