@@ -101,3 +101,19 @@ def test_notes_tell_how_to_verify_the_install() -> None:
     assert "/gpu status" in notes
     assert "prometheusRule.enabled=true" in notes
     assert "prometheusRule.enabled" not in render_case("monitoring").notes
+
+
+def test_self_monitoring_rules_are_the_deploy_file_behind_a_value(tmp_path: Path) -> None:
+    """prometheusRule.selfMonitoring adds a second PrometheusRule, the rules on gpubot itself:
+    its copy in the chart is the deploy file, its spec that file, and promtool accepts it."""
+    deploy = REPO / "deploy" / "prometheus" / "gpubot-self-rules.yaml"
+    assert (CHART / "files" / "gpubot-self-rules.yaml").read_bytes() == deploy.read_bytes()
+    off = render({"prometheusRule": {"enabled": True}})
+    assert len(off.all("PrometheusRule")) == 1
+    on = render({"prometheusRule": {"enabled": True, "selfMonitoring": True}})
+    rule = on.one("PrometheusRule", name="gpubot-self")
+    assert rule["spec"] == yaml.safe_load(deploy.read_text())
+    extracted = tmp_path / "self-rules.yaml"
+    extracted.write_text(yaml.safe_dump(rule["spec"]), encoding="utf-8")
+    result = _run(binary("promtool"), "check", "rules", str(extracted))
+    assert result.returncode == 0, result.stdout + result.stderr
