@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from gpubot.domain.names import check_node_name
 from gpubot.domain.pci import normalise_bus_id
 
 GpuEventKind = Literal["xid", "reset", "reboot", "diag", "service", "service_cleared"]
@@ -110,8 +111,9 @@ def new_event(
     detail: str = "",
     actor: str = SYSTEM,
 ) -> GpuEvent:
-    """A checked event to append (id 0): ValueError for a bad UUID, kind or bus id; the
-    detail is cut to one short line, never refused (it is free-form)."""
+    """A checked event to append (id 0): ValueError for a bad UUID, node name, kind or bus
+    id; the detail is cut to one short line, never refused (it is free-form)."""
+    node = check_node_name(node)
     if kind not in EVENT_KINDS:
         raise ValueError(f"unknown GPU event kind {kind[:40]!r} (known: {', '.join(EVENT_KINDS)})")
     bus = ""

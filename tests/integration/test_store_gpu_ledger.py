@@ -114,12 +114,14 @@ async def test_replicas_share_one_ledger(database: Database) -> None:
         ("uuid", "not-a-gpu", "not a GPU UUID"),
         ("kind", "drop_table", "unknown GPU event kind"),
         ("pci_bus_id", "3b:zz", "not a PCI bus id"),
+        ("node", "../etc", "not a valid Kubernetes node name"),
     ],
 )
 async def test_bad_rows_are_refused_with_one_line(
     database: Database, field: str, value: str, says: str
 ) -> None:
-    """A malformed UUID, kind or bus id is an InputError naming it; nothing is written."""
+    """A malformed UUID, node name, kind or bus id is an InputError naming it; nothing is
+    written."""
     store = database.open()
     row = {"uuid": GPU_A, "node": "gpu-node-07", "kind": "xid", "at": T0, field: value}
     with pytest.raises(InputError, match=says):
