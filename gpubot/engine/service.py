@@ -87,7 +87,12 @@ class GpubotService:
         if webhook.payload is not None:
             outcomes = await self.e.store.ingest(observations(webhook.payload), now=now)
         for bad in webhook.rejected:
-            log.warning("alert rejected: %s (alertname %r)", bad.reason, bad.alertname)
+            log.warning(
+                "alert rejected: %s (alertname %r)",
+                bad.reason,
+                bad.alertname,
+                extra={"event": "alert.rejected", "reason": bad.reason},
+            )
             await self.e.store.append(
                 AuditDraft(
                     ts=now,

@@ -59,7 +59,9 @@ async def make_bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
         monkeypatch.delenv(name, raising=False)
     async with contextlib.AsyncExitStack() as stack:
 
-        async def make(*, webhook_token: str | None = None, **policy: Any) -> Bot:
+        async def make(
+            *, webhook_token: str | None = None, max_body_bytes: int = 1 << 20, **policy: Any
+        ) -> Bot:
             settings = load_settings(
                 None,
                 store={"url": f"sqlite:///{tmp_path}/bot.db"},
@@ -69,7 +71,12 @@ async def make_bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
             clock = FakeClock()
             app = build_app(settings, notifier=RecordingNotifier(), clock=clock)
             stack.push_async_callback(app.aclose)
-            web = create_app(app.service, metrics=app.metrics, webhook_token=webhook_token)
+            web = create_app(
+                app.service,
+                metrics=app.metrics,
+                webhook_token=webhook_token,
+                max_body_bytes=max_body_bytes,
+            )
             client = httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=web), base_url="http://test"
             )
@@ -203,3 +210,24 @@ async def test_a_path_nobody_serves_is_counted_as_other(
 
     assert m[("gpubot_http_refusals_total", (("code", "404"), ("route", "other")))] == 1
     assert not any("forged" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_body_over_the_limit_and_a_rejected_alert_are_logged_with_their_reasons(
+    make_bot: MakeBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    """413 from the body limit (before any route reads it) names the limit; an alert intake
+    rejects on its own (the request is 2xx) is logged with the reason as a field."""
+    bot = await make_bot(max_body_bytes=4096)
+    bad = json.loads(XID79)
+    bad["alerts"][0]["labels"]["xid"] = "seventy-nine"
+    with caplog.at_level(logging.WARNING, logger="gpubot"):
+        too_big = await bot.post(b"{" + b" " * 5000 + b"}")
+        rejected = await bot.post(json.dumps(bad).encode())
+
+    assert too_big.status_code == 413
+    assert rejected.status_code == 200
+    by_event = {getattr(r, "event", None): r for r in caplog.records}
+    assert by_event["http.refused"].getMessage() == (
+        "refused POST /alertmanager: 413 body larger than 4096 bytes"
+    )
+    assert "xid" in by_event["alert.rejected"].reason  # type: ignore[attr-defined]
