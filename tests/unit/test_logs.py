@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 from gpubot.backends.recording import RecordingNotifier
@@ -194,14 +195,20 @@ def test_start_up_lines_name_the_store_clusters_slack_and_runbooks(
     assert "pw-in-url" not in caplog.text
 
 
-async def test_listening_is_logged_with_the_bound_address(
+async def test_listening_is_logged_with_the_bound_address_and_access_lines_on_request(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Port 0 in the config: the line names the port the kernel gave."""
+    """Port 0 in the config: the line names the port the kernel gave. With log.access_log,
+    uvicorn's line per request goes through the same handlers as gpubot's own records."""
     settings = load_settings(None, store={"url": f"sqlite:///{tmp_path}/t.db"})
     app = build_app(settings, notifier=RecordingNotifier())
     server = make_server(
-        app.service, host="127.0.0.1", port=0, webhook_token=None, max_body_bytes=1 << 20
+        app.service,
+        host="127.0.0.1",
+        port=0,
+        webhook_token=None,
+        max_body_bytes=1 << 20,
+        access_log=True,
     )
     started = asyncio.Event()
     startup = server.startup
@@ -216,6 +223,8 @@ async def test_listening_is_logged_with_the_bound_address(
             task = asyncio.create_task(server.serve())
             await asyncio.wait_for(started.wait(), timeout=30)
             port = server.servers[0].sockets[0].getsockname()[1]
+            async with httpx.AsyncClient() as client:
+                health = await client.get(f"http://127.0.0.1:{port}/healthz")
             server.should_exit = True
             await task
     finally:
@@ -223,6 +232,9 @@ async def test_listening_is_logged_with_the_bound_address(
 
     (line,) = [r for r in caplog.records if getattr(r, "event", None) == "serve.listening"]
     assert line.getMessage() == f"listening on http://127.0.0.1:{port}"
+    assert health.status_code == 200
+    (access,) = [r for r in caplog.records if r.name == "uvicorn.access"]
+    assert '"GET /healthz HTTP/1.1" 200' in access.getMessage()
 
 
 async def test_recovery_and_step_outcomes_are_logged(
