@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gpubot.domain.oom_libraries import LIBRARY_GPU_OOM, LIBRARY_HOST_OOM
 from gpubot.domain.oom_scan import Family
 
 
@@ -19,6 +20,7 @@ _I = re.IGNORECASE
 # A line that only advises what to do if an OOM happens ("If you encounter CUDA out of memory,
 # try --tile") is not evidence that one did.
 _ADVICE = r"\b(?:if|when|in case) you (?:encounter|get|see|hit|run into|face|meet|have)\b"
+_HEDGED = r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
 
 GPU_OOM: tuple[Family, ...] = (
     Family(
@@ -110,6 +112,7 @@ GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(r"No executable batch size found, reached zero"),
     ),
+    *LIBRARY_GPU_OOM,
     # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
     # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
     Family(
@@ -210,6 +213,9 @@ HOST: tuple[Family, ...] = (
             r"|Cgroup OOM encountered|\bCgroupOOM\b",  # the kubelet's events for both
             _I,
         ),
+        # A list of what might have happened (Ray's "potential root causes. (1) ... OOM
+        # killer (2) ray stop --force (3) SIGSEGV") names no cause.
+        unless=_p(_HEDGED, _I),
     ),
     Family(
         "kubelet_oomkilled",
@@ -279,6 +285,7 @@ HOST: tuple[Family, ...] = (
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
+            r"|\bC error: out of memory"  # pandas' C parser
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
@@ -286,4 +293,5 @@ HOST: tuple[Family, ...] = (
             _I,
         ),
     ),
+    *LIBRARY_HOST_OOM,
 )

@@ -70,6 +70,7 @@ SIGKILL = Family(
     _p(
         r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}-?(?:137|-9)\b"
         r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
+        r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
         r"|non-zero exit status 137\b|\bsignal: killed\b|SIGKILL|Signals\.SIGKILL"
         r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
         r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"

@@ -31,7 +31,7 @@ _UNITS = {
     "eib": 1024**6,
 }
 # Bounded digits, ASCII only: a number in a log is never more than a few dozen characters.
-_NUM = r"(\d{1,20}(?:\.\d{1,6})?)"
+_NUM = r"(?<![\d.])(\d{1,20}(?:\.\d{1,6})?)"  # from the first digit: linear on digit runs
 _UNIT = r"(bytes|[KMGTPE]i?B|[KMGTPE]|B)"
 _SIZE = _NUM + r" ?" + _UNIT + r"\b"
 _FLAGS = re.ASCII
@@ -68,8 +68,8 @@ def _find(pattern: re.Pattern[str], text: str) -> Size | None:
     if found is None:
         return None
     groups = [g for g in found.groups() if g is not None]
-    if len(groups) == 1:  # a plain byte count
-        return Size(int(groups[0]))
+    if len(groups) == 1:  # a plain byte count, perhaps grouped by commas
+        return Size(int(groups[0].replace(",", "")))
     return _size(groups[0], groups[1])
 
 
@@ -85,12 +85,18 @@ _REQUESTED = (
     _p(r"ran out of memory trying to allocate " + _NUM + _UNIT),  # TF BFC allocator
     _p(r"cuMemAllocAsync failed to allocate \S{1,20} \((\d{1,20}) bytes\)"),
     _p(r"[Ff]ailed to allocate (\d{1,20}) ?bytes"),  # the CUDA allocators' bare byte count
-    _p(r"Requested amount of GPU memory \((\d{1,20}) bytes\)"),  # TensorRT
+    _p(r"Requested amount of (?:GPU )?memory \((\d{1,20}) bytes\)"),  # TensorRT
+    _p(r"requested buffer of size (\d{1,20})\b"),  # ONNX Runtime's arena
+    _p(r"out of memory to allocate (\d{1,20}) bytes"),  # CuPy
+    _p(r"Out of memory allocating (\d{1,3}(?:,\d{3}){1,6}) bytes"),  # CuPy, grouped
+    _p(r"Cannot allocate " + _SIZE + r" memory on"),  # PaddlePaddle
+    _p(r"\bRequested\s{0,30}: " + _SIZE),  # cudaMallocAsync's report
 )
 _TOTAL = (
     _p(_SIZE + r" total capacity"),  # 1.x: "(GPU 0; 15.90 GiB total capacity; ..."
     _p(r"total capac(?:i)?ty of " + _SIZE),  # 2.x (and its "capacty" typo)
     _p(r"Free memory/Total memory: \d{1,20}/(\d{1,20})"),  # XLA's cuMemAllocAsync report
+    _p(r"\bDevice limit\s{0,30}: " + _SIZE),  # cudaMallocAsync's report
 )
 # The card's size where the message omits it: a model name ("A100-SXM4-80GB", "H100 80GB
 # HBM3"), nvidia-smi's memory column ("0MiB / 81559MiB"), or "a GPU with 8GB".

@@ -28,35 +28,7 @@ ENTRIES: list[dict[str, Any]] = [
 # a fresh one in FRESH_MISSES, a blind one in BLIND_MISSES.
 HOLDOUT_MISSES: dict[str, str] = {}
 FRESH_MISSES: dict[str, str] = {}
-_PADDLE = "PaddlePaddle's 'Out of memory error on GPU N. Cannot allocate ...' is not read"
-_ORT_ARENA = "ONNX Runtime's BFCArena 'Failed to allocate memory for requested buffer' is not read"
-_CUPY = "CuPy's pool wording ('out of memory to allocate N bytes', 'allocated so far') is not read"
-_RMM = "RMM's device memory resource failing (std::bad_alloc out_of_memory) is read as host ENOMEM"
-_SPARK_RAPIDS = "Spark RAPIDS' RetryOOM exceptions ('GPU OutOfMemory') are not read"
-BLIND_MISSES: dict[str, str] = {
-    "b-006": _PADDLE,
-    "b-007": _PADDLE,
-    "b-008": _PADDLE,
-    "b-009": _ORT_ARENA,
-    "b-011": _ORT_ARENA,
-    "b-013": "TensorRT's older 'Requested amount of memory ... could not be allocated' (no 'GPU')",
-    "b-021": "an exit status after a colon ('Error executing in Docker Container: 137')",
-    "b-027": _CUPY,
-    "b-029": _CUPY,
-    "b-030": _RMM,
-    "b-031": _RMM,
-    "b-032": "thrust's system_error 'parallel_for failed: out of memory' is not read",
-    "b-033": _SPARK_RAPIDS,
-    "b-034": _SPARK_RAPIDS,
-    "b-035": _SPARK_RAPIDS,
-    "b-036": _SPARK_RAPIDS,
-    "b-056": "pandas' C parser 'C error: out of memory' (host) is not read",
-    "b-074": _RMM,
-    "b-075": "Spark RAPIDS' CpuRetryOOM ('CPU OutOfMemory', host memory) is not read",
-    "b-076": "RMM's pool that cannot fit in the GPU's free memory at start-up is not read",
-    "b-083": "cudaMallocAsync's 'Allocation on device N would exceed allowed memory' is not read",
-    "b-086": "Ray's list of potential root causes (one is the OOM killer) is taken as an OOM kill",
-}
+BLIND_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {**HOLDOUT_MISSES, **FRESH_MISSES, **BLIND_MISSES}
 
 
