@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gpubot.domain.oom_unwrap import unwrap
+
 OomClass = Literal[
     "cuda_oom",
     "cuda_oom_fragmentation",
@@ -58,15 +60,17 @@ class Match:
 
 
 def log_lines(text: str) -> list[str]:
-    """The tail of `text` as lines, very long lines cut into pieces."""
+    """The tail of `text` as the lines the workload printed (out of the collectors' wrappers:
+    oom_unwrap), very long lines cut into pieces."""
     if len(text) > MAX_SCAN_CHARS:
         text = text[-MAX_SCAN_CHARS:]
     lines: list[str] = []
-    for line in text.splitlines():
-        if len(line) <= MAX_LINE_CHARS:
-            lines.append(line)
-        else:
-            lines += [line[i : i + MAX_LINE_CHARS] for i in range(0, len(line), MAX_LINE_CHARS)]
+    for collected in text.splitlines():
+        for line in unwrap(collected):
+            if len(line) <= MAX_LINE_CHARS:
+                lines.append(line)
+            else:
+                lines += [line[i : i + MAX_LINE_CHARS] for i in range(0, len(line), MAX_LINE_CHARS)]
     return lines
 
 
