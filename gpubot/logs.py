@@ -74,7 +74,11 @@ class SafeRecords(logging.Filter):
         return _cap(redact_url(text))
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = self.clean(record.getMessage())
+        try:
+            text = record.getMessage()
+        except Exception:  # a call whose arguments do not fit its format: keep both, raw
+            text = f"{record.msg!s} {record.args!r}"
+        message = self.clean(text)
         record.msg, record.args = message, None
         for name in FIELDS:
             value = record.__dict__.get(name)

@@ -148,6 +148,7 @@ class GpubotService:
                     requested_by="alertmanager",
                     cluster=incident.cluster,
                     dry_run=False,
+                    quiet=quiet,
                 )
             except GpubotError as exc:
                 if not quiet:  # a retry (recover, tick) must not repeat this every time
@@ -195,7 +196,9 @@ class GpubotService:
         requested_by: str,
         cluster: str,
         dry_run: bool,
+        quiet: bool = False,
     ) -> tuple[Plan, Run | None]:
+        """`quiet` (a retry by recover or tick): a refusal is neither logged nor counted again."""
         ports = self._cluster(cluster)
         dry_run = dry_run or self.dry_run
         base = alert_context(incident)
@@ -213,10 +216,11 @@ class GpubotService:
             if refusal := check_attempts(
                 cap=self.e.policy.attempts, recent_runs=len(recent), runbook=rb.name, node=target
             ):
-                self.e.tally.attempt_cap_refused(runbook=rb.name)
-                log.warning(
-                    "%s", refusal, extra={"event": "attempt_cap.refused", "runbook": rb.name}
-                )
+                if not quiet:
+                    self.e.tally.attempt_cap_refused(runbook=rb.name)
+                    log.warning(
+                        "%s", refusal, extra={"event": "attempt_cap.refused", "runbook": rb.name}
+                    )
                 raise InputError(refusal)
         plan = await make_plan(
             rb,

@@ -23,7 +23,7 @@ from gpubot.config import load_settings
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.observe import LeaderLog
-from gpubot.logs import MAX_MESSAGE, configure_logging, redact_url
+from gpubot.logs import MAX_MESSAGE, SafeRecords, configure_logging, json_formatter, redact_url
 from gpubot.web.server import make_server
 from gpubot.wiring import build_app
 
@@ -87,6 +87,14 @@ def test_text_keeps_a_hostile_newline_on_one_line(stream: io.StringIO) -> None:
         '[event=alert.rejected reason="gpu-node-01\\n2026-11-25 '
         '00:00:00,000 INFO gpubot: approved by admin"]'
     )
+
+
+def test_a_call_whose_arguments_do_not_fit_is_still_one_line() -> None:
+    """A bug in a log call must not raise into the code that logged."""
+    record = logging.LogRecord("gpubot.x", logging.WARNING, "f.py", 1, "%d runs", ("x",), None)
+
+    assert SafeRecords().filter(record)
+    assert json.loads(json_formatter().format(record))["message"] == "%d runs ('x',)"
 
 
 def test_a_long_message_is_cut(stream: io.StringIO) -> None:

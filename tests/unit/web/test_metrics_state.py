@@ -231,3 +231,33 @@ async def test_a_body_over_the_limit_and_a_rejected_alert_are_logged_with_their_
         "refused POST /alertmanager: 413 body larger than 4096 bytes"
     )
     assert "xid" in by_event["alert.rejected"].reason  # type: ignore[attr-defined]
+
+
+async def test_a_refusal_retried_by_the_tick_is_not_counted_again(make_bot: MakeBot) -> None:
+    """One attempt allowed: the node's first XID incident runs; after it resolves, a second
+    incident on that node is refused (counted once). The periodic tick retries the incident
+    that has no run, quietly: neither the counter nor the log repeats it."""
+    bot = await make_bot(attempts={"max_attempts": 1})
+    await bot.post(XID79)
+    resolved = json.loads(XID79)
+    resolved["status"] = "resolved"
+    for alert in resolved["alerts"]:
+        alert["status"] = "resolved"
+        alert["endsAt"] = "2026-11-22T10:00:00Z"
+    await bot.post(json.dumps(resolved).encode())
+    again = json.loads(XID79)
+    for alert in again["alerts"]:
+        alert["fingerprint"] = "0000aaaa1111bbbb"
+        alert["startsAt"] = "2026-11-22T11:00:00Z"
+    again["groupKey"] += "-again"
+    await bot.post(json.dumps(again).encode())
+    assert len(await bot.app.store.list_incidents()) == 2
+    first = await bot.metrics()
+
+    await bot.app.service.tick()
+    await bot.app.service.wait_idle()
+    later = await bot.metrics()
+
+    key = ("gpubot_attempt_cap_refusals_total", (("runbook", "xid79"),))
+    assert first[key] == 1
+    assert later[key] == 1
