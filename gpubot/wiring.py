@@ -228,7 +228,9 @@ def build_app(
     out: TextIO | None = None,
     leadership: Leadership | None = None,
 ) -> App:
-    registry = registry or builtin_registry(reclaim=build_reclaim(settings))
+    registry = registry or builtin_registry(
+        reclaim=build_reclaim(settings), diag_level=settings.policy.diag_level
+    )
     policy = build_policy(settings)
     loaded = load_runbooks(settings, registry=registry, policy=policy)
     key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.actions.base import (
+    ActionContext,
+    ActionSpec,
+    CheckResult,
+    Output,
+    Params,
+    PlanNote,
+    nothing_to_check,
+)
 from gpubot.actions.node import note
 from gpubot.domain.names import NodeName
+from gpubot.errors import NeedsHumanError
 
 # A reboot controller (kured with a sentinel command, or a site controller) selects on this
 # label, drains by its own rules and reboots; the annotation says who asked and why.
@@ -17,6 +26,19 @@ REBOOT_ANNOTATION = "gpubot.io/reboot-requested"
 # Hardware service (RMA): the node stays cordoned until a human takes it back.
 SERVICE_LABEL = "gpubot.io/hardware-service"
 SERVICE_ANNOTATION = "gpubot.io/hardware-service-reason"
+
+
+class AskParams(Params):
+    node: NodeName
+    reason: str = Field(min_length=1, max_length=2000)
+    choices: list[str] = Field(min_length=1, max_length=6)
+
+    @field_validator("choices")
+    @classmethod
+    def _short(cls, value: list[str]) -> list[str]:
+        if any(not c.strip() or len(c) > 400 for c in value):
+            raise ValueError("each choice is 1-400 characters")
+        return value
 
 
 class RebootParams(Params):
@@ -87,7 +109,29 @@ async def check_service(ctx: ActionContext, p: ServiceParams) -> CheckResult:
     return CheckResult("not_done", f"{p.node} is not marked for hardware service")
 
 
+async def plan_ask(ctx: ActionContext, p: AskParams) -> PlanNote:
+    return PlanNote(
+        f"hand {p.node} to a person, who chooses: " + "; ".join(p.choices), changes=False
+    )
+
+
+async def run_ask(ctx: ActionContext, p: AskParams) -> Output:
+    """Pause the run (needs_human) with the choices: the node stays as it is meanwhile."""
+    choices = "\n".join(f"• {c}" for c in p.choices)
+    raise NeedsHumanError(f"{p.reason}\nChoose one:\n{choices}")
+
+
 SPECS: tuple[ActionSpec[Any], ...] = (
+    ActionSpec(
+        "node.ask_human",
+        "Hand the run to a person: pause it (needs_human) with the reason and the choices "
+        "(e.g. retry the reset, request a reboot, mark for service); it changes nothing.",
+        AskParams,
+        False,
+        plan_ask,
+        run_ask,
+        nothing_to_check,
+    ),
     ActionSpec(
         "node.request_reboot",
         "Ask the reboot controller to reboot the node (label + annotation + Event).",

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpubot.actions import (
+    diag,
     drain,
     gpu,
     handoff,
@@ -44,8 +45,9 @@ class Registry:
         return [self._specs[n] for n in sorted(self._specs)]
 
 
-def builtin_registry(*, reclaim: ReclaimPolicy | None = None) -> Registry:
-    """Every shipped action; `reclaim` is the config's idle-GPU reclamation policy."""
+def builtin_registry(*, reclaim: ReclaimPolicy | None = None, diag_level: int = 1) -> Registry:
+    """Every shipped action; `reclaim` is the config's idle-GPU reclamation policy,
+    `diag_level` the DCGM diagnostics level gpu.diag runs by default (policy.diag_level)."""
     reclaim = reclaim or ReclaimPolicy()
     return Registry(
         [
@@ -53,6 +55,7 @@ def builtin_registry(*, reclaim: ReclaimPolicy | None = None) -> Registry:
             *drain.SPECS,
             *handoff.SPECS,
             *gpu.SPECS,
+            *diag.specs(diag_level),
             *messaging.SPECS,
             *triage.SPECS,
             *power.SPECS,

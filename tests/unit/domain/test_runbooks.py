@@ -31,7 +31,9 @@ def test_shipped_runbooks_load() -> None:
     """runbooks/*.yaml load with load_dirs, names unique, paths kept for messages."""
     loaded = {item.runbook.name: item for item in load_dirs([SHIPPED])}
     assert set(loaded) == {
+        "gpu-reset",
         "idle-reclaim",
+        "node-handoff",
         "oom-triage",
         "release-node",
         "thermal",
@@ -50,9 +52,12 @@ def test_shipped_runbooks_load() -> None:
         "drain",
         "reset",
         "verify",
+        "diag",
         "untaint",
         "uncordon",
         "released",
+        "diag-failed",
+        "diag-handoff",
         "reboot",
         "rma",
         "rma-notify",

@@ -350,7 +350,19 @@ async def test_store_failure_on_ingest_is_503_so_alertmanager_retries(
 # -- the XID 79 runbook through the web hook -------------------------------------------------
 
 
-AFTER_DRAIN = ("reset", "verify", "untaint", "uncordon", "released", "reboot", "rma", "rma-notify")
+AFTER_DRAIN = (
+    "reset",
+    "verify",
+    "diag",
+    "untaint",
+    "uncordon",
+    "released",
+    "diag-failed",
+    "diag-handoff",
+    "reboot",
+    "rma",
+    "rma-notify",
+)
 
 
 async def test_xid79_alert_quarantines_the_node_and_waits_for_drain_approval(

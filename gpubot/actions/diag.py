@@ -1,0 +1,143 @@
+"""gpu.diag: DCGM diagnostics on a node's GPUs through its agent, the check before release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from gpubot.actions.base import (
+    ActionContext,
+    ActionSpec,
+    Output,
+    Params,
+    PlanNote,
+    nothing_to_check,
+)
+from gpubot.domain.dcgm_diag import DiagReport, cap
+from gpubot.domain.names import NodeName
+
+LEVEL_NAMES = {0: "off", 1: "quick", 2: "medium", 3: "long"}
+
+
+class DiagParams(Params):
+    node: NodeName
+    # None: the configured policy.diag_level; 0 turns diagnostics off.
+    level: int | None = Field(None, ge=0, le=3)
+    gpus: list[int] = Field(default_factory=list, max_length=64)  # empty: every GPU
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        return None if value in ("", "None", None) else value
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpus(cls, value: Any) -> Any:
+        """A runbook passes "", one index, or "0,3"; each must read as an int 0-63."""
+        if value in ("", None, "None"):
+            return []
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if isinstance(value, str):
+            value = [part.strip() for part in value.strip("[]").split(",") if part.strip()]
+        return value
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpu_range(cls, value: list[int]) -> list[int]:
+        if any(not 0 <= g <= 63 for g in value):
+            raise ValueError("GPU indexes are 0-63")
+        return sorted(set(value))
+
+
+class Diagnose:
+    """gpu.diag with the configured default level."""
+
+    def __init__(self, default_level: int) -> None:
+        self.default_level = default_level
+
+    def level(self, p: DiagParams) -> int:
+        return self.default_level if p.level is None else p.level
+
+    async def plan(self, ctx: ActionContext, p: DiagParams) -> PlanNote:
+        level = self.level(p)
+        if level == 0:
+            return PlanNote(
+                f"DCGM diagnostics are off (level 0): {p.node} is not diagnosed",
+                changes=False,
+                facts={"level": 0, "ran": False},
+            )
+        which = f"GPU(s) {p.gpus}" if p.gpus else "all GPUs"
+        return PlanNote(
+            f"run DCGM diagnostics level {level} ({LEVEL_NAMES[level]}) on {which} of {p.node} "
+            "(`dcgmi diag`, through the node agent); it loads the GPUs and is refused while "
+            "pods hold them",
+            facts={"level": level, "ran": True},
+        )
+
+    async def run(self, ctx: ActionContext, p: DiagParams) -> Output:
+        level = self.level(p)
+        if level == 0:
+            return {
+                "node": p.node,
+                "level": 0,
+                "ran": False,
+                "passed": True,
+                "failed_tests": [],
+                "failed_text": "",
+                "summary": "DCGM diagnostics are off (policy.diag_level 0): not run",
+                "gpus": [],
+            }
+        await ctx.progress(f"DCGM diagnostics level {level} on {p.node}…")
+        report = await ctx.cluster.agent.diag(node=p.node, level=level, gpus=p.gpus or None)
+        return output(p.node, report)
+
+
+def output(node: str, report: DiagReport) -> Output:
+    """What the step records and later steps read (`steps.diag.output.…`)."""
+    return {
+        "node": node,
+        "level": report.level,
+        "ran": True,
+        "passed": report.passed,
+        "failed_tests": report.failed_tests(),
+        "failed_text": failed_text(report),
+        "summary": report.summary(),
+        "gpus": [{"gpu": g, "status": report.gpu_status(g)} for g in report.gpus()],
+        "version": report.version,
+    }
+
+
+def failed_text(report: DiagReport, *, limit: int = 6) -> str:
+    """The failing tests with DCGM's own messages, one line each, for the incident thread."""
+    lines = [
+        f"{r.test} on GPU {r.gpu if r.gpu is not None else 'all'}: "
+        + (cap(" ".join(r.messages), 240) if r.messages else "no message from DCGM")
+        for r in report.failures[:limit]
+    ]
+    if report.runtime_error:
+        lines.insert(0, f"DCGM could not run the tests: {report.runtime_error}")
+    if len(report.failures) > limit:
+        lines.append(f"… and {len(report.failures) - limit} more")
+    return "\n".join(lines)
+
+
+def specs(default_level: int = 1) -> tuple[ActionSpec[Any], ...]:
+    d = Diagnose(default_level)
+    return (
+        ActionSpec(
+            "gpu.diag",
+            "Run DCGM diagnostics (dcgmi diag -r level, 1-3; default policy.diag_level, 0 = off) "
+            "on a node's GPUs through its agent; outputs passed, failed_tests (with DCGM's "
+            "messages) and a summary. Not `mutating`: it changes no setting on the node or the "
+            "GPU and is safe to run again after a restart (so nothing to check), but it loads "
+            "the GPUs for seconds to tens of minutes, so the agent refuses while a process "
+            "holds a GPU it would test and asks for the mutate token. Run it on a drained node.",
+            DiagParams,
+            False,
+            d.plan,
+            d.run,
+            nothing_to_check,
+        ),
+    )
