@@ -81,6 +81,8 @@ def query(prom: RunningPrometheus, promql: str) -> dict[str, object]:
 
 
 def test_prometheus_scrapes_serve_and_every_query_evaluates(bot: str, tmp_path: Path) -> None:
+    """The scraped incident shows as 1, this replica leads, steps were counted, and every
+    dashboard and rule query answers `success` (`$__rate_interval` read as 1m)."""
     (tmp_path / "prom").mkdir()
     with running_prometheus(tmp_path / "prom", [bot]) as prom:
         prom.wait_until(lambda: bool(prom.instant("gpubot_incidents_open == 1")), "the incident")

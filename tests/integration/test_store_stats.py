@@ -73,6 +73,7 @@ async def test_counts_by_status_in_one_read(database: Database) -> None:
 
 
 async def test_an_empty_store_counts_nothing(database: Database) -> None:
+    """No rows: every count 0 and no oldest approval (the age gauge then reads 0)."""
     store = database.open()
     counts = await SqlStats(store).state_counts()
     await store.close()

@@ -98,6 +98,7 @@ def test_a_call_whose_arguments_do_not_fit_is_still_one_line() -> None:
 
 
 def test_a_long_message_is_cut(stream: io.StringIO) -> None:
+    """A 10,000-character message is cut at MAX_MESSAGE and says how much was left out."""
     configure_logging(fmt="json", stream=stream)
     logging.getLogger("gpubot.x").warning("%s", "x" * 10_000)
 
@@ -107,6 +108,7 @@ def test_a_long_message_is_cut(stream: io.StringIO) -> None:
 
 
 def test_database_passwords_in_urls_are_redacted() -> None:
+    """A URL's password becomes *** wherever the URL stands in the text; no password, no change."""
     assert redact_url("postgresql://gpubot:s3cr3t@db:5432/gpubot") == (
         "postgresql://gpubot:***@db:5432/gpubot"
     )
@@ -168,6 +170,7 @@ def test_the_flags_win_over_the_config_file(
 
 
 def test_serve_help_names_the_log_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpubot serve --help` lists --log-format and --log-level with their choices."""
     with pytest.raises(SystemExit):
         run(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())

@@ -55,6 +55,7 @@ def test_the_dashboard_is_a_grafana_dashboard() -> None:
 
 
 async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: MakeBot) -> None:
+    """Every gpubot_* name in a dashboard or rule query is a sample name of the scrape."""
     bot = await make_bot(webhook_token="tok-123456", attempts={"max_attempts": 1})
     inject_xid(bot.app.clusters["sim"].kube, node=NODE, gpu=3)  # type: ignore[arg-type]
     await bot.post(XID79, authorization="Bearer tok-123456")
