@@ -106,7 +106,11 @@ async def identify(ctx: ActionContext, p: HistoryParams) -> Identified | None:
 
 
 async def _history(ctx: ActionContext, p: HistoryParams, *, record: bool) -> Output:
-    gpu = await identify(ctx, p)
+    unread = ""
+    try:
+        gpu = await identify(ctx, p)
+    except GpubotError as exc:  # no agent, or a node it does not know: no history to go by
+        gpu, unread = None, f"; the node agent could not be read: {str(exc)[:200]}"
     history: list[GpuEvent] = []
     if gpu is not None and ctx.ledger is not None:
         history = await ctx.ledger.gpu_history(uuid=gpu.uuid)
@@ -115,7 +119,7 @@ async def _history(ctx: ActionContext, p: HistoryParams, *, record: bool) -> Out
         escalation = Escalation(
             "reset" if p.remedy == "reset" else "check_application",
             f"the GPU could not be identified on {p.node} (index "
-            f"{p.gpu if p.gpu is not None else 'unknown'}): no history to go by",
+            f"{p.gpu if p.gpu is not None else 'unknown'}): no history to go by{unread}",
         )
     else:
         escalation = decide(

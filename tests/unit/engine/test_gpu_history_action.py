@@ -115,3 +115,16 @@ async def test_recorded_once_per_incident_and_never_in_a_dry_run_or_plan(
     again = await run_history(ctx(sim, store), params(gpu="3"))
     assert (first["recorded"], again["recorded"]) == (True, False)
     assert len(await store.gpu_history(node=NODE)) == 1
+
+
+async def test_a_node_the_agent_does_not_know_leaves_the_run_going(store: SqlStore) -> None:
+    """An XID for a node the cluster lacks (or an agent that cannot be read): the step
+    succeeds with the default remedy and says why; a routed XID run does not fail on it."""
+    sim = SimulatedCluster.default()
+    out = await run_history(
+        ctx(sim, store), params(node="storm-node-01", gpu="0", remedy="route", xid="13")
+    )
+    assert out["identified"] is False
+    assert out["escalation"] == "check_application"
+    assert "the node agent could not be read" in out["reason"]
+    assert await store.gpu_history(node="storm-node-01") == []
