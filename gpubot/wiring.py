@@ -16,6 +16,7 @@ from gpubot.backends.store import open_store
 from gpubot.config import ClusterSettings, Settings
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.cluster import Sample
+from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
@@ -62,6 +63,20 @@ def build_policy(settings: Settings) -> Policy:
         approval_expiry=p.approval_expiry,
         blast=BlastRadius(**p.blast_radius.model_dump()),
         attempts=AttemptCap(max_attempts=p.attempts.max_attempts, window=p.attempts.window),
+        escalation=build_escalation(settings),
+    )
+
+
+def build_escalation(settings: Settings) -> EscalationPolicy:
+    """policy.escalation: what a GPU's history changes in an XID run."""
+    e = settings.policy.escalation
+    return EscalationPolicy(
+        xid_repeat_window=e.xid_repeat_window,
+        repeat_xids=frozenset(e.repeat_xids),
+        max_resets=e.max_resets,
+        reset_window=e.reset_window,
+        max_reboots=e.max_reboots,
+        reboot_window=e.reboot_window,
     )
 
 

@@ -15,6 +15,7 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
+from gpubot.actions.gpu_history import UUID_PATTERN, involved_gpus, lenient_xid, record_for
 from gpubot.actions.node import note
 from gpubot.domain.names import NodeName
 from gpubot.errors import NeedsHumanError
@@ -43,11 +44,21 @@ class AskParams(Params):
 
 class RebootParams(Params):
     node: NodeName
+    # For the GPU health ledger: the GPU this is for (default: the node's unhealthy GPUs)
+    # and the XID that led here.
+    uuid: str = Field("", pattern=UUID_PATTERN)
+    xid: int | None = None
+
+    _xid = field_validator("xid", mode="before")(lenient_xid)
 
 
 class ServiceParams(Params):
     node: NodeName
     reason: str = Field(default="repeated GPU failure", max_length=200)
+    uuid: str = Field("", pattern=UUID_PATTERN)
+    xid: int | None = None
+
+    _xid = field_validator("xid", mode="before")(lenient_xid)
 
 
 async def plan_reboot(ctx: ActionContext, p: RebootParams) -> PlanNote:
@@ -60,12 +71,14 @@ async def plan_reboot(ctx: ActionContext, p: RebootParams) -> PlanNote:
 
 
 async def run_reboot(ctx: ActionContext, p: RebootParams) -> Output:
+    gpus = await involved_gpus(ctx, node=p.node, uuid=p.uuid)  # read before the reboot
     await ctx.cluster.kube.set_node_metadata(
         node=p.node,
         labels={REBOOT_LABEL: "true"},
         annotations={REBOOT_ANNOTATION: f"{ctx.actor}: {ctx.reason}"},
     )
     await note(ctx, p.node, "GpubotRebootRequested", "reboot requested by gpubot")
+    await record_for(ctx, node=p.node, gpus=gpus, kind="reboot", xid=p.xid)
     return {"node": p.node, "label": f"{REBOOT_LABEL}=true"}
 
 
@@ -88,12 +101,14 @@ async def plan_service(ctx: ActionContext, p: ServiceParams) -> PlanNote:
 
 
 async def run_service(ctx: ActionContext, p: ServiceParams) -> Output:
+    gpus = await involved_gpus(ctx, node=p.node, uuid=p.uuid)
     await ctx.cluster.kube.set_node_metadata(
         node=p.node,
         labels={SERVICE_LABEL: "rma"},
         annotations={SERVICE_ANNOTATION: f"{p.reason} [{ctx.reason}]"},
     )
     await note(ctx, p.node, "GpubotHardwareService", f"marked for hardware service: {p.reason}")
+    await record_for(ctx, node=p.node, gpus=gpus, kind="service", xid=p.xid, detail=p.reason)
     node = await ctx.cluster.kube.get_node(node=p.node)
     return {"node": p.node, "label": f"{SERVICE_LABEL}=rma", "cordoned": node.unschedulable}
 
