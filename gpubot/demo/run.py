@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.backends.simulated.scenarios import inject_xid, recover_node
+from gpubot.backends.simulated.scenarios import fail_diag, inject_xid, recover_node
 from gpubot.config import load_settings
 from gpubot.domain.runs import Run, RunStatus
 from gpubot.web.server import make_server
@@ -21,18 +21,26 @@ from gpubot.wiring import App, build_app
 
 APPROVER = "U0DEMOSRE1"
 NODE, GPU = "gpu-node-07", 3
+# The second incident: the reset works, DCGM's diagnostics do not pass, the node stays out.
+BAD_NODE, BAD_GPU = "gpu-node-11", 5
+DIAG_MESSAGE = (
+    "GPU 5 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. "
+    "Reset GPU. Restart DCGM. Rerun diagnostics."
+)
 
 
 def _say(text: str) -> None:
     print(f"\n▶ {text}", flush=True)
 
 
-async def _wait_for(app: App, statuses: tuple[RunStatus, ...], limit: float = 10.0) -> Run:
+async def _wait_for(
+    app: App, statuses: tuple[RunStatus, ...], limit: float = 10.0, *, target: str = NODE
+) -> Run:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
     while loop.time() < deadline:
         await app.service.wait_idle()
-        runs = await app.store.list_runs()
+        runs = [r for r in await app.store.list_runs() if r.target == target]
         if runs and runs[0].status in statuses:
             return runs[0]
         await asyncio.sleep(0.05)
@@ -135,10 +143,60 @@ async def _scenario(app: App, *, interactive: bool) -> int:
             reply = await client.post("/alertmanager", json=resolved)
             print(f"  HTTP {reply.status_code} {reply.text}")
             await app.service.wait_idle()
+            await _bad_gpu(app, client, cluster, body, decided or (APPROVER, "approve"))
     finally:
         server.should_exit = True
         await serving
     return await _print_audit(app)
+
+
+async def _bad_gpu(
+    app: App,
+    client: httpx.AsyncClient,
+    cluster: SimulatedCluster,
+    body: bytes,
+    decided: tuple[str, str],
+) -> None:
+    """XID 79 on another node whose GPU resets but fails DCGM's diagnostics: kept out."""
+    _say(
+        f"Second incident: XID 79 on {BAD_NODE} GPU {BAD_GPU}. Its reset will work, but "
+        "DCGM diagnostics will fail its memory test (simulated)."
+    )
+    inject_xid(cluster, node=BAD_NODE, gpu=BAD_GPU, xid=79)
+    fail_diag(cluster, node=BAD_NODE, gpu=BAD_GPU, test="memory", message=DIAG_MESSAGE)
+    uuid = (await cluster.gpus(node=BAD_NODE))[BAD_GPU].uuid
+    await client.post("/alertmanager", json=_alert_for(body, BAD_NODE, BAD_GPU, uuid))
+    run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL), target=BAD_NODE)
+    user, decision = decided
+    while run.status is RunStatus.WAITING_APPROVAL:
+        request = (await app.store.approvals_for(run.id))[-1]
+        await app.service.vote(
+            approval_id=request.id,
+            user=user,
+            decision="approve" if decision == "approve" else "deny",
+        )
+        print(f"  step {request.step_id}: {decision}d by <@{user}>")
+        run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL), target=BAD_NODE)
+    node = await cluster.get_node(node=BAD_NODE)
+    state = "cordoned and tainted" if node.unschedulable and node.taints else "released"
+    _say(f"Run {run.id} ended {run.status.value}: {BAD_NODE} is {state}.")
+
+
+def _alert_for(body: bytes, node: str, gpu: int, uuid: str) -> dict[str, object]:
+    """The demo's alert, for another node and GPU (Alertmanager grouping by Hostname)."""
+    data = json.loads(body)
+    labels = {"Hostname": node, "gpu": str(gpu), "UUID": uuid, "device": f"nvidia{gpu}"}
+    data["groupLabels"] = {**data["groupLabels"], "Hostname": node}
+    data["groupKey"] = f'{{}}:{{alertname="GPUXidError", cluster="sim", Hostname="{node}"}}'
+    data["commonLabels"] = {**data["commonLabels"], **labels}
+    for alert in data["alerts"]:
+        alert["labels"] = {**alert["labels"], **labels}
+        alert["fingerprint"] = "5d2e8f0a9b1c3e47"
+        alert["annotations"] = {
+            **alert["annotations"],
+            "summary": f"GPU {gpu} on {node} has fallen off the bus (XID 79)",
+        }
+    return dict(data)
 
 
 _FINAL = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.NEEDS_HUMAN)
@@ -149,14 +207,20 @@ def settings_max(app: App) -> int:
 
 
 async def _print_audit(app: App) -> int:
-    _say("Audit trail (gpubot audit export)")
-    for event in await app.store.events():
+    _say("Audit trail of the first incident (gpubot audit export)")
+    first = [r for r in await app.store.list_runs() if r.target == NODE]
+    incident = first[0].incident_id if first else None
+    events = await app.store.events()
+    others = [ev for ev in events if ev.incident_id not in (None, incident)]
+    for event in (ev for ev in events if ev not in others):
         e = event.as_json()
         what = " ".join(x for x in (e["step"], e["action"], e["target"]) if x)
         print(
             f"  #{e['seq']:<3} {e['ts'][11:19]} {e['actor']:<14} {e['kind']:<20} {what}"
             f"  hash={e['hash'][:12]} prev={e['prev_hash'][:12]}"
         )
+    if others:
+        print(f"  … and {len(others)} events of the second incident ({others[0].incident_id})")
     problems = await app.store.verify()
     _say("Audit verification (gpubot audit verify)")
     if problems:

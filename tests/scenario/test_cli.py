@@ -529,6 +529,9 @@ def test_demo_runs_end_to_end_and_verifies_its_audit_trail(tmp_path: Path) -> No
 
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
     assert "Approve" in result.stdout
+    # The second node's GPU resets but fails DCGM diagnostics: it stays out, a person decides.
+    assert "DCGM diagnostics level 1 failed. Failing tests: memory on GPU 5" in result.stdout
+    assert "ended needs_human: gpu-node-11 is cordoned and tainted" in result.stdout
     assert "audit trail verified" in result.stdout
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
