@@ -257,5 +257,18 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         plan_history,
         run_history,
         nothing_to_check,
+        outputs={
+            "node": "the node's name",
+            "gpu": "the GPU's index (as the agent reports it), or the alert's when unidentified",
+            "uuid": "the GPU's UUID as the agent reports it ('' when unidentified)",
+            "pci_bus_id": "the GPU's PCI bus id, 0000:3b:00.0 ('' when unknown)",
+            "identified": "the node agent named the GPU (else nothing was recorded)",
+            "escalation": "reset, reboot, service, diagnostics or check_application",
+            "reason": "why, in one line",
+            "marked": "the GPU has an open service mark",
+            "recent": "the last events before this incident, one line each",
+            "summary": "those events as one short text",
+            "recorded": "this run appended the XID to the ledger",
+        },
     ),
 )
