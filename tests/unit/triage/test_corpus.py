@@ -1,9 +1,9 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
-The rules were written against the `train` split only; `holdout`, `fresh` and `blind` entries
-they miss are listed in HOLDOUT_MISSES, FRESH_MISSES and BLIND_MISSES with the reason, as strict
-xfails: the suite stays green and honest, and an entry that starts passing (a rule improved)
-turns the xfail into a failure to be removed.
+The rules were written against the `train` split only; `holdout`, `fresh`, `blind` and `blind2`
+entries they miss are listed in HOLDOUT_MISSES, FRESH_MISSES, BLIND_MISSES and BLIND2_MISSES
+with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
+passing (a rule improved) turns the xfail into a failure to be removed.
 """
 
 from __future__ import annotations
@@ -25,11 +25,25 @@ ENTRIES: list[dict[str, Any]] = [
 
 # Held-out entries the rules miss, and why (none today). Not fixed by special cases: each
 # names the wording or judgement the rules do not have. A holdout miss goes in HOLDOUT_MISSES,
-# a fresh one in FRESH_MISSES, a blind one in BLIND_MISSES.
+# a fresh one in FRESH_MISSES, a blind one in BLIND_MISSES, a blind2 one in BLIND2_MISSES.
 HOLDOUT_MISSES: dict[str, str] = {}
 FRESH_MISSES: dict[str, str] = {}
 BLIND_MISSES: dict[str, str] = {}
-KNOWN_MISSES = {**HOLDOUT_MISSES, **FRESH_MISSES, **BLIND_MISSES}
+_LAUNCHER_TEARDOWN = (
+    "a launcher killing its other workers after one exited with a non-SIGKILL code (-11, 1) "
+    "is taken as a SIGKILL of unknown cause"
+)
+BLIND2_MISSES: dict[str, str] = {
+    "c-008": "Ray's old memory monitor ('RayOutOfMemoryError: More than 95% of the memory on "
+    "node') is not read",
+    "c-022": "TF's 'ResourceExhaustedError ... OOM' with the GPU_0_bfc 'Current usage from "
+    "device' list is not read without 'when allocating'",
+    "c-026": "multiprocessing's SemLock failing with ENOSPC (a /dev/shm semaphore) is read as "
+    "a full disk when SemLock is on the frame above",
+    "c-028": _LAUNCHER_TEARDOWN,
+    "c-029": _LAUNCHER_TEARDOWN,
+}
+KNOWN_MISSES = {**HOLDOUT_MISSES, **FRESH_MISSES, **BLIND_MISSES, **BLIND2_MISSES}
 
 
 def _params() -> list[Any]:
@@ -51,12 +65,13 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in CLASSES for e in ENTRIES)
-    assert all(e["split"] in ("train", "holdout", "fresh", "blind") for e in ENTRIES)
+    assert all(e["split"] in ("train", "holdout", "fresh", "blind", "blind2") for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
     assert all(split[key] == "holdout" for key in HOLDOUT_MISSES)
     assert all(split[key] == "fresh" for key in FRESH_MISSES), "train entries are never excused"
     assert all(split[key] == "blind" for key in BLIND_MISSES)
+    assert all(split[key] == "blind2" for key in BLIND2_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())

@@ -1,6 +1,6 @@
 """benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
-recall on each split (train, holdout, fresh, blind), overall and held-out accuracy, and targets per
-held-out split (their values are not asserted here)."""
+recall on each split (train, holdout, fresh, blind, blind2), overall and held-out accuracy,
+and targets per held-out split (their values are not asserted here)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
     record = json.loads(lines[0])
     assert record["benchmark"] == "triage_accuracy"
     assert record["entries"] == sum(s["n"] for s in record["splits"].values())
-    assert set(record["splits"]) >= {"train", "holdout", "fresh", "blind"}
+    assert set(record["splits"]) >= {"train", "holdout", "fresh", "blind", "blind2"}
     for split in record["splits"].values():
         assert 0 <= split["accuracy"] <= 1
         assert split["baseline_majority_class_accuracy"] <= 1
@@ -37,7 +37,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
     assert 0 <= record["held_out_accuracy"] <= 1
     assert set(record["targets"]) == {
         f"{split}_{figure}"
-        for split in ("holdout", "fresh", "blind")
+        for split in ("holdout", "fresh", "blind", "blind2")
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     }
     for target in record["targets"].values():
