@@ -103,17 +103,29 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "plan",
-        help="show what the matching runbooks would do for an alert",
-        description="Dry-run: read live state, change nothing, store nothing.",
+        help="show what a runbook would do, for an alert or with parameters",
+        description="Dry-run: read live state, change nothing, store nothing. --alert plans "
+        "the runbooks an Alertmanager payload matches; --runbook plans one runbook with "
+        "--param KEY=VALUE arguments (as `/gpu plan`) and exits 1 when the plan lists "
+        "problems.",
     )
     _config_arg(p)
-    p.add_argument(
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
         "--alert",
         type=Path,
-        required=True,
         metavar="FILE",
         help="Alertmanager webhook JSON (version 4)",
     )
+    which.add_argument("--runbook", metavar="NAME", help="a runbook by name")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a runbook parameter (repeat for more); with --runbook",
+    )
+    p.add_argument("--cluster", help="with --runbook: the cluster (default: the first configured)")
     p.add_argument("--json", action="store_true", help="print the plans as JSON")
 
     p = sub.add_parser("runbooks", help="runbook tools")
@@ -121,10 +133,25 @@ def parser() -> argparse.ArgumentParser:
     v = rsub.add_parser(
         "validate",
         help="check runbook files (file:line: field: reason)",
-        description="Validate the runbooks in DIR (default: the configured ones).",
+        description="Check runbooks as `serve` does at start-up, so it will not refuse them "
+        "later: the schema; actions exist; each step's literal args against its action's "
+        "schema; `auto` only on reversible actions; approver groups exist in the config's "
+        "policy (--config; without it, the default policy); templates and `when` read only "
+        "declared params, earlier steps and their actions' declared outputs. Exits 1 with "
+        "one `file:line: field: reason` line per problem.",
     )
     _config_arg(v)
-    v.add_argument("dir", nargs="?", type=Path, help="directory of *.yaml runbooks")
+    v.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="runbook files or directories of *.yaml (default: the configured runbooks)",
+    )
+
+    from gpubot.cli_actions import add_parser as add_actions_parser
+
+    add_actions_parser(sub, _config_arg)
 
     from gpubot.cli_audit import add_parsers as add_audit_parsers
 
@@ -157,6 +184,12 @@ def _app(path: Path | None) -> App:
 
 
 async def _plan(args: argparse.Namespace) -> int:
+    if args.runbook is not None:
+        from gpubot.cli_plan import run_plan
+
+        return await run_plan(args, _settings(args.config))
+    if args.param or args.cluster:
+        raise InputError("--param and --cluster go with --runbook")
     from pydantic import ValidationError
 
     from gpubot.domain.alerts import AlertmanagerPayload
@@ -196,42 +229,18 @@ async def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from gpubot.domain.runbook_loader import LoadedRunbook, load_file, runbook_files
-    from gpubot.engine.registry import builtin_registry
-    from gpubot.engine.validation import validate
-    from gpubot.errors import RunbookError
-    from gpubot.wiring import load_runbooks
+    from gpubot.cli_runbooks import run_validate
 
-    registry = builtin_registry()
-    if args.dir is not None:
-        files = runbook_files(args.dir)
-        if not files:
-            raise InputError(f"{args.dir}: no runbook files (*.yaml, *.yml)")
-        # Check every file and report every problem, one line each, in one format.
-        loaded: list[LoadedRunbook] = []
-        problems: list[str] = []
-        for path in files:
-            try:
-                item = load_file(path)
-            except RunbookError as exc:
-                problems.append(str(exc))
-                continue
-            loaded.append(item)
-            problems.extend(validate(item, registry=registry))
-        names = [item.runbook.name for item in loaded]
-        problems += [
-            f"{i.path}:{i.line(('name',))}: name: runbook {i.runbook.name!r} defined twice"
-            for i in loaded
-            if names.count(i.runbook.name) > 1
-        ]
-        if problems:
-            print("\n".join(f"gpubot: error: {p}" for p in problems), file=sys.stderr)
-            return 1
-    else:
-        loaded = load_runbooks(_settings(args.config), registry=registry)
-    for item in loaded:
-        print(f"ok  {item.runbook.name:<20} {item.path}")
-    return 0
+    return run_validate(args, _settings(args.config))
+
+
+def _actions(args: argparse.Namespace) -> int:
+    from gpubot.cli_actions import run_actions
+    from gpubot.engine.registry import builtin_registry
+    from gpubot.wiring import build_reclaim
+
+    settings = _settings(args.config)
+    return run_actions(args, builtin_registry(reclaim=build_reclaim(settings)))
 
 
 async def _audit(args: argparse.Namespace) -> int:
@@ -393,6 +402,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_plan(args))
     if args.command == "runbooks":
         return _validate(args)
+    if args.command == "actions":
+        return _actions(args)
     if args.command == "audit":
         return asyncio.run(_audit(args))
     if args.command in ("triage", "xid"):

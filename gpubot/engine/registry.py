@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from gpubot.actions import (
@@ -19,6 +20,7 @@ from gpubot.actions import (
     workloads,
 )
 from gpubot.actions.base import ActionSpec
+from gpubot.actions.outputs import OUTPUTS
 from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.errors import RunbookError
 
@@ -26,7 +28,8 @@ from gpubot.errors import RunbookError
 class Registry:
     def __init__(self, specs: Iterable[ActionSpec[Any]]) -> None:
         self._specs: dict[str, ActionSpec[Any]] = {}
-        for spec in specs:
+        for declared in specs:
+            spec = with_outputs(declared)
             if spec.name in self._specs:
                 raise ValueError(f"action {spec.name!r} registered twice")
             self._specs[spec.name] = spec
@@ -64,3 +67,10 @@ def builtin_registry(*, reclaim: ReclaimPolicy | None = None, diag_level: int = 
             *workloads.specs(reclaim),
         ]
     )
+
+
+def with_outputs(spec: ActionSpec[Any]) -> ActionSpec[Any]:
+    """The spec with its outputs from actions/outputs.py, unless it declares its own."""
+    if spec.outputs is not None or spec.name not in OUTPUTS:
+        return spec
+    return replace(spec, outputs=OUTPUTS[spec.name])

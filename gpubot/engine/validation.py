@@ -8,9 +8,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpubot.domain.policy import Policy
-from gpubot.domain.problems import first_problem
 from gpubot.domain.runbook_loader import LoadedRunbook
+from gpubot.domain.template_refs import references
 from gpubot.domain.templating import check_syntax
+from gpubot.engine.references import literal_arg_problems, reference_problems
 from gpubot.engine.registry import Registry
 
 
@@ -68,9 +69,19 @@ def validate(
         for template in _templates(step.args):
             if err := check_syntax(template):
                 report((*where, "args"), f"template error: {err}")
-        if not _has_template(step.args):
-            try:
-                spec.params.model_validate(step.args)
-            except ValidationError as exc:
-                report((*where, "args"), first_problem(exc))
+        # What would fail when the step runs: literal args against the action's schema
+        # (templated ones are only known then), and what templates and `when` read.
+        try:
+            spec.params.model_validate(step.args)
+        except ValidationError as exc:
+            for reason in literal_arg_problems(exc, step.args):
+                report((*where, "args"), reason)
+        for template in _templates(step.args):
+            for reason in reference_problems(rb, i, references(template), registry):
+                report((*where, "args"), reason)
+        if step.when:
+            for reason in reference_problems(
+                rb, i, references(step.when, expression=True), registry
+            ):
+                report((*where, "when"), reason)
     return problems

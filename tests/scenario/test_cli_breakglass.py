@@ -135,13 +135,15 @@ class BreakGlass:
         assert (await self.h.app.store.get_run(run.id)).status is RunStatus.WAITING_APPROVAL
         return run.id
 
-    async def voted(self, approval_id: str, votes: int) -> None:
-        """A click is handled after Slack's ack: wait until its vote is in the store."""
+    async def clicked(self, kind: str, count: int = 1) -> None:
+        """A click is handled after Slack's ack: wait until its audit event (the listener's
+        last store write) is there, so no listener still uses the store when the test ends."""
         for _ in range(1000):
-            if len((await self.h.app.store.get_approval(approval_id)).votes) >= votes:
+            if len(await self.events(kind)) >= count:
+                await self.h.settle()
                 return
             await asyncio.sleep(0.01)
-        raise AssertionError(f"{approval_id}: the click's vote never reached the store")
+        raise AssertionError(f"the click's {kind} event never reached the store")
 
     async def steps(self, run_id: str) -> dict[str, str]:
         return {s.step_id: s.status.value for s in await self.h.app.store.steps(run_id)}
@@ -162,25 +164,29 @@ async def breakglass(
     rb = tmp_path / "runbooks"
     rb.mkdir()
     (rb / "breakglass.yaml").write_text(RUNBOOK % approval)
-    served = database.open()
-    async with slack_harness(tmp_path, monkeypatch, runbook_dirs=[rb], store=served) as h:
-        settings = load_settings(
-            None,
-            store={"url": database.url},
-            slack={"mode": "off"},
-            policy={"groups": GROUPS, "operators": OPERATORS},
-            runbooks={"dirs": [str(rb)]},
-        )
-        cli = build_cli_app(settings, clock=h.clock, store=database.open())
+    served, used = database.open(), database.open()
+    try:
+        async with slack_harness(tmp_path, monkeypatch, runbook_dirs=[rb], store=served) as h:
+            settings = load_settings(
+                None,
+                store={"url": database.url},
+                slack={"mode": "off"},
+                policy={"groups": GROUPS, "operators": OPERATORS},
+                runbooks={"dirs": [str(rb)]},
+            )
+            cli = build_cli_app(settings, clock=h.clock, store=used)
 
-        def out() -> tuple[str, str]:
-            captured = capsys.readouterr()
-            return captured.out, captured.err
+            def out() -> tuple[str, str]:
+                captured = capsys.readouterr()
+                return captured.out, captured.err
 
-        try:
-            yield BreakGlass(h=h, cli=cli, out=out)
-        finally:
-            await cli.aclose()
+            try:
+                yield BreakGlass(h=h, cli=cli, out=out)
+            finally:
+                await cli.aclose()
+    finally:  # also when an app could not be built: no connection left to the collector
+        served.dispose()
+        used.dispose()
 
 
 @pytest.fixture
@@ -238,7 +244,7 @@ async def test_two_person_rule_across_slack_and_cli(
         _one_refusal(code, err, "requester of a run cannot approve")
 
         await b.h.click(approval_id, user="U1")
-        await b.voted(approval_id, 1)
+        await b.clicked("approval.vote")
         code, _, err = await b.gpubot("approve", approval_id, account="alice")
         _one_refusal(code, err, "already voted")
         code, stdout, _ = await b.gpubot("approve", approval_id, account="carol")
@@ -319,7 +325,8 @@ async def test_cancel_stops_the_run_and_closes_its_buttons(bg: BreakGlass) -> No
     assert "handled by hand" in event.result["reason"]
 
     await bg.h.click(approval_id, user="U1")
-    await bg.h.settle()
+    await bg.clicked("approval.refused")
+    await bg.h.standin.wait_for(lambda: bg.h.standin.of("chat.postEphemeral"))
     assert bg.h.sim.snapshot().node(NODE).unschedulable  # the release never ran
     code, _, err = await bg.gpubot("cancel", run_id)
     _one_refusal(code, err, "already cancelled")
