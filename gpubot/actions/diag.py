@@ -88,6 +88,7 @@ class Diagnose:
                 "failed_text": "",
                 "summary": "DCGM diagnostics are off (policy.diag_level 0): not run",
                 "gpus": [],
+                "version": "",
             }
         await ctx.progress(f"DCGM diagnostics level {level} on {p.node}…")
         report = await ctx.cluster.agent.diag(node=p.node, level=level, gpus=p.gpus or None)
@@ -139,5 +140,16 @@ def specs(default_level: int = 1) -> tuple[ActionSpec[Any], ...]:
             d.plan,
             d.run,
             nothing_to_check,
+            outputs={
+                "node": "the node's name",
+                "level": "the DCGM level run (0: diagnostics off)",
+                "ran": "DCGM ran (false when the level is 0)",
+                "passed": "no test failed, DCGM reported no run-time error, and a test ran",
+                "failed_tests": "the failing tests: [{test, gpu, messages}] with DCGM's messages",
+                "failed_text": "the failing tests with DCGM's messages, one line each",
+                "summary": "one line: passed, or which tests failed on which GPUs",
+                "gpus": "per GPU its worst status: [{gpu, status}] (pass, warn, fail, skip)",
+                "version": "DCGM's version, as it reports it",
+            },
         ),
     )

@@ -146,6 +146,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         plan_ask,
         run_ask,
         nothing_to_check,
+        outputs={},  # it never finishes: the run pauses for a person
     ),
     ActionSpec(
         "node.request_reboot",

@@ -70,6 +70,8 @@ async def test_level_zero_is_off_and_passes_without_running() -> None:
     assert out["passed"] is True
     assert out["ran"] is False
     assert "off" in out["summary"]
+    assert spec.outputs is not None
+    assert set(out) == set(spec.outputs)  # what a runbook may read is what it gets
 
 
 async def test_run_reports_the_failing_test_with_dcgms_message() -> None:
@@ -78,6 +80,7 @@ async def test_run_reports_the_failing_test_with_dcgms_message() -> None:
     d = Diagnose(2)
     out = await d.run(ctx_for(cluster), DiagParams(node=NODE))
     assert out["level"] == 2
+    assert set(out) == set(specs(2)[0].outputs or {})
     assert out["passed"] is False
     assert out["failed_tests"] == [{"test": "memory", "gpu": 2, "messages": ["DBE on GPU 2"]}]
     assert out["failed_text"] == "memory on GPU 2: DBE on GPU 2"
