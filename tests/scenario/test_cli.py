@@ -196,12 +196,14 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "xid": "79",
         "gpu": str(GPU),
         "uuid": uuid,
+        "pci_bus_id": None,  # DCGM's label, when the exporter sends it
         "recovery": None,  # XID 154 only
     }
     assert plan["problems"] == []
     steps = {s["id"]: s for s in plan["steps"]}
     assert list(steps) == [
         "check",
+        "history",
         "owner",
         "leave-alone",
         "cordon",
@@ -229,7 +231,10 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
     for gated in ("drain", "reset", "untaint", "uncordon", "reboot"):
         assert steps[gated]["approval"] == "required"
     # The alert's UUID label goes with the index: the agent refuses a reset of another GPU.
-    assert steps["reset"]["args"] == {"node": NODE, "gpu": str(GPU), "uuid": uuid}
+    assert steps["reset"]["args"] == {"node": NODE, "gpu": str(GPU), "uuid": uuid, "xid": "79"}
+    # The GPU's history decides the remedy; the plan says what it would be now.
+    assert steps["history"]["approval"] == "auto"
+    assert "now: reset: 0 reset(s) in the last 7 d" in steps["history"]["summary"]
     assert steps["drain"]["approvers"] == "oncall"
     assert steps["cordon"]["args"] == {"node": NODE}
     assert steps["drain"]["args"] == {"node": NODE}

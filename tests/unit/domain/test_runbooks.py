@@ -44,6 +44,7 @@ def test_shipped_runbooks_load() -> None:
     xid79 = loaded["xid79"].runbook
     assert [s.id for s in xid79.steps] == [
         "check",
+        "history",
         "owner",
         "leave-alone",
         "cordon",
@@ -90,7 +91,7 @@ def test_line_points_at_a_field() -> None:
     item = load_file(SHIPPED / "xid79.yaml")
     text = (SHIPPED / "xid79.yaml").read_text()
     assert item.line(("name",)) == line_of(text, "name: xid79")
-    assert item.line(("steps", 6, "timeout")) == line_of(text, "timeout: 10m")
+    assert item.line(("steps", 7, "timeout")) == line_of(text, "timeout: 10m")
 
 
 def test_xid79_matches_only_reset_and_reboot_xids() -> None:

@@ -100,8 +100,10 @@ async def test_ignore_xid_is_recorded_only(harness: MakeHarness) -> None:
     assert runbooks == ["xid-route"]
     assert steps == {
         "xid-route:explain": "succeeded",
+        "xid-route:history": "succeeded",
         "xid-route:tell-owner": "skipped",
         "xid-route:ask-human": "skipped",
+        "xid-route:diagnose": "skipped",
     }
     assert any(e.kind == "step.finished" and e.step == "explain" for e in await h.store.events())
 

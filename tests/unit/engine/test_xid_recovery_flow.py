@@ -90,4 +90,10 @@ async def test_drain_p2p_asks_a_person(harness: MakeHarness) -> None:
 async def test_a_cleared_action_is_recorded_only(harness: MakeHarness) -> None:
     h = harness(*RUNBOOKS)
     steps = await route(h, "NONE")
-    assert steps == {"explain": "succeeded", "tell-owner": "skipped", "ask-human": "skipped"}
+    assert steps == {
+        "explain": "succeeded",
+        "history": "succeeded",
+        "tell-owner": "skipped",
+        "ask-human": "skipped",
+        "diagnose": "skipped",
+    }

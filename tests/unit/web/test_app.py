@@ -382,6 +382,7 @@ async def test_xid79_alert_quarantines_the_node_and_waits_for_drain_approval(
     steps = {s.step_id: s.status for s in await harness.app.store.steps(run.id)}
     assert steps == {
         "check": StepStatus.SUCCEEDED,
+        "history": StepStatus.SUCCEEDED,
         "owner": StepStatus.SUCCEEDED,
         "leave-alone": StepStatus.SKIPPED,
         "cordon": StepStatus.SUCCEEDED,
@@ -411,7 +412,16 @@ async def test_xid79_alert_for_a_healthy_node_changes_nothing(harness: Harness) 
     assert steps["check"].output["healthy"] is True
     assert {k: s.status for k, s in steps.items() if k != "check"} == {
         s: StepStatus.SKIPPED
-        for s in ("owner", "leave-alone", "cordon", "taint", "notify", "drain", *AFTER_DRAIN)
+        for s in (
+            "history",
+            "owner",
+            "leave-alone",
+            "cordon",
+            "taint",
+            "notify",
+            "drain",
+            *AFTER_DRAIN,
+        )
     }
     node = await harness.sim.get_node(node=NODE)
     assert node.unschedulable is False
