@@ -163,6 +163,9 @@ def parser() -> argparse.ArgumentParser:
     from gpubot.cli_report import add_parser as add_report_parser
 
     add_report_parser(sub, _config_arg)
+    from gpubot.cli_gpus import add_parsers as add_gpus_parsers
+
+    add_gpus_parsers(sub, _config_arg)
     from gpubot.cli_ops import add_parsers as add_ops_parsers
 
     add_ops_parsers(sub, _config_arg)
@@ -412,6 +415,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         return run_knowledge(args)
     if args.command == "report":
         return asyncio.run(_report(args))
+    if args.command == "gpus":
+        from gpubot.cli_gpus import run_gpus
+
+        return asyncio.run(run_gpus(_settings(args.config), args))
     from gpubot.cli_ops import COMMANDS as OPS_COMMANDS
 
     if args.command in OPS_COMMANDS:
