@@ -8,6 +8,10 @@ for it). Each split is reported on its own, so the part gathered last is the hon
 entry's pod facts (exit code, reason), where its source reports them, are passed as the CLI's
 --exit-code/--reason would.
 
+Hostile input: a megabyte each of digits, long lines, short lines, repeated evidence and
+blanks, classified three times each; the best time per input is reported, and the slowest of
+those is held to 0.3 s (the classifier's cost is linear: oom_scan, oom_literals).
+
 Baseline: always answering the most common label of the split (what a classifier that reads
 nothing would score). Targets, on each held-out split (holdout, fresh, blind, blind2):
 accuracy >= 95 %, and precision and recall >= 90 % in every class present.
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _report import REPO, at_least, emit, percentiles
+from _report import REPO, at_least, at_most, emit, percentiles
 
 from gpubot.domain.oom import CLASSES, classify
 
@@ -67,6 +71,34 @@ def score(rows: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
+MB = 1_000_000
+HOSTILE = {
+    "digit_run": "7" * MB,
+    "digit_lines": ("1234567890" * 100 + "\n") * 1000,
+    "one_long_line": ("CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; " * 20000)[:MB],
+    "short_lines_100k": ("x" * 9 + "\n") * 100_000,
+    "exit_code_lines": "137\n" * 250_000,
+    "killed_lines": "Killed\n" * 140_000,
+    "blanks": " " * MB,
+    "json_escaped": ('{"log":"' + "Traceback\\n  File x\\n" * 50 + '"}\n') * 860,
+}
+HOSTILE_SECONDS = 0.3
+
+
+def hostile_seconds() -> dict[str, float]:
+    """The best of three classification times for each hostile input of about 1 MB."""
+    classify("warm up")  # the families' words are read once per process
+    best: dict[str, float] = {}
+    for name, text in HOSTILE.items():
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            classify(text)
+            runs.append(time.perf_counter() - start)
+        best[name] = round(min(runs), 4)
+    return best
+
+
 def _worst(split: dict[str, Any], key: str) -> float:
     values = [c[key] for c in split.get("per_class", {}).values() if c[key] is not None]
     return min(values, default=0.0)
@@ -99,6 +131,8 @@ def main(paths: list[Path]) -> None:
             f"{name}_min_class_recall": at_least(_worst(split, "recall"), 0.90),
             f"{name}_min_class_precision": at_least(_worst(split, "precision"), 0.90),
         }
+    hostile = hostile_seconds()
+    targets["hostile_input_max_seconds"] = at_most(max(hostile.values()), HOSTILE_SECONDS)
     held_out = [r for name in HELD_OUT for r in rows.get(name, [])]
     emit(
         "triage_accuracy",
@@ -109,6 +143,7 @@ def main(paths: list[Path]) -> None:
         splits=splits,
         misses=misses,
         classify_time=percentiles(seconds) if seconds else {},
+        hostile_input_seconds=hostile,
         targets=targets,
     )
 

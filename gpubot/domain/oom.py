@@ -68,8 +68,10 @@ def classify(
     `reason` label; either saying OOMKilled is a cgroup OOM kill even with an empty log.
     `device_bytes` is the GPU's memory when known from the node, for messages that omit it.
     """
+    lines = log_lines(text)
     facts = gather(
         text,
+        lines=lines,
         exit_code=exit_code,
         reason=reason,
         alert_reason=alert_reason,
@@ -77,11 +79,10 @@ def classify(
         device_bytes=device_bytes,
     )
     verdict = decide(facts)
-    scanned = "\n".join(log_lines(text))
-    kind = workload_hint or workload(scanned, verdict.cls, verdict.family)
+    kind = workload_hint or workload(lines, verdict.cls, verdict.family)
     own_hints = hints("\n".join(verdict.lines)) if verdict.lines else ()
     if not own_hints and verdict.family not in ("no_memory_evidence", "sigkill_cause_unknown"):
-        own_hints = hints(scanned)
+        own_hints = hints(lines)
     evidence = tuple(clip(line) for line in verdict.lines[:EVIDENCE_LINES])
     status = facts.status_lines()
     numbers = facts.numbers.as_dict()

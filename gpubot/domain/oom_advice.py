@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from gpubot.domain.oom_numbers import AllocatorNumbers, GiB
 from gpubot.domain.oom_rules import Facts, Verdict
+from gpubot.domain.oom_scan import lines_matching
 
 Workload = Literal["training", "inference_server", "data_loader", "unknown"]
 
@@ -36,20 +38,32 @@ _HINT = re.compile(
 _CLASSES_WITH_SERVER_ADVICE = ("cuda_oom", "cuda_oom_fragmentation")
 
 
-def workload(text: str, cls: str, family: str = "") -> Workload:
-    """Which kind of job failed, from what its log mentions (an inference server first)."""
-    if family == "inference_kv_cache" or _INFERENCE.search(text):
+def _lines(text: str | Sequence[str]) -> Sequence[str]:
+    return text.splitlines() if isinstance(text, str) else text
+
+
+def workload(text: str | Sequence[str], cls: str, family: str = "") -> Workload:
+    """Which kind of job failed, from what its log (text or lines) mentions (an inference
+    server first)."""
+    lines = _lines(text)
+    if family == "inference_kv_cache" or lines_matching(_INFERENCE, lines):
         return "inference_server"
-    if cls in ("shm_exhausted", "killed_unknown", "host_oom_killed") and _DATA_LOADER.search(text):
+    loader = bool(lines_matching(_DATA_LOADER, lines))
+    if cls in ("shm_exhausted", "killed_unknown", "host_oom_killed") and loader:
         return "data_loader"
-    if _TRAINING.search(text) or _DATA_LOADER.search(text):
+    if loader or lines_matching(_TRAINING, lines):
         return "training"
     return "unknown"
 
 
-def hints(text: str) -> tuple[str, ...]:
-    """The failing message's own suggestions, whole sentences, at most three."""
-    found = dict.fromkeys(m.group(0).strip() for m in _HINT.finditer(text))
+def hints(text: str | Sequence[str]) -> tuple[str, ...]:
+    """The failing message's own suggestions (in text or lines), whole sentences, at most
+    three."""
+    found = dict.fromkeys(
+        m.group(0).strip()
+        for line in lines_matching(_HINT, _lines(text))
+        for m in _HINT.finditer(line)
+    )
     return tuple(found)[:3]
 
 
@@ -265,6 +279,14 @@ OTHER: dict[str, tuple[str, ...]] = {
     "disk_full": (
         "A disk, not memory, is full: find which filesystem (`df -h`): ephemeral storage, a "
         "cache (HF_HOME, ~/.cache, /tmp), checkpoints. /dev/shm would be named in the message.",
+    ),
+    "crash_signal": (
+        "The process crashed on a signal (SIGSEGV, SIGABRT), not for memory: get its native "
+        "stack (faulthandler, a core dump) and check the extension or driver it crashed in.",
+    ),
+    "launcher_child_exit": (
+        "The launcher stopped its other workers after one exited with its own status: read "
+        "that worker's log for its first error; the others' kill is the consequence.",
     ),
     "ephemeral_storage_eviction": (
         "Evicted for local disk (or the node's PIDs), not memory: the kubelet's SIGKILL and exit "

@@ -78,7 +78,11 @@ GPU_OOM: tuple[Family, ...] = (
             r"OOM when allocating tensor"
             r"|ResourceExhaustedError\b.{0,200}?(?:failed to allocate memory|out of memory)"
             r"|failed to allocate memory \[Op:"
-            r"|ran out of memory trying to allocate",
+            r"|ran out of memory trying to allocate"
+            # TF1's "ResourceExhaustedError (see above for traceback): OOM" and the tensors
+            # report_tensor_allocations_upon_oom lists on the GPU's BFC allocator.
+            r"|ResourceExhaustedError\b[^\n]{0,200}?\bOOM\b"
+            r"|Current usage from device: \S{0,160}, allocator: GPU_\d{1,3}_bfc",
             _I,
         ),
         wraps=True,
@@ -186,6 +190,8 @@ SHM: tuple[Family, ...] = (
         _p(r"\[Errno 28\] No space left on device|No space left on device \(28\)"),
         near=_MULTIPROCESSING,
         span=8,
+        # Some loggers print the error before its frames: the whole traceback counts.
+        near_traceback=True,
     ),
     Family(
         "bus_error_with_workers",
@@ -241,6 +247,8 @@ HOST: tuple[Family, ...] = (
         _p(
             r"killed due to memory pressure \(OOM\)|killed due to the node running low on memory"
             r"|ray\.exceptions\.OutOfMemoryError"
+            # Ray before 2.x: the memory monitor raised instead of killing.
+            r"|RayOutOfMemoryError\b|More than \d{1,3}% of the memory on node"
             r"|killing latest task[^\n]{0,200}to avoid running out of memory"
         ),
     ),

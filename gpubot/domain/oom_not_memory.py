@@ -71,7 +71,8 @@ SIGKILL = Family(
         r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}-?(?:137|-9)\b"
         r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
         r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
-        r"|non-zero exit status 137\b|\bsignal: killed\b|SIGKILL|Signals\.SIGKILL"
+        r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
+        r"|sigkill_handler\] Killing subprocess"  # DeepSpeed's launcher, tearing down
         r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
         r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
         r"|exited (?:with )?(?:code )?137\b"
@@ -80,6 +81,15 @@ SIGKILL = Family(
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python",
         _I | re.MULTILINE,
     ),
+)
+
+# A launcher tearing its workers down reports the exit status of the one that failed first:
+# when that is not SIGKILL's (-9, 137), the workers' kill is the consequence, not the cause.
+LAUNCHER_CHILD_EXIT = Family(
+    "launcher_child_exit",
+    "not_oom",
+    "medium",
+    _p(r"\] exits with return code = (?!-9\b|137\b)-?\d{1,4}\b"),
 )
 
 # Look like a memory failure (or sit where one would), are not one: each gets its own advice.
@@ -144,6 +154,17 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "high",
         _p(r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"),
+    ),
+    # A crash by signal: SIGSEGV or SIGABRT, as a launcher reports a child's negative status.
+    Family(
+        "crash_signal",
+        "not_oom",
+        "high",
+        _p(
+            r"Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bsignal 11\b"
+            r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6)\b",
+            _I,
+        ),
     ),
     Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
     Family(

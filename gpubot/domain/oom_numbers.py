@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpubot.domain.oom_literals import may_match
+
 GiB = 1024**3
 TiB = 1024**4
 
@@ -63,7 +65,9 @@ def _size(number: str, unit: str) -> Size:
     return Size(int(float(number) * scale), slack)
 
 
-def _find(pattern: re.Pattern[str], text: str) -> Size | None:
+def _find(pattern: re.Pattern[str], text: str, lowered: str | None = None) -> Size | None:
+    if not may_match(pattern, text.lower() if lowered is None else lowered):
+        return None
     found = pattern.search(text)
     if found is None:
         return None
@@ -187,8 +191,9 @@ class AllocatorNumbers:
 
 
 def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> Size | None:
+    lowered = text.lower()
     for pattern in patterns:
-        if (size := _find(pattern, text)) is not None:
+        if (size := _find(pattern, text, lowered)) is not None:
             return size
     return None
 

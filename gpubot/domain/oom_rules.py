@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gpubot.domain.oom_families import GPU_OOM, HOST, SHM
 from gpubot.domain.oom_not_memory import (
+    LAUNCHER_CHILD_EXIT,
     LIVENESS,
     NEGATIVE,
     NON_MEMORY_EVICTION,
@@ -15,13 +16,17 @@ from gpubot.domain.oom_not_memory import (
     STOP_REQUESTED,
 )
 from gpubot.domain.oom_numbers import AllocatorNumbers, GiB, device_capacity, read_numbers
-from gpubot.domain.oom_scan import Confidence, Match, OomClass, find, find_first, log_lines
+from gpubot.domain.oom_scan import Confidence, Lines, Match, OomClass, find, find_first, log_lines
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
 _EXIT_CODE = re.compile(r"Exit Code:\s{0,20}(\d{1,3})\b", re.ASCII)
 _REASON = re.compile(r"^\s{0,20}Reason:\s{0,20}([A-Za-z]{1,40})\s*$", re.ASCII | re.MULTILINE)
 _SIGKILL_EXIT = 137  # 128 + SIGKILL
+# The allocator's numbers are read from at most this much of the failure's own lines, or,
+# with no GPU evidence, of the log's tail: a number reader never sees a megabyte.
+NUMBERS_CHARS = 16 * 1024
+NUMBERS_TAIL_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class Facts:
     liveness: Match | None
     evicted_not_memory: Match | None
     stop_requested: Match | None
+    launcher_child_exit: Match | None
     sigkill: Match | None
     exit_code: int | None
     reason: str | None  # the container's last termination reason
@@ -68,18 +74,24 @@ def gather(
     alert_reason: str | None = None,
     liveness_failed: bool = False,
     device_bytes: int | None = None,
+    lines: Lines | None = None,
 ) -> Facts:
-    """The facts in `text` and the pod status; explicit arguments win over what the text says."""
-    lines = log_lines(text)
+    """The facts in `text` (or in its `lines`, already read) and the pod status; explicit
+    arguments win over what the text says."""
+    if lines is None:
+        lines = log_lines(text)
     scanned = "\n".join(lines)
-    if exit_code is None and (found := _EXIT_CODE.search(scanned)) is not None:
+    # Each pattern runs only if its words are there at all (a megabyte of digits has none).
+    found = _EXIT_CODE.search(scanned) if "exit code" in lines.lowered else None
+    if exit_code is None and found is not None:
         exit_code = int(found.group(1))
-    if reason is None and (found_reason := _REASON.search(scanned)) is not None:
+    found_reason = _REASON.search(scanned) if "reason:" in lines.lowered else None
+    if reason is None and found_reason is not None:
         reason = found_reason.group(1)
     gpu = find_first(GPU_OOM, lines)
     # The allocator's numbers are read from the lines that reported the failure, so that an
     # earlier, unrelated size in the log is not taken for the request.
-    evidence_text = "\n".join(dict.fromkeys(m.context for m in gpu))
+    evidence_text = "\n".join(dict.fromkeys(m.context for m in gpu))[:NUMBERS_CHARS]
     liveness = find(LIVENESS, lines)
     if liveness is None and liveness_failed:
         liveness = Match(LIVENESS, ("liveness probe failed (the kubelet killed the container)",))
@@ -91,12 +103,14 @@ def gather(
         liveness=liveness,
         evicted_not_memory=find(NON_MEMORY_EVICTION, lines),
         stop_requested=find(STOP_REQUESTED, lines),
+        launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
         exit_code=exit_code,
         reason=reason or None,
         alert_reason=alert_reason or None,
         numbers=read_numbers(
-            evidence_text or scanned, device_bytes=device_bytes or device_capacity(scanned)
+            evidence_text or scanned[-NUMBERS_TAIL_CHARS:],
+            device_bytes=device_bytes or (device_capacity(scanned) if gpu else None),
         ),
     )
 
@@ -180,6 +194,13 @@ def _stopped(f: Facts) -> Verdict | None:
     return Verdict("not_oom", "stop_requested", "medium", f.stop_requested.lines)
 
 
+def _launcher_child_exit(f: Facts) -> Verdict | None:
+    if f.launcher_child_exit is None:
+        return None
+    found = f.launcher_child_exit
+    return Verdict("not_oom", found.family.name, found.family.confidence, found.lines)
+
+
 def _sigkill(f: Facts) -> Verdict | None:
     if not f.killed:
         return None
@@ -216,6 +237,8 @@ RULES: tuple[Rule, ...] = (
     Rule("evicted_not_memory", _evicted_not_memory),
     # Killed after a stop someone asked for (a restart, a delete, a preemption).
     Rule("stop_requested", _stopped),
+    # A launcher killed its workers after one exited with its own, non-SIGKILL status.
+    Rule("launcher_child_exit", _launcher_child_exit),
     # Killed by SIGKILL (137, -9, "Killed") and nothing says why: say so, and how to find out.
     Rule("sigkill", _sigkill),
     # A known failure that is not about memory: name it, so its own advice can follow.

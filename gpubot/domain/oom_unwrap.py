@@ -49,7 +49,7 @@ def _strip(line: str) -> str:
     line = line.rstrip("\r")
     if line.startswith("["):
         line = _KUBECTL.sub("", line, count=1)
-    if line[:1].isdigit():
+    if line[4:5] == "-" and line[:4].isdigit():  # an RFC 3339 time's year
         line = _CRI.sub("", line, count=1)
         line = _KUBECTL_TIME.sub("", line, count=1)
     return line
@@ -59,7 +59,7 @@ def unwrap(line: str) -> list[str]:
     """The printed lines inside one collected `line`: usually one; a JSON value or an escaped
     message may hold several, at most MAX_LINES_PER_LINE (the rest stays in the last)."""
     line = _strip(line)
-    if _JSON_LOG.match(line):
+    if line.startswith("{") and _JSON_LOG.match(line):
         line = _strip(_from_json(line).rstrip("\n"))
     if "\n" in line:  # a decoded JSON value may hold several lines
         pieces = [_strip(piece) for piece in line.split("\n", MAX_LINES_PER_LINE - 1)]
@@ -68,7 +68,7 @@ def unwrap(line: str) -> list[str]:
     printed: list[str] = []
     for i, piece in enumerate(pieces):
         room = MAX_LINES_PER_LINE - len(printed) - (len(pieces) - i - 1)
-        if room > 1 and piece.count("\\n") >= _ESCAPED_NEWLINES_TO_SPLIT:
+        if room > 1 and "\\n" in piece and piece.count("\\n") >= _ESCAPED_NEWLINES_TO_SPLIT:
             split = _ESCAPED_NEWLINE.split(piece, room - 1)
             printed += [part.replace("\\t", "\t") for part in split]
         else:

@@ -29,20 +29,7 @@ ENTRIES: list[dict[str, Any]] = [
 HOLDOUT_MISSES: dict[str, str] = {}
 FRESH_MISSES: dict[str, str] = {}
 BLIND_MISSES: dict[str, str] = {}
-_LAUNCHER_TEARDOWN = (
-    "a launcher killing its other workers after one exited with a non-SIGKILL code (-11, 1) "
-    "is taken as a SIGKILL of unknown cause"
-)
-BLIND2_MISSES: dict[str, str] = {
-    "c-008": "Ray's old memory monitor ('RayOutOfMemoryError: More than 95% of the memory on "
-    "node') is not read",
-    "c-022": "TF's 'ResourceExhaustedError ... OOM' with the GPU_0_bfc 'Current usage from "
-    "device' list is not read without 'when allocating'",
-    "c-026": "multiprocessing's SemLock failing with ENOSPC (a /dev/shm semaphore) is read as "
-    "a full disk when SemLock is on the frame above",
-    "c-028": _LAUNCHER_TEARDOWN,
-    "c-029": _LAUNCHER_TEARDOWN,
-}
+BLIND2_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {**HOLDOUT_MISSES, **FRESH_MISSES, **BLIND_MISSES, **BLIND2_MISSES}
 
 
