@@ -51,7 +51,13 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
             ),
         )
         config_arg(p)
-        p.add_argument("verb", nargs="?", choices=["list", "show"], default="list")
+        p.add_argument(
+            "verb",
+            nargs="?",
+            choices=["list", "show"],
+            default="list",
+            help=f"list (the default) or show one {noun}",
+        )
         p.add_argument("id", nargs="?", metavar="ID", help=f"the {noun} to show")
         p.add_argument("--json", action="store_true", help="print JSON")
         p.add_argument("--limit", type=int, default=50, help="list at most N (default 50)")

@@ -1,0 +1,104 @@
+"""Break-glass against a real `gpubot serve` process: the CLI, another process, approves and
+the running server (SQLite, no Slack) carries the step out without a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+from test_cli import Workspace, gpubot, serving
+
+NODE = "gpu-node-05"
+RUNBOOK = """\
+name: breakglass
+triggers: [{alertname: GPUBreakGlassTest}]
+params:
+  node: {type: node, default: "{{ alert.labels.Hostname }}"}
+target: node
+steps:
+  - {id: quarantine, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
+  - id: release
+    action: node.uncordon
+    args: {node: "{{ params.node }}"}
+    approval: required
+    approvers: oncall
+"""
+ALERT = {
+    "version": "4",
+    "groupKey": '{}:{alertname="GPUBreakGlassTest"}',
+    "status": "firing",
+    "receiver": "gpubot",
+    "groupLabels": {},
+    "commonLabels": {},
+    "commonAnnotations": {},
+    "externalURL": "http://127.0.0.1:9093",
+    "alerts": [
+        {
+            "status": "firing",
+            "labels": {"alertname": "GPUBreakGlassTest", "Hostname": NODE, "cluster": "sim"},
+            "annotations": {"summary": "break-glass test"},
+            "startsAt": "2026-11-22T09:00:00Z",
+            "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": "http://127.0.0.1:9090/graph",
+            "fingerprint": "b1a5b1a5b1a5b1a5",
+        }
+    ],
+}
+
+
+def _until(ws: Workspace, query: str, expected: list[tuple[str, ...]], *, within: float) -> None:
+    deadline = time.monotonic() + within
+    while ws.sql(query) != expected:
+        assert time.monotonic() < deadline, f"{query}: {ws.sql(query)} != {expected}"
+        time.sleep(0.1)
+
+
+def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
+    """The alert's run waits at `release`; `gpubot approve` (the OS account mapped in
+    policy.operators) records the vote; the serving process runs the step within seconds,
+    as the approver, and the node is back in service."""
+    rb = tmp_path / "runbooks"
+    rb.mkdir()
+    (rb / "breakglass.yaml").write_text(RUNBOOK)
+    db, state = tmp_path / "gpubot.db", tmp_path / "sim.json"
+    account = pwd.getpwuid(os.getuid()).pw_name
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "store": {"url": f"sqlite:///{db}"},
+                "clusters": [{"name": "sim", "backend": "simulated", "state_file": str(state)}],
+                "policy": {"groups": {"oncall": {"users": ["U1"]}}, "operators": {account: "U1"}},
+                "slack": {"mode": "off"},
+                "runbooks": {"builtin": False, "dirs": [str(rb)]},
+            }
+        )
+    )
+    ws = Workspace(dir=tmp_path, config=config, db=db, state=state)
+
+    with serving(ws) as served, httpx.Client(base_url=served.base_url, timeout=10) as client:
+        reply = client.post("/alertmanager", content=json.dumps(ALERT))
+        assert reply.status_code == 200, served.output()
+        _until(ws, "SELECT status FROM runs", [("waiting_approval",)], within=15)
+        [(run_id,)] = ws.sql("SELECT id FROM runs")
+        assert ws.cluster().snapshot().node(NODE).unschedulable
+
+        approved = gpubot("approve", run_id, "--config", config, cwd=tmp_path)
+        assert approved.returncode == 0, approved.stderr
+        assert "Approved by U1" in approved.stdout
+
+        # The serving process's follow loop looks every second.
+        _until(ws, "SELECT status FROM runs", [("succeeded",)], within=15)
+        shown = gpubot("runs", "show", run_id, "--json", "--config", config, cwd=tmp_path)
+        steps = {s["id"]: s for s in json.loads(shown.stdout)["steps"]}
+        assert (steps["release"]["status"], steps["release"]["approved_by"]) == (
+            "succeeded",
+            ["U1"],
+        )
+    assert not ws.cluster().snapshot().node(NODE).unschedulable
+    assert "Traceback" not in served.output()
