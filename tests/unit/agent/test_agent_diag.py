@@ -277,3 +277,35 @@ async def test_http_node_agent_diag_and_its_errors(
         with pytest.raises(PermanentStepError, match="nv-hostengine"):
             await agent.diag(node=NODE, level=1)
         await agent.aclose()
+
+
+async def test_refused_while_a_tested_gpu_is_being_reset_or_another_diag_runs(
+    cluster: SimulatedCluster, tmp_path: Path
+) -> None:
+    standin(tmp_path)
+    ops = GpuOperations(
+        SimulatedDriver(cluster, node=NODE),
+        diagnostics=DcgmDiagnostics(env=env_for(tmp_path, "dcgm-4.2-pass.json")),
+    )
+    app = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=MUTATE), node=NODE)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://agent",
+        headers={"authorization": f"Bearer {MUTATE}"},
+    ) as c:
+        ops._resetting.add(2)  # a reset of GPU 2 under way
+        r = await c.post("/v1/diag", json={"level": 1})
+        assert (r.status_code, r.json()["kind"]) == (409, "busy")
+        r = await c.post("/v1/diag", json={"level": 1, "gpus": [3]})  # not the one resetting
+        assert r.status_code == 200
+        ops._resetting.clear()
+        assert ops._diag_lock.acquire(blocking=False)  # another diagnostic holds the node
+        try:
+            r = await c.post("/v1/diag", json={"level": 1})
+            assert r.json() == {
+                "error": "a DCGM diagnostic is already running here",
+                "kind": "busy",
+            }
+            assert r.status_code == 409
+        finally:
+            ops._diag_lock.release()
