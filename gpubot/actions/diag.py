@@ -14,8 +14,10 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
+from gpubot.actions.gpu_history import named, record_for
 from gpubot.domain.dcgm_diag import DiagReport, cap
 from gpubot.domain.names import NodeName
+from gpubot.errors import GpubotError
 
 LEVEL_NAMES = {0: "off", 1: "quick", 2: "medium", 3: "long"}
 
@@ -92,7 +94,33 @@ class Diagnose:
             }
         await ctx.progress(f"DCGM diagnostics level {level} on {p.node}…")
         report = await ctx.cluster.agent.diag(node=p.node, level=level, gpus=p.gpus or None)
+        await record_results(ctx, p.node, report)
         return output(p.node, report)
+
+
+async def record_results(ctx: ActionContext, node: str, report: DiagReport) -> None:
+    """One `diag` row per tested GPU in the ledger: its worst status (pass, warn, fail, skip)
+    and, for a failure, the failing tests. The UUIDs come from the node agent's GPU list; an
+    agent that cannot be read now leaves the ledger without them (the step's result stands)."""
+    if ctx.ledger is None or ctx.dry_run:
+        return
+    try:
+        gpus = {g.index: g for g in await ctx.cluster.agent.gpus(node=node)}
+    except GpubotError:
+        return
+    for index in report.gpus():
+        if (gpu := gpus.get(index)) is None:
+            continue
+        failing = [r.test for r in report.failures if r.gpu in (index, None)]
+        detail = f"level {report.level}" + (f": failed {', '.join(failing)}" if failing else "")
+        await record_for(
+            ctx,
+            node=node,
+            gpus=[named(gpu)],
+            kind="diag",
+            result=report.gpu_status(index),
+            detail=detail,
+        )
 
 
 def output(node: str, report: DiagReport) -> Output:

@@ -180,6 +180,9 @@ async def _bad_gpu(
     node = await cluster.get_node(node=BAD_NODE)
     state = "cordoned and tainted" if node.unschedulable and node.taints else "released"
     _say(f"Run {run.id} ended {run.status.value}: {BAD_NODE} is {state}.")
+    _say(f"GPU health ledger of {uuid} (gpubot gpus history {uuid})")
+    for event in await app.store.gpu_history(uuid=uuid):
+        print(f"  {event.line()}")
 
 
 def _alert_for(body: bytes, node: str, gpu: int, uuid: str) -> dict[str, object]:

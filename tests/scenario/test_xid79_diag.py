@@ -112,6 +112,15 @@ async def test_reset_works_but_diag_fails_so_the_node_stays_quarantined_for_a_pe
     assert "request a reboot: /gpu run node-handoff node=gpu-node-07 to=reboot" in thread
     assert "mark for service: /gpu run node-handoff node=gpu-node-07 to=service" in thread
 
+    # The GPU's ledger keeps what happened, in order: the XID, the reset, the failed test;
+    # and the thread points at it.
+    uuid = (await h.sim.gpus(node=NODE))[3].uuid
+    history = await h.app.store.gpu_history(uuid=uuid)
+    assert [(e.kind, e.result) for e in history] == [("xid", ""), ("reset", "ok"), ("diag", "fail")]
+    assert history[-1].detail == "level 1: failed Memory"
+    assert {e.incident_id for e in history} == {run.incident_id}
+    assert f"gpubot gpus history {NODE}" in thread
+
 
 async def test_diag_that_cannot_run_is_a_failure_to_verify_not_a_pass(
     h: SlackHarness, monkeypatch: pytest.MonkeyPatch
@@ -130,6 +139,9 @@ async def test_diag_that_cannot_run_is_a_failure_to_verify_not_a_pass(
     await assert_quarantined(h)
     assert "DCGM diagnostics could not verify them" in thread
     assert "dcgmi is not installed" in thread
+    uuid = (await h.sim.gpus(node=NODE))[3].uuid
+    kinds = [e.kind for e in await h.app.store.gpu_history(uuid=uuid)]
+    assert kinds == ["xid", "reset"]  # no diagnostics result: none was read
 
 
 async def test_diag_passes_and_the_node_is_released(h: SlackHarness) -> None:
