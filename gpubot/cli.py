@@ -329,7 +329,9 @@ async def _agent(args: argparse.Namespace) -> int:
 
         driver = NvmlDriver()  # type: ignore[assignment]
         dcgmi = str(s.agent.dcgmi_path) if s.agent.dcgmi_path else None
-        diagnostics = DcgmDiagnostics(path=dcgmi, timeout_s=s.agent.diag_timeout_seconds)
+        diagnostics = DcgmDiagnostics(
+            path=dcgmi, timeout_s=s.agent.diag_timeout_seconds, host=s.agent.dcgm_host
+        )
     opts = AgentOptions(
         tokens=AgentTokens(read=read, mutate=mutate),
         node=node,

@@ -426,6 +426,12 @@ class AgentSettings(_Section):
     dcgmi_path: Path | None = Field(
         None, description="DCGM's dcgmi for diagnostics (default: dcgmi on the agent's PATH)"
     )
+    dcgm_host: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9\[][A-Za-z0-9.:\[\]-]{0,252}$",
+        description="the DCGM host engine dcgmi talks to (`dcgmi --host`), e.g. the node's "
+        "address and 5555 for the GPU Operator's nvidia-dcgm; default: dcgmi's own (localhost)",
+    )
     diag_timeout_seconds: float | None = Field(
         None,
         gt=0,

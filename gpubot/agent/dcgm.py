@@ -68,8 +68,12 @@ class DcgmDiagnostics:
         path: str | None = None,
         timeout_s: float | None = None,
         env: dict[str, str] | None = None,
+        host: str | None = None,
     ) -> None:
         self._path = path
+        # nv-hostengine elsewhere than dcgmi's default (localhost:5555), e.g. the GPU
+        # Operator's nvidia-dcgm DaemonSet at the node's own address: `dcgmi --host`.
+        self._host = host
         self._timeout_s = timeout_s  # None: DIAG_TIMEOUT_S by level
         self._env = env  # for tests; None: the agent's environment
 
@@ -98,6 +102,8 @@ class DcgmDiagnostics:
         level = check_level(level)
         chosen = check_gpus(gpus)
         argv = [self.dcgmi(), "diag", "-r", str(level), "-j"]
+        if self._host:
+            argv += ["--host", self._host]
         if chosen:
             argv += ["-i", ",".join(str(g) for g in chosen)]
         timeout = self._timeout_s or DIAG_TIMEOUT_S[level]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from gpubot_chart import CASES, REPO, env_of, render_case
+from gpubot_chart import CASES, REPO, env_of, render, render_case
 
 TOKENS = [
     "SLACK_BOT_TOKEN",
@@ -189,6 +189,21 @@ def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
     )
     published = render_case("agent-host-port").one("DaemonSet")
     assert _pod(published)["containers"][0]["ports"][0]["hostPort"] == 9400
+
+
+def test_agent_reaches_the_gpu_operators_host_engine_on_its_node_when_asked() -> None:
+    """agent.dcgmHostPort: the agent's dcgmi talks to nv-hostengine at the node's own address
+    (the downward API's status.hostIP, expanded by the kubelet); off by default."""
+    assert "GPUBOT_AGENT__DCGM_HOST" not in env_of(_pod(_agent("default"))["containers"][0])
+    values = {
+        **CASES["default"],
+        "agent": {**CASES["default"].get("agent", {}), "dcgmHostPort": 5555},
+    }
+    env = env_of(_pod(render(values).one("DaemonSet"))["containers"][0])
+    assert env["HOST_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
+    assert env["GPUBOT_AGENT__DCGM_HOST"]["value"] == "$(HOST_IP):5555"
+    names = list(env)
+    assert names.index("HOST_IP") < names.index("GPUBOT_AGENT__DCGM_HOST")  # defined first
 
 
 def test_agent_has_only_the_device_access_nvml_needs() -> None:

@@ -309,3 +309,31 @@ async def test_refused_while_a_tested_gpu_is_being_reset_or_another_diag_runs(
             assert r.status_code == 409
         finally:
             ops._diag_lock.release()
+
+
+async def test_a_configured_host_engine_is_passed_to_dcgmi(
+    cluster: SimulatedCluster, tmp_path: Path
+) -> None:
+    """agent.dcgm_host (the GPU Operator's nv-hostengine at the node's address) reaches
+    dcgmi as `--host`, as one argument, and the answer is read as before."""
+    standin(tmp_path)
+    diagnostics = DcgmDiagnostics(
+        env=env_for(tmp_path, "dcgm-4.2-pass.json"), host="10.0.3.17:5555"
+    )
+    async with app_client(cluster, diagnostics) as c:
+        r = await c.post("/v1/diag", json={"level": 1})
+    assert r.status_code == 200, r.text
+    args = (tmp_path / "args").read_text().split()
+    assert args == ["diag", "-r", "1", "-j", "--host", "10.0.3.17:5555"]
+
+
+def test_a_dcgm_host_that_is_not_a_host_and_port_is_refused_in_config() -> None:
+    """The setting is an address and a port, never options or a shell word."""
+    from pydantic import ValidationError
+
+    from gpubot.config import AgentSettings
+
+    assert AgentSettings(dcgm_host="[fd00::7]:5555").dcgm_host == "[fd00::7]:5555"
+    for bad in ("--help", "10.0.0.1; reboot", "a b", ""):
+        with pytest.raises(ValidationError):
+            AgentSettings(dcgm_host=bad)
