@@ -19,7 +19,13 @@ from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
-from gpubot.engine.gates import CordonSlots, drain_hold_reason, gated_node, stale_reason
+from gpubot.engine.gates import (
+    CordonSlots,
+    cordons_in_flight,
+    drain_hold_reason,
+    gated_node,
+    stale_reason,
+)
 from gpubot.engine.holds import HeldStep, Holds, WakeKey
 from gpubot.engine.observe import step_outcome
 from gpubot.engine.recorder import Engine, RunRecorder
@@ -97,6 +103,16 @@ class Executor(RunRecorder):
         if slots is not None:
             slots.expire(view, now=self.e.clock.now())
         return (view.released, slots.released if slots else 0)
+
+    async def adopt_cordons_in_flight(self) -> int:
+        """On becoming the leader (or starting): count the cordons another process may still
+        have landing against the cap (CordonSlots.adopt); how many were adopted."""
+        found = await cordons_in_flight(self.e)
+        for cluster, node in found:
+            slots = self._slots.setdefault(cluster, CordonSlots())
+            kube = self.e.clusters[cluster].kube
+            await slots.adopt(kube=kube, node=node, now=self.e.clock.now())
+        return len(found)
 
     async def due(self, run: Run) -> bool:
         """Whether a HELD run is worth re-checking now: not held here (held by another

@@ -14,6 +14,7 @@ from gpubot.domain.policy import BlastRadius, check_cordon, check_drain
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepStatus
 from gpubot.engine.recorder import Engine
+from gpubot.errors import GpubotError
 from gpubot.ports import KubeApi
 
 # How long a cordon gpubot made is counted by itself after it returned, when the fleet view
@@ -34,8 +35,11 @@ class CordonSlots:
 
     Across HA replicas: only the replica holding the Lease starts steps (the executor asks
     before every step and attempt), so one process reserves at a time, and its successor's
-    view comes from the API server, where every finished cordon is. The gap: a cordon the
-    old leader sent just before its Lease ran out can land after the successor counted.
+    view comes from the API server, where every finished cordon is. A cordon the old leader
+    (or this process before a restart) sent may still be landing: each is recorded RUNNING
+    in the store before its PATCH goes out, so on becoming the leader the executor adopts
+    those nodes (`adopt`), counted like a cordon made here until the view shows them or
+    SETTLE has passed.
     """
 
     def __init__(self, *, settle: timedelta = SETTLE) -> None:
@@ -59,6 +63,16 @@ class CordonSlots:
                 self._flight[node] = self._flight.get(node, 0) + 1
                 self._seen.setdefault(node, view.cordon_seen.get(node, 0))
             return reason
+
+    async def adopt(self, *, kube: KubeApi, node: str, now: datetime) -> None:
+        """Count a cordon of `node` sent by another process (its step recorded RUNNING), as
+        if made here just now: until the view shows it, or for SETTLE."""
+        async with self._lock:
+            view = await kube.gpu_fleet()
+            if node in view.cordoned:
+                return
+            self._seen.setdefault(node, view.cordon_seen.get(node, 0))
+            self._made[node] = now
 
     def expire(self, view: FleetView, *, now: datetime) -> None:
         """Stop counting cordons made here once `view` has seen them (the node cordoned now,
@@ -100,6 +114,28 @@ def gated_node(spec: ActionSpec[Any], params: BaseModel) -> str | None:
     """The node a blast-radius cap counts this step against; None when no cap applies."""
     node = getattr(params, "node", None)
     return node if spec.blast is not None and isinstance(node, str) else None
+
+
+async def cordons_in_flight(e: Engine) -> list[tuple[str, str]]:
+    """(cluster, node) of every cordon step recorded RUNNING in the store: its PATCH may be
+    on its way (recorded before it is sent), from whichever process last led."""
+    found: list[tuple[str, str]] = []
+    active = [RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.NEEDS_HUMAN]
+    for run in await e.store.list_runs(statuses=active):
+        runbook = e.runbooks.get(run.runbook)
+        if runbook is None or run.cluster not in e.clusters:
+            continue  # a runbook no longer loaded, a cluster no longer configured
+        for s in await e.store.steps(run.id):
+            if s.status is not StepStatus.RUNNING:
+                continue
+            try:
+                blast = e.registry.get(runbook.step(s.step_id).action).blast
+            except (KeyError, GpubotError):
+                continue
+            node = s.args.get("node", run.target)
+            if blast == "cordon" and isinstance(node, str) and node:
+                found.append((run.cluster, node))
+    return found
 
 
 async def drain_hold_reason(e: Engine, run: Run, node: str) -> str | None:

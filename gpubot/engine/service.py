@@ -406,6 +406,7 @@ class GpubotService:
     async def recover(self) -> None:
         """After a start: finish what a crash interrupted, from the store and live state."""
         unfinished = await self.e.store.list_runs(statuses=_ACTIVE)
+        await self.executor.adopt_cordons_in_flight()  # a PATCH sent before the crash
         for run in unfinished:
             self.spawn(self.executor.advance(run.id))
         log.info(
@@ -448,6 +449,8 @@ class GpubotService:
         seq = head.seq if head is not None else 0
         if self._followed is None:
             self._followed = seq
+            # The last leader's cordons may still be landing: count them before any new one.
+            await self.executor.adopt_cordons_in_flight()
             await self.tick()
             return
         if seq == self._followed:
