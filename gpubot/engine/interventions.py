@@ -15,6 +15,7 @@ from gpubot.domain.audit import AuditDraft
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine import messages
 from gpubot.engine.recorder import Engine, RunRecorder
+from gpubot.engine.standing import standing_blocks
 from gpubot.errors import ApprovalError
 
 CANCELLED_KIND = "run.cancelled"
@@ -109,7 +110,8 @@ class Interventions(RunRecorder):
             dry_run=run.dry_run,
         )
         run = await self._set_run(run, RunStatus.CANCELLED, why, event=event)
-        await self._say(run, messages.text(f"Run {run.id} {why}"))
+        left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))
+        await self._say(run, messages.text(f"Run {run.id} {why}", standing=left))
         note = f"Cancelled {run.id}."
         if running:
             note += f" Step {', '.join(running)} was running: its action may still finish."

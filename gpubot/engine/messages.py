@@ -91,14 +91,22 @@ def step_message(run: Run, state: StepState, *, action: str, text: str) -> Messa
     )
 
 
-def run_summary(run: Run, states: Sequence[StepState], actors: Mapping[str, str]) -> Message:
+def run_summary(
+    run: Run,
+    states: Sequence[StepState],
+    actors: Mapping[str, str],
+    *,
+    standing: Sequence[Text] = (),
+) -> Message:
+    """The run's end: each step's outcome, then (`standing`) where its node or workload
+    stands now and what releases it."""
     rows = tuple(
         (s.step_id, s.status.value, actors.get(s.step_id, "-"), s.error or _short(s.output))
         for s in states
     )
     return Message(
         f"Run {run.id} ({run.runbook}) {run.status.value}" + (f": {run.note}" if run.note else ""),
-        (Table(("step", "status", "by", "result"), rows),),
+        (Table(("step", "status", "by", "result"), rows), *standing),
     )
 
 
@@ -153,8 +161,8 @@ def held_summary(held: Sequence[tuple[str, str, str, str]], *, cap: BlastRadius)
     return Message(f"Blast radius: {len(held)} step(s) held", tuple(blocks))
 
 
-def text(title: str, body: str = "") -> Message:
-    return Message(title, (Text(body),) if body else ())
+def text(title: str, body: str = "", *, standing: Sequence[Text] = ()) -> Message:
+    return Message(title, ((Text(body),) if body else ()) + tuple(standing))
 
 
 def code(title: str, body: str) -> Message:

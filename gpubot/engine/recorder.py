@@ -19,11 +19,14 @@ from gpubot.engine.context import steps_context
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.observe import NoTally, Tally, run_finished, step_recorded
 from gpubot.engine.registry import Registry
+from gpubot.engine.standing import standing_blocks
 from gpubot.ports import ChatNotifier, Clock, Leadership, Store
 
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
 Wait = Literal["wait"]  # a run that ended or paused: the executor stops advancing it
+# Endings whose thread message says what the run left on its node or workload.
+_STOPPED = (RunStatus.FAILED, RunStatus.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,8 @@ class RunRecorder:
         await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
         await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
         await self._audit(run, "step.needs_human", step=step, result={"reason": reason})
-        await self._say(run, messages.text(f"Run paused at step {step.id}", reason))
+        left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))
+        await self._say(run, messages.text(f"Run paused at step {step.id}", reason, standing=left))
         return "wait"
 
     async def _hold(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
@@ -203,7 +207,8 @@ class RunRecorder:
             for s in states
             if s.status is StepStatus.SUCCEEDED
         }
-        await self._say(run, messages.run_summary(run, states, actors))
+        left = await standing_blocks(self.e, run, states) if run.status in _STOPPED else ()
+        await self._say(run, messages.run_summary(run, states, actors, standing=left))
         # The head leaves the database here, in the log and the thread: an anchor that
         # `gpubot audit verify --expect-head/--min-seq` can later hold the trail to.
         head = await self.e.store.head()
