@@ -29,6 +29,7 @@ from gpubot.engine.gates import (
 from gpubot.engine.holds import HeldStep, Holds, WakeKey
 from gpubot.engine.observe import step_outcome
 from gpubot.engine.recorder import Engine, RunRecorder
+from gpubot.engine.standing import standing_blocks
 from gpubot.errors import (
     GpubotError,
     NeedsHumanError,
@@ -510,7 +511,8 @@ class Executor(RunRecorder):
         reason = f"step {step.id} was interrupted and its effect is unknown: {check.detail}"
         await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
         await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
-        await self._say(run, messages.text("A human must check this run", reason))
+        left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))
+        await self._say(run, messages.text("A human must check this run", reason, standing=left))
         return "wait"
 
     # -- outcomes -------------------------------------------------------------------------

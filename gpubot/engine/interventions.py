@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from gpubot.domain.audit import AuditDraft
+from gpubot.domain.audit import AuditDraft, AuditEvent
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine import messages
 from gpubot.engine.recorder import Engine, RunRecorder
@@ -20,6 +20,9 @@ from gpubot.errors import ApprovalError
 
 CANCELLED_KIND = "run.cancelled"
 RESUMED_KIND = "run.resumed"
+# Where a decision is taken with no chat to tell (`via` of the break-glass CLI): the leader
+# tells the run's thread when it reads the event.
+UNTOLD_VIA = "cli"
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,19 @@ class Interventions(RunRecorder):
         if running:
             note += f" Step {', '.join(running)} was running: its action may still finish."
         return Intervention(run=run, step=step_id, message=note)
+
+    async def tell_cancelled(self, event: AuditEvent) -> None:
+        """A cancel taken where no chat is (the break-glass CLI), told in the run's thread:
+        who and why, and where its node or workload stands now."""
+        if event.kind != CANCELLED_KIND or event.result.get("via") != UNTOLD_VIA:
+            return
+        if event.run_id is None:
+            return
+        run, states = await self.e.store.run_with_steps(event.run_id)
+        why = str(event.result.get("reason") or run.note)
+        left = await standing_blocks(self.e, run, states)
+        title = f"Run {run.id} {why} (break-glass CLI)"
+        await self._say(run, messages.text(title, standing=left))
 
     async def resume(
         self,

@@ -457,6 +457,8 @@ class GpubotService:
             return
         events = await self.e.store.events(after_seq=self._followed, kinds=_FOR_THE_LEADER)
         self._followed = max([seq, *(e.seq for e in events)])
+        for event in events:  # a cancel from the CLI, which tells no chat: told here
+            await Interventions(self.e).tell_cancelled(event)
         for run_id in dict.fromkeys(e.run_id for e in events if e.run_id):
             if not self.executor.busy(run_id):
                 self.spawn(self.executor.advance(run_id))

@@ -18,6 +18,7 @@ import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
 
 from gpubot.backends.simulated.scenarios import fail_diag, inject_xid
+from gpubot.cli_ops import build_cli_app
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.cluster import NodeInfo
 from gpubot.domain.runs import Run, RunStatus
@@ -127,6 +128,31 @@ async def test_cancel_mid_way_says_the_same(h: SlackHarness) -> None:
     assert f"Run {run.id} cancelled by U1: handled by hand" in said
     assert "still cordoned by gpubot" in said
     assert "gpubot.io/xid=79:NoSchedule" in said
+    assert RELEASE in said
+
+
+async def test_cancel_from_the_break_glass_cli_is_told_in_the_thread_by_the_leader(
+    h: SlackHarness,
+) -> None:
+    """A cancel taken in a CLI process (its own app over the same store, no chat): the
+    serving leader reads it from the audit trail and posts, once, who cancelled and where
+    the node stands."""
+    run, _ = await xid79_at_drain(h)
+    await h.app.service.follow()  # the leader's first look: the point it follows from
+    cli = build_cli_app(h.app.settings, clock=h.clock)
+    try:
+        await cli.service.cancel(
+            run_id=run.id, user="U2", reason="by hand", via={"via": "cli", "account": "bob"}
+        )
+    finally:
+        await cli.aclose()
+    assert standing_messages(h) == []  # the CLI process told no chat
+    await h.app.service.follow()
+    await h.app.service.follow()  # nothing new: told once
+    await h.settle()
+    [said] = standing_messages(h)
+    assert f"Run {run.id} cancelled by U2: by hand (break-glass CLI)" in said
+    assert "still cordoned by gpubot" in said
     assert RELEASE in said
 
 
