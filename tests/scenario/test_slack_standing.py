@@ -9,6 +9,7 @@ command that releases it, with outside text escaped.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
 
-from gpubot.backends.simulated.scenarios import fail_diag, inject_xid
+from gpubot.backends.simulated.scenarios import fail_diag, idle_alert, inject_xid
 from gpubot.cli_ops import build_cli_app
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.cluster import NodeInfo
@@ -238,3 +239,24 @@ async def test_unreadable_node_falls_back_to_the_runs_own_steps(
     assert f"Could not read {NODE} live (the API server is unreachable)" in said
     assert "added taint gpubot.io/xid=79:NoSchedule" in said
     assert RELEASE in said
+
+
+async def test_denied_reclaim_says_the_workload_was_not_touched(h: SlackHarness) -> None:
+    """Idle-GPU reclamation denied at its approval (after the grace, which the fake clock
+    passes at once): the end says the workload keeps running and offers no restore."""
+    pod = next(p.name for p in h.sim.snapshot().pods if p.name.startswith("vllm-sandbox"))
+    body = json.dumps(idle_alert(h.sim, namespace="research", pod=pod)).encode()
+    reply = await h.client.post(
+        "/alertmanager", content=body, headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 200
+    await h.settle()
+    [run] = [r for r in await h.app.store.list_runs() if r.runbook == "idle-reclaim"]
+    await decide(h, await pending(h, run), user="U2", approve=False)
+    [said] = standing_messages(h)
+    assert "This run changed nothing: the workload keeps running as it was." in said
+    assert "kubectl" not in said.split(STANDS, 1)[1]
+    deployment = await h.sim.get_workload(
+        namespace="research", kind="Deployment", name="vllm-sandbox"
+    )
+    assert deployment.replicas == 1
