@@ -113,7 +113,10 @@ class Interventions(RunRecorder):
             dry_run=run.dry_run,
         )
         run = await self._set_run(run, RunStatus.CANCELLED, why, event=event)
-        left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))
+        # The CLI tells no chat, so it need not read the node: the leader tells the thread.
+        told_here = _via(via).get("via") != UNTOLD_VIA
+        steps = await self.e.store.steps(run.id)
+        left = await standing_blocks(self.e, run, steps) if told_here else ()
         await self._say(run, messages.text(f"Run {run.id} {why}", standing=left))
         note = f"Cancelled {run.id}."
         if running:
