@@ -348,13 +348,13 @@ def _broken_runbook(tmp_path: Path, old: str, new: str) -> tuple[Path, int]:
         pytest.param(
             "approval: required",
             "approval: sometimes",
-            "steps[6].approval: Input should be 'auto', 'required' or 'two-person'",
+            "steps[{i}].approval: Input should be 'auto', 'required' or 'two-person'",
             id="approval",
         ),
         pytest.param(
             "action: node.drain",
             "action: node.explode",
-            "steps[6].action: unknown action 'node.explode'",
+            "steps[{i}].action: unknown action 'node.explode'",
             id="action",
         ),
     ],
@@ -364,6 +364,11 @@ def test_validate_names_file_line_and_field_of_a_bad_runbook(
 ) -> None:
     """A bad value is reported as `file:line: steps[i].field: reason`, one line, non-zero exit."""
     path, line = _broken_runbook(tmp_path, old, new)
+    # The step the edited line belongs to: the first whose field has the old value.
+    key, value = old.split(": ")
+    shipped = yaml.safe_load((REPO / "runbooks" / "xid79.yaml").read_text(encoding="utf-8"))
+    index = next(i for i, step in enumerate(shipped["steps"]) if step.get(key) == value)
+    problem = problem.format(i=index)
 
     result = gpubot("runbooks", "validate", path.parent, cwd=tmp_path)
 
