@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpubot.errors import GpubotError, InputError
 
@@ -28,11 +27,24 @@ def _config_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _version() -> str:
+    """The installed package's version (what `pip show gpubot` says)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpubot")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="gpubot",
         description="Incident-response bot for GPU Kubernetes clusters: "
         "runbooks, approvals, audit.",
+    )
+    top.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -240,7 +252,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _actions(args: argparse.Namespace) -> int:
     from gpubot.cli_actions import run_actions
     from gpubot.engine.registry import builtin_registry
-    from gpubot.wiring import build_reclaim
+    from gpubot.rules import build_reclaim
 
     settings = _settings(args.config)
     return run_actions(args, builtin_registry(reclaim=build_reclaim(settings)))
@@ -253,18 +265,24 @@ async def _audit(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    from gpubot.cli_listen import check_port, listen_problem
     from gpubot.cli_serve import log_start, setup_logging
     from gpubot.web.server import make_server, serve
     from gpubot.wiring import build_app
 
+    check_port(args.port)
     s = _settings(args.config)
+    host, port = args.host or s.web.host, args.port or s.web.port
+    if problem := listen_problem(host, port):  # before anything starts or logs
+        print(f"gpubot: error: {problem}", file=sys.stderr)
+        return 1
     setup_logging(s, fmt=args.log_format, level=args.log_level)  # before anything logs
     app = build_app(s)
     token = s.webhook_token.get_secret_value() if s.webhook_token else None
     server = make_server(
         app.service,
-        host=args.host or s.web.host,
-        port=args.port or s.web.port,
+        host=host,
+        port=port,
         webhook_token=token,
         agent_token=s.agent_token_value(),  # XID events from node agents (POST /agent/events)
         max_body_bytes=s.web.max_body_bytes,
@@ -393,39 +411,45 @@ async def _ops(args: argparse.Namespace) -> int:
         await app.aclose()
 
 
+def _arun(command: Coroutine[Any, Any, int]) -> int:
+    import asyncio  # here, not at the top: `--help`, `xid` and `triage` need no event loop
+
+    return asyncio.run(command)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "agent":
-        return asyncio.run(_agent(args))
+        return _arun(_agent(args))
     if args.command == "agent-token":
         return _agent_token(args)
     if args.command == "demo":
         from gpubot.demo.run import demo
 
-        return asyncio.run(demo(interactive=args.interactive))
+        return _arun(demo(interactive=args.interactive))
     if args.command == "plan":
-        return asyncio.run(_plan(args))
+        return _arun(_plan(args))
     if args.command == "runbooks":
         return _validate(args)
     if args.command == "actions":
         return _actions(args)
     if args.command == "audit":
-        return asyncio.run(_audit(args))
+        return _arun(_audit(args))
     if args.command in ("triage", "xid"):
         from gpubot.cli_knowledge import run_knowledge
 
         return run_knowledge(args)
     if args.command == "report":
-        return asyncio.run(_report(args))
+        return _arun(_report(args))
     if args.command == "gpus":
         from gpubot.cli_gpus import run_gpus
 
-        return asyncio.run(run_gpus(_settings(args.config), args))
+        return _arun(run_gpus(_settings(args.config), args))
     from gpubot.cli_ops import COMMANDS as OPS_COMMANDS
 
     if args.command in OPS_COMMANDS:
-        return asyncio.run(_ops(args))
-    return asyncio.run(_serve(args))
+        return _arun(_ops(args))
+    return _arun(_serve(args))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

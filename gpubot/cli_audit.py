@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import json
 import logging
@@ -88,6 +87,13 @@ def add_parsers(sub: Any, config_arg: Any) -> None:
     r.add_argument("--reason", required=True, help="why, for the audit.resealed event")
 
 
+def database_line(url: str) -> str:
+    """What the audit commands say first: the database they read, its password as ***."""
+    from gpubot.logs import redact_url
+
+    return f"audit: database {redact_url(url)}"
+
+
 async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
     from gpubot.backends.store import open_store
     from gpubot.backends.store.database import StoreMissingError
@@ -101,6 +107,8 @@ async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
     except StoreMissingError as exc:
         print(f"gpubot: error: {exc}", file=sys.stderr)
         return 1
+    # Which database, on stderr: stdout stays the report (or export's JSON lines).
+    print(database_line(settings.store.url), file=sys.stderr)
     try:
         app = build_app(settings, store=store, clusters=clusters)
     except BaseException:
@@ -148,6 +156,8 @@ def _anchor_words(args: argparse.Namespace) -> list[str]:
 
 
 async def _reseal(store: SqlStore, args: argparse.Namespace) -> int:
+    import asyncio
+
     from gpubot.domain.audit import AuditDraft
 
     # The seal column on a database from before it; creates nothing else: it exists.

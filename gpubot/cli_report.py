@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -25,7 +24,9 @@ def add_parser(sub: Any, config_arg: Any) -> None:
     )
     config_arg(r)
     r.add_argument("--json", action="store_true", help="print every figure as JSON")
-    r.add_argument("--png", type=Path, metavar="FILE", help="also write the chart to FILE")
+    r.add_argument(
+        "--png", type=Path, metavar="FILE", help="also write the chart to FILE (says where)"
+    )
     r.add_argument("--namespace", metavar="NS", help="only this namespace")
     r.add_argument("--cluster", metavar="NAME", help="only this cluster (default: all)")
 
@@ -50,6 +51,8 @@ async def run_report(app: Any, args: argparse.Namespace) -> int:
             print("\n".join(render(report_message(report, top=reporter.settings.top))))
     failed = [r for r in reports if r.error is not None]
     if args.png is not None and not failed:
+        import asyncio
+
         from gpubot.reports.chart import render_chart
 
         png = await asyncio.to_thread(render_chart, reports[0])
@@ -57,6 +60,9 @@ async def run_report(app: Any, args: argparse.Namespace) -> int:
             args.png.write_bytes(png)
         except OSError as exc:
             raise InputError(f"--png: cannot write {args.png}: {exc.strerror}") from exc
+        # Where it went; on stderr under --json, whose stdout is one JSON document.
+        where = sys.stderr if args.json else sys.stdout
+        print(f"chart written to {args.png} ({len(png):,} bytes)", file=where)
     if failed:
         print(f"gpubot: error: {failed[0].cluster}: {failed[0].error}", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 """`gpubot runbooks validate [PATH ...]`: what `serve` would refuse at start-up, before it does.
 
 The checks are engine/validation.validate with the config's policy and registry, the very
-function `serve` runs on its runbooks (wiring.load_runbooks), so the two cannot disagree.
+function `serve` runs on its runbooks (rules.load_runbooks), so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -13,18 +13,15 @@ from pathlib import Path
 
 from gpubot.config import Settings
 from gpubot.domain.runbook_loader import LoadedRunbook, load_file, runbook_files
+from gpubot.engine.registry import builtin_registry
 from gpubot.engine.validation import validate
 from gpubot.errors import InputError, RunbookError
+from gpubot.rules import build_policy, build_reclaim, runbook_dirs
 
 
 def configured_files(settings: Settings) -> list[Path]:
     """The runbook files `serve` loads: the shipped ones (unless turned off) and runbooks.dirs."""
-    from gpubot.wiring import shipped_runbooks_dir
-
-    dirs = ([shipped_runbooks_dir()] if settings.runbooks.builtin else []) + list(
-        settings.runbooks.dirs
-    )
-    return [f for d in dirs for f in runbook_files(d)]
+    return [f for d in runbook_dirs(settings) for f in runbook_files(d)]
 
 
 def given_files(paths: Sequence[Path]) -> list[Path]:
@@ -45,9 +42,6 @@ def given_files(paths: Sequence[Path]) -> list[Path]:
 
 def problems_in(files: Sequence[Path], settings: Settings) -> tuple[list[LoadedRunbook], list[str]]:
     """Every problem of every file, one line each (`file:line: field: reason`)."""
-    from gpubot.engine.registry import builtin_registry
-    from gpubot.wiring import build_policy, build_reclaim
-
     registry = builtin_registry(reclaim=build_reclaim(settings))
     policy = build_policy(settings)
     loaded: list[LoadedRunbook] = []

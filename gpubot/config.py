@@ -52,6 +52,20 @@ class SlackSettings(_Section):
         300.0, ge=0, description="how long user-group members from Slack are cached"
     )
 
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_boolean(cls, value: Any) -> Any:
+        """YAML reads an unquoted `off` (or `no`, `false`) as false: that means "off". Its
+        `on`/`yes`/`true` names no mode, so it is refused with the modes there are."""
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError(
+                "YAML reads on/yes/true as a boolean, which names no mode: "
+                "write socket or http (or off)"
+            )
+        return value
+
 
 class StoreSettings(_Section):
     url: str = Field("sqlite:///gpubot.db", description="SQLAlchemy URL: SQLite file or PostgreSQL")

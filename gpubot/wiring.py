@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from gpubot.actions.base import ClusterPorts
@@ -14,19 +12,14 @@ from gpubot.backends.console import ConsoleNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import open_store
 from gpubot.config import ClusterSettings, Settings
-from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.cluster import Sample
-from gpubot.domain.gpu_escalation import EscalationPolicy
-from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
-from gpubot.domain.reclaim import ReclaimPolicy
-from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
+from gpubot.domain.runbook_loader import LoadedRunbook
 from gpubot.engine.clock import SystemClock
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.recorder import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
-from gpubot.engine.validation import validate
-from gpubot.errors import ConfigError, PermanentStepError, RunbookError
+from gpubot.errors import ConfigError, PermanentStepError
 from gpubot.ports import (
     ChatNotifier,
     Clock,
@@ -40,74 +33,11 @@ from gpubot.ports import (
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 from gpubot.reports.scheduler import ReportScheduler
+from gpubot.rules import build_policy, build_reclaim, load_runbooks
 from gpubot.web.metrics import OutboxReading, Watched, WebMetrics
 
 if TYPE_CHECKING:
     from gpubot.slack.app import SlackParts
-
-
-def shipped_runbooks_dir() -> Path:
-    """The runbooks installed with the package (the repo's runbooks/ directory)."""
-    return Path(str(resources.files("gpubot.shipped_runbooks")))
-
-
-def build_policy(settings: Settings) -> Policy:
-    p = settings.policy
-    groups = {
-        name: ApproverGroup(name=name, users=frozenset(g.users), usergroups=frozenset(g.usergroups))
-        for name, g in p.groups.items()
-    }
-    return Policy(
-        groups=groups,
-        default_group=p.default_group,
-        approval_expiry=p.approval_expiry,
-        blast=BlastRadius(**p.blast_radius.model_dump()),
-        attempts=AttemptCap(max_attempts=p.attempts.max_attempts, window=p.attempts.window),
-        escalation=build_escalation(settings),
-    )
-
-
-def build_escalation(settings: Settings) -> EscalationPolicy:
-    """policy.escalation: what a GPU's history changes in an XID run."""
-    e = settings.policy.escalation
-    return EscalationPolicy(
-        xid_repeat_window=e.xid_repeat_window,
-        repeat_xids=frozenset(e.repeat_xids),
-        max_resets=e.max_resets,
-        reset_window=e.reset_window,
-        max_reboots=e.max_reboots,
-        reboot_window=e.reboot_window,
-    )
-
-
-def build_reclaim(settings: Settings) -> ReclaimPolicy:
-    """The idle-GPU reclamation rules; prices come from the idle report's, so both agree."""
-    r, prices = settings.reclaim, settings.reports.idle
-    return ReclaimPolicy(
-        opt_out_key=r.opt_out_key,
-        system_namespaces=frozenset(r.system_namespaces),
-        min_age=r.min_age,
-        grace=r.grace,
-        owners=dict(r.owners),
-        fallback=r.fallback,
-        prices=dict(prices.prices),
-        default_price=prices.default_price,
-        poll_seconds=max(1.0, r.poll.total_seconds()),
-    )
-
-
-def load_runbooks(
-    settings: Settings, *, registry: Registry, policy: Policy | None = None
-) -> list[LoadedRunbook]:
-    dirs = ([shipped_runbooks_dir()] if settings.runbooks.builtin else []) + list(
-        settings.runbooks.dirs
-    )
-    loaded = load_dirs(dirs)
-    problems = [p for item in loaded for p in validate(item, registry=registry, policy=policy)]
-    if problems:
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-        raise RunbookError(problems[0] + more)
-    return loaded
 
 
 def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -51,11 +52,35 @@ def _field(loc: Sequence[int | str]) -> str:
     return out or "(runbook)"
 
 
+# libyaml's parser when PyYAML was built with it: the pure-Python one takes most of
+# `runbooks validate`'s time. A document with an error is read again by the pure-Python
+# parser, so the reason keeps its wording ("mapping values are not allowed here").
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _compose_and_construct(text: str, loader_class: Any) -> tuple[Any, Any]:
+    """The document's node tree (for line numbers) and its value, from one parse."""
+    loader = loader_class(text)
+    try:
+        root = loader.get_single_node()
+        return root, (loader.construct_document(root) if root is not None else None)
+    finally:
+        loader.dispose()
+
+
+def _read_yaml(text: str) -> tuple[Any, Any]:
+    try:
+        return _compose_and_construct(text, _FAST_LOADER)
+    except yaml.YAMLError:
+        if _FAST_LOADER is yaml.SafeLoader:
+            raise
+    return _compose_and_construct(text, yaml.SafeLoader)
+
+
 def parse_runbook(text: str, *, path: Path) -> LoadedRunbook:
     """Parse one runbook document; raise RunbookError naming file, line and field."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = _read_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"{mark.line + 1}" if mark is not None else "?"

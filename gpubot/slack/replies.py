@@ -85,10 +85,12 @@ def incident_list(incidents: Sequence[Incident], which: str) -> Message:
         )
         for i in incidents
     )
+    # "all" filters nothing, so it is no word of the sentence: "No incidents", "3 incidents".
+    kind = "" if which == "all" else f"{which} "
     if not rows:
-        return Message(f"No {which} incidents")
+        return Message(f"No {kind}incidents")
     return Message(
-        f"{len(rows)} {which} incidents",
+        f"{len(rows)} {kind}incident{'' if len(rows) == 1 else 's'}",
         (Table(("id", "status", "severity", "alert", "cluster", "node", "opened"), rows),),
     )
 

@@ -25,6 +25,7 @@ from gpubot.backends.store import SqlStore, open_store
 from gpubot.domain.audit import GENESIS_HASH, Anchor, AuditDraft, AuditTrailError
 from gpubot.domain.runs import Run, RunStatus
 from gpubot.errors import ApprovalError
+from gpubot.logs import redact_url
 
 KEY = b"audit-key-for-the-tamper-tests"
 NOW = datetime(2026, 11, 22, 1, 40, tzinfo=UTC)
@@ -428,8 +429,9 @@ async def test_verify_command_names_the_moved_head_in_one_line(db: Db, tmp_path:
 
     assert result.returncode == 1, result.stdout
     assert result.stderr.splitlines() == [
+        f"audit: database {redact_url(db.url)}",
         f"audit: head is not authenticated by GPUBOT_AUDIT_KEY (seq 9 / hash "
-        f"{db.hash_of(9)[:12]}): {SEALED}"
+        f"{db.hash_of(9)[:12]}): {SEALED}",
     ]
     assert result.stdout == ""
 
@@ -443,7 +445,8 @@ async def test_verify_command_with_the_head_deleted(db: Db, tmp_path: Path) -> N
 
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "audit: chain head missing while 12 events exist (the audit_head row was deleted)"
+        f"audit: database {redact_url(db.url)}",
+        "audit: chain head missing while 12 events exist (the audit_head row was deleted)",
     ]
     assert db.rows("SELECT count(*) FROM audit_head") == [(0,)]  # verify created nothing
 
@@ -464,6 +467,7 @@ async def test_verify_command_holds_the_chain_to_an_anchor(db: Db, tmp_path: Pat
     cut = gpubot(config, "audit", "verify", "--min-seq", "12", "--expect-head", prefix)
     assert cut.returncode == 1
     assert cut.stderr.splitlines() == [
+        f"audit: database {redact_url(db.url)}",
         "audit: chain ends at seq 9, but seq 12 was written (--min-seq): events cut from the end",
         f"audit: no event has hash {prefix} (--expect-head): "
         "the events up to it were cut or rewritten",

@@ -24,7 +24,8 @@ from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.runs import RunStatus
 from gpubot.engine.clock import FakeClock
-from gpubot.wiring import build_app, shipped_runbooks_dir
+from gpubot.rules import shipped_runbooks_dir
+from gpubot.wiring import build_app
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / "xid79_firing.json"
 MUTATING = ("cordon", "taint", "drain", "reset", "untaint", "uncordon")

@@ -457,7 +457,7 @@ def test_audit_verify_passes_on_an_untouched_trail(audited: Audited) -> None:
     assert result.returncode == 0, result.stderr
     assert "verified" in result.stdout
     assert f"{len(events)} events" in result.stdout
-    assert result.stderr == ""
+    assert result.stderr == f"audit: database sqlite:///{audited.ws.db}\n"
 
 
 def test_audit_export_prints_the_chained_events_as_json_lines(audited: Audited) -> None:
@@ -502,7 +502,8 @@ def test_audit_verify_names_an_edited_row(audited: Audited) -> None:
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [
-        "audit: row seq=3: contents were changed after it was written"
+        f"audit: database sqlite:///{audited.ws.db}",
+        "audit: row seq=3: contents were changed after it was written",
     ]
     assert "verified" not in result.stdout
 

@@ -232,3 +232,21 @@ def test_runtime_errors_become_template_errors(
     run = render_value if kind == "render" else evaluate
     with pytest.raises(TemplateError):
         run(source, context)
+
+
+@pytest.mark.parametrize(
+    ("source", "expression", "reason"),
+    [
+        ("{{ node | bogus }}", False, "No filter named 'bogus'."),
+        ("{% if a is bogus %}x{% endif %}", False, "No test named 'bogus'."),
+        ("node | bogus", True, "No filter named 'bogus'."),
+        ("a is bogus and b", True, "No test named 'bogus'."),
+        ("a )", True, "unexpected ')'"),
+    ],
+)
+def test_check_syntax_names_unknown_filters_and_tests(
+    source: str, expression: bool, reason: str
+) -> None:
+    """An unknown filter or test is refused as Jinja's compiler would; every reason is the
+    bare sentence, on one line."""
+    assert check_syntax(source, expression=expression) == reason

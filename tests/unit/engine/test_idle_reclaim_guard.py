@@ -25,7 +25,7 @@ from gpubot.domain.reclaim import (
 from gpubot.domain.runs import RunStatus
 from gpubot.engine.clock import SystemClock
 from gpubot.errors import ConfigError
-from gpubot.wiring import build_reclaim
+from gpubot.rules import build_reclaim
 
 
 async def _refused(r: Reclaimer, run_id: str) -> str:
