@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
+from slack_harness import CHANNEL, FIXTURES, SlackHarness
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.approvals import ApprovalStatus
@@ -21,17 +18,7 @@ from gpubot.domain.runs import Run, RunStatus
 GPU_UUID = "GPU-9d33a01c-353c-631c-dfd4-3f371200339d"  # gpu-node-07 GPU 3 in the simulation
 
 
-@pytest.fixture(autouse=True)
-def _no_env_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("GPUBOT_", "SLACK_")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackHarness]:
-    async with slack_harness(tmp_path, monkeypatch) as harness:
-        yield harness
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def payload(name: str, *, starts: str | None = None) -> bytes:
@@ -121,6 +108,7 @@ async def test_a_second_xid79_on_a_reset_gpu_asks_for_a_reboot(h: SlackHarness) 
     assert [(e.kind, e.result, e.incident_id) for e in history] == [
         ("xid", "", first.incident_id),
         ("reset", "ok", first.incident_id),
+        ("diag", "pass", first.incident_id),  # verified before the first release
         ("xid", "", second.incident_id),
         ("reboot", "", second.incident_id),
     ]

@@ -7,14 +7,12 @@ relabelled links goes through the whole flow; what the Slack stand-in received i
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
+from slack_harness import CHANNEL, FIXTURES, SlackHarness
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.slack.listeners import FAILED
@@ -27,17 +25,7 @@ HOSTILE = (
 OURS = re.compile(r"<https?://[^|<>\s]+\|(?:Alert source|Runbook)>")
 
 
-@pytest.fixture(autouse=True)
-def _no_env_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("GPUBOT_", "SLACK_")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackHarness]:
-    async with slack_harness(tmp_path, monkeypatch) as harness:
-        yield harness
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def hostile_payload() -> bytes:

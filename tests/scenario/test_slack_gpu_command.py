@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from slack_harness import SlackHarness, sign, slack_harness
+from slack_harness import SlackHarness, sign
 
-
-@pytest.fixture(autouse=True)
-def _no_env_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("GPUBOT_", "SLACK_")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackHarness]:
-    async with slack_harness(tmp_path, monkeypatch) as harness:
-        yield harness
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 async def reply(h: SlackHarness, name: str = "r1") -> dict[str, object]:

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
+from slack_harness import CHANNEL, FIXTURES, SlackHarness
 
 from gpubot.backends.simulated.scenarios import fail_diag, idle_alert, inject_xid
 from gpubot.cli_ops import build_cli_app
@@ -31,17 +28,7 @@ RELEASE = f"/gpu run release-node node={NODE} xid=79"
 STANDS = "Where things stand"
 
 
-@pytest.fixture(autouse=True)
-def _no_env_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("GPUBOT_", "SLACK_")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackHarness]:
-    async with slack_harness(tmp_path, monkeypatch) as harness:
-        yield harness
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 async def xid79_at_drain(h: SlackHarness) -> tuple[Run, str]:

@@ -8,12 +8,10 @@ choices: retry the reset, request a reboot, mark for service.
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import pytest
-from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
+from slack_harness import CHANNEL, FIXTURES, SlackHarness
 
 from gpubot.backends.simulated.scenarios import fail_diag, inject_xid
 from gpubot.domain.approvals import ApprovalStatus
@@ -26,17 +24,7 @@ NODE = "gpu-node-07"  # the fixture alert's Hostname, GPU 3
 DBE = "GPU 3 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors."
 
 
-@pytest.fixture(autouse=True)
-def _no_env_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("GPUBOT_", "SLACK_")):
-            monkeypatch.delenv(name)
-
-
-@pytest.fixture
-async def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackHarness]:
-    async with slack_harness(tmp_path, monkeypatch) as harness:
-        yield harness
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 async def run_xid79(h: SlackHarness) -> tuple[Run, str]:
