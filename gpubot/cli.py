@@ -110,7 +110,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--interactive",
         action="store_true",
-        help="approve or deny at a prompt instead of the simulated approver",
+        help="approve or deny each gated step at a prompt instead of the simulated approver "
+        "(recorded as typed at the terminal); no answer on stdin: nothing recorded, exit 1",
     )
 
     p = sub.add_parser(

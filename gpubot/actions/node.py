@@ -219,7 +219,11 @@ async def _gpu_health(ctx: ActionContext, p: NodeParams) -> Output:
 
 async def plan_gpu_health(ctx: ActionContext, p: NodeParams) -> PlanNote:
     out = await _gpu_health(ctx, p)
-    state = "all healthy" if out["healthy"] else f"{out['unhealthy']} unhealthy {out['xid_errors']}"
+    xids = "; ".join(
+        f"GPU {gpu}: XID {', '.join(str(c) for c in codes)}"
+        for gpu, codes in out["xid_errors"].items()
+    )
+    state = "all healthy" if out["healthy"] else f"{out['unhealthy']} unhealthy ({xids})"
     return PlanNote(f"read GPU health on {p.node} (now: {out['gpus']} GPUs, {state})", False, out)
 
 

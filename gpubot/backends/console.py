@@ -3,12 +3,66 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TextIO
+import json
+import textwrap
+from typing import Any, TextIO
 
 from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.incidents import Incident
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
 from gpubot.engine.messages import incident_root
+
+CELL = 60  # widest table cell, in characters
+
+
+def readable(cell: str) -> str:
+    """A cell holding a JSON object or list (a step's result) as `key: value` pairs."""
+    if not cell.startswith(("{", "[")):
+        return cell
+    try:
+        value = json.loads(cell)
+    except ValueError:
+        return cell
+    return _plain(value)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_plain(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return f"[{', '.join(_plain(v) for v in value)}]" if value else "none"
+    return str(value)
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut at a word boundary and ended with "…"."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    space = head.rfind(" ")
+    if space > width // 2:  # a word boundary not too far back
+        head = head[:space]
+    return head.rstrip(" ,;:") + "…"
+
+
+def _table(table: Table) -> list[str]:
+    """Aligned columns; the last column wraps at word boundaries (nothing follows it), the
+    others are cut at one with "…"."""
+    rows = [[cut(readable(c), CELL) for c in r[:-1]] + [readable(r[-1])] for r in table.rows]
+    heads = list(table.headers)
+    widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads) - 1)]
+    last = min(CELL, max(len(r[-1]) for r in [heads, *rows]))
+    widths.append(last)
+    out = []
+    for n, row in enumerate([heads, *rows]):
+        wrapped = textwrap.wrap(row[-1], last, break_on_hyphens=False) or [""]
+        first = [cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)]
+        out.append("  ".join([*first, wrapped[0]]).rstrip())
+        pad = "  ".join(" " * w for w in widths[:-1])
+        out.extend(f"{pad}  {more}" for more in wrapped[1:])
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
 
 
 def render(message: Message, *, indent: str = "   ") -> list[str]:
@@ -20,13 +74,7 @@ def render(message: Message, *, indent: str = "   ") -> list[str]:
         elif isinstance(block, Fields):
             lines.append("  ·  ".join(f"{k}: {v}" for k, v in block.pairs))
         elif isinstance(block, Table):
-            rows = [block.headers, *block.rows]
-            widths = [min(60, max(len(r[i]) for r in rows)) for i in range(len(block.headers))]
-            for n, row in enumerate(rows):
-                cells = [cell[:60].ljust(w) for cell, w in zip(row, widths, strict=True)]
-                lines.append("  ".join(cells).rstrip())
-                if n == 0:
-                    lines.append("  ".join("-" * w for w in widths))
+            lines.extend(_table(block))
         elif isinstance(block, Code):
             lines.extend(f"    {line}" for line in block.text.splitlines())
         elif isinstance(block, Button):

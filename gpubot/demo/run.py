@@ -9,6 +9,7 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -47,21 +48,46 @@ async def _wait_for(
     raise TimeoutError(f"the run did not reach {', '.join(s.value for s in statuses)}")
 
 
-def _decide(interactive: bool) -> tuple[str, str]:
+def _decide(interactive: bool, step: str) -> Literal["approve", "deny"] | None:
+    """The decision on one gated step: the simulated approver's, or the one typed at the
+    terminal; None when stdin has no answer (nothing is recorded then)."""
     if not interactive:
-        _say(f"Simulated approver <@{APPROVER}> (labelled as such; not a person) clicks Approve")
-        return APPROVER, "approve"
+        print(f"  simulated approver <@{APPROVER}> (not a person) clicks Approve on `{step}`")
+        return "approve"
     while True:
         try:
-            question = "\nApprove the drain, GPU reset and release? [approve/deny] "
-            answer = input(question).strip().lower()
-        except EOFError:  # no terminal to ask: the safe answer
-            print("\n  (no input: denying)")
-            return APPROVER, "deny"
-        if answer in ("approve", "a", "yes", "y"):
-            return APPROVER, "approve"
-        if answer in ("deny", "d", "no", "n"):
-            return APPROVER, "deny"
+            answer = input(f"\nApprove step `{step}`? [approve/deny] ").strip().lower()
+        except EOFError:
+            return None
+        if answer in ("approve", "a", "yes", "y", "deny", "d", "no", "n"):
+            decision: Literal["approve", "deny"] = "approve" if answer[0] in "ay" else "deny"
+            print(f"  typed at the terminal: {decision} (recorded as <@{APPROVER}>)")
+            return decision
+
+
+class NoAnswerError(Exception):
+    """stdin ended before an approval was answered: the demo stops, nothing recorded."""
+
+
+async def _decide_gated_steps(app: App, run: Run, *, interactive: bool, target: str) -> Run:
+    """Each step that waits for approval is decided on its own (the thread shows the
+    outcome); the run as it stands once none waits."""
+    via = {"via": "terminal" if interactive else "simulated approver"}
+    while run.status is RunStatus.WAITING_APPROVAL:
+        request = (await app.store.approvals_for(run.id))[-1]
+        decision = _decide(interactive, request.step_id)
+        if decision is None:
+            raise NoAnswerError(
+                f"no answer on stdin: nothing recorded; run {run.id} still waits for "
+                f"approval of `{request.step_id}`. Demo stopped."
+            )
+        outcome = await app.service.vote(
+            approval_id=request.id, user=APPROVER, decision=decision, via=via
+        )
+        if not outcome.accepted:
+            print(f"  {outcome.message}")
+        run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL), target=target)
+    return run
 
 
 async def demo(*, interactive: bool = False) -> int:
@@ -120,20 +146,8 @@ async def _scenario(app: App, *, interactive: bool) -> int:
                 f"HTTP {reply.status_code} {reply.text}"
             )
             run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL))
-            # One decision for the run's approval steps (drain, GPU reset, untaint, uncordon).
-            decided: tuple[str, str] | None = None
-            while run.status is RunStatus.WAITING_APPROVAL:
-                request = (await app.store.approvals_for(run.id))[-1]
-                print(f"  step {request.step_id} waits for approval")
-                user, decision = decided = decided or _decide(interactive)
-                outcome = await app.service.vote(
-                    approval_id=request.id,
-                    user=user,
-                    decision="approve" if decision == "approve" else "deny",
-                )
-                print(f"  {outcome.message}")
-                await app.service.wait_idle()
-                run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL))
+            # Each approval step (drain, GPU reset, untaint, uncordon) is decided on its own.
+            run = await _decide_gated_steps(app, run, interactive=interactive, target=NODE)
             _say(f"Run {run.id} finished: {run.status.value}. The alert then resolves.")
             recover_node(cluster, node=NODE)
             resolved = json.loads(body)
@@ -143,7 +157,10 @@ async def _scenario(app: App, *, interactive: bool) -> int:
             reply = await client.post("/alertmanager", json=resolved)
             print(f"  HTTP {reply.status_code} {reply.text}")
             await app.service.wait_idle()
-            await _bad_gpu(app, client, cluster, body, decided or (APPROVER, "approve"))
+            await _bad_gpu(app, client, cluster, body, interactive=interactive)
+    except NoAnswerError as exc:
+        _say(str(exc))
+        return 1
     finally:
         server.should_exit = True
         await serving
@@ -155,7 +172,8 @@ async def _bad_gpu(
     client: httpx.AsyncClient,
     cluster: SimulatedCluster,
     body: bytes,
-    decided: tuple[str, str],
+    *,
+    interactive: bool,
 ) -> None:
     """XID 79 on another node whose GPU resets but fails DCGM's diagnostics: kept out."""
     _say(
@@ -167,16 +185,7 @@ async def _bad_gpu(
     uuid = (await cluster.gpus(node=BAD_NODE))[BAD_GPU].uuid
     await client.post("/alertmanager", json=_alert_for(body, BAD_NODE, BAD_GPU, uuid))
     run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL), target=BAD_NODE)
-    user, decision = decided
-    while run.status is RunStatus.WAITING_APPROVAL:
-        request = (await app.store.approvals_for(run.id))[-1]
-        await app.service.vote(
-            approval_id=request.id,
-            user=user,
-            decision="approve" if decision == "approve" else "deny",
-        )
-        print(f"  step {request.step_id}: {decision}d by <@{user}>")
-        run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL), target=BAD_NODE)
+    run = await _decide_gated_steps(app, run, interactive=interactive, target=BAD_NODE)
     node = await cluster.get_node(node=BAD_NODE)
     state = "cordoned and tainted" if node.unschedulable and node.taints else "released"
     _say(f"Run {run.id} ended {run.status.value}: {BAD_NODE} is {state}.")
@@ -210,25 +219,16 @@ def settings_max(app: App) -> int:
 
 
 async def _print_audit(app: App) -> int:
-    _say("Audit trail of the first incident (gpubot audit export)")
-    first = [r for r in await app.store.list_runs() if r.target == NODE]
-    incident = first[0].incident_id if first else None
+    """The chain verified. Each run's thread already showed its trail (the end message), so
+    the events are not listed again here."""
     events = await app.store.events()
-    others = [ev for ev in events if ev.incident_id not in (None, incident)]
-    for event in (ev for ev in events if ev not in others):
-        e = event.as_json()
-        what = " ".join(x for x in (e["step"], e["action"], e["target"]) if x)
-        print(
-            f"  #{e['seq']:<3} {e['ts'][11:19]} {e['actor']:<14} {e['kind']:<20} {what}"
-            f"  hash={e['hash'][:12]} prev={e['prev_hash'][:12]}"
-        )
-    if others:
-        print(f"  … and {len(others)} events of the second incident ({others[0].incident_id})")
     problems = await app.store.verify()
-    _say("Audit verification (gpubot audit verify)")
+    _say("Audit verification (gpubot audit verify; each run's trail is in its thread above)")
     if problems:
         for problem in problems:
             print(f"  FAILED: {problem}")
         return 1
-    print(f"  audit trail verified: {len(await app.store.events())} events, hash chain intact")
+    head = events[-1] if events else None
+    where = f", chain head seq {head.seq} / {head.hash[:12]}" if head is not None else ""
+    print(f"  audit trail verified: {len(events)} events, hash chain intact{where}")
     return 0

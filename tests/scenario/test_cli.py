@@ -257,6 +257,8 @@ def test_plan_reads_live_state_from_the_configured_cluster(ws: Workspace) -> Non
     assert before["cordon"]["will_run"] is False
     assert after["cordon"]["will_run"] is True
     assert after["drain"]["will_run"] is True
+    # Read in words, not as a Python dict: "(now: 8 GPUs, 1 unhealthy (GPU 3: XID 79))".
+    assert f"1 unhealthy (GPU {GPU}: XID 79)" in json.dumps(after["check"])
 
 
 def test_plan_stores_and_changes_nothing(ws: Workspace) -> None:
@@ -548,28 +550,62 @@ def test_demo_runs_end_to_end_and_verifies_its_audit_trail(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    ("answer", "expected"),
-    [("deny\n", "Denied by"), ("approve\n", "Approved by"), ("", "no input: denying")],
-)
-def test_interactive_demo_asks_a_person(tmp_path: Path, answer: str, expected: str) -> None:
-    """`--interactive` takes the decision from stdin; no input at all is a deny, not a crash."""
-    result = subprocess.run(
+def _interactive_demo(tmp_path: Path, answers: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [*GPUBOT, "demo", "--interactive"],
         cwd=tmp_path,
         env=ENV,
-        input=answer,
+        input=answers,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
 
+
+@pytest.mark.parametrize(
+    ("answers", "expected", "status"),
+    [("deny\n" * 4, "Denied by", "cancelled"), ("approve\n" * 8, "Approved by", "succeeded")],
+)
+def test_interactive_demo_asks_a_person_per_step(
+    tmp_path: Path, answers: str, expected: str, status: str
+) -> None:
+    """`--interactive` asks once per gated step and records each answer as typed at the
+    terminal; the thread shows each decision once."""
+    result = _interactive_demo(tmp_path, answers)
+
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
     assert expected in result.stdout
     assert "audit trail verified" in result.stdout
-    status = "succeeded" if answer.startswith("approve") else "cancelled"
     assert f"finished: {status}" in result.stdout
+    asked = result.stdout.count("Approve step `")
+    typed = result.stdout.count("typed at the terminal:")
+    assert asked == typed == result.stdout.count(expected) > 1
+
+
+def test_interactive_demo_without_input_records_nothing_and_stops(tmp_path: Path) -> None:
+    """No answer on stdin (EOF): no vote is recorded, the demo stops with one clear line."""
+    result = _interactive_demo(tmp_path, "")
+
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr
+    assert "no answer on stdin: nothing recorded" in result.stdout
+    assert "Demo stopped." in result.stdout
+    for decided in ("typed at the terminal", "Approved by", "Denied by"):
+        assert decided not in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_demo_prints_each_decision_and_audit_trail_once(tmp_path: Path) -> None:
+    """Each approval shows once (the thread's line), and each run's audit trail once (its
+    thread's end message): the demo does not print them again."""
+    result = gpubot("demo", cwd=tmp_path, timeout=60)
+
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert result.stdout.count("Approved by") == result.stdout.count("clicks Approve on `")
+    # The first run's trail is in its thread's end message; the demo does not list it again.
+    assert result.stdout.count("Audit trail (") == 1
+    assert result.stdout.count(" run.created ") == 1
+    assert result.stdout.count("audit trail verified") == 1
 
 
 # -- serve -----------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""The terminal renderer: table cells cut or wrapped at word boundaries, results readable."""
+
+from __future__ import annotations
+
+import json
+
+from gpubot.backends.console import CELL, cut, readable, render
+from gpubot.domain.results import Message, Table
+
+LONG = "skipped: condition `not steps.check.output.healthy and not steps.owner.output.foreign`"
+
+
+def test_cut_ends_at_a_word_boundary_with_an_ellipsis() -> None:
+    """A long cell is cut after a whole word, ends with "…", and fits the width."""
+    text = cut(LONG, 40)
+    assert len(text) <= 40
+    assert text.endswith("…")
+    assert LONG.startswith(text[:-1])
+    assert LONG[len(text) - 1] == " "  # the next character was a space: no word cut
+
+
+def test_short_text_is_left_alone() -> None:
+    """Text within the width comes back unchanged."""
+    assert cut("node.cordon", 40) == "node.cordon"
+
+
+def test_json_results_read_as_key_value_pairs() -> None:
+    """A step's JSON result shows as `key: value` pairs, lists in brackets, no braces."""
+    result = json.dumps({"node": "gpu-node-07", "lost_gpus": [3], "xid_errors": {"3": [79]}})
+    assert readable(result) == "node: gpu-node-07, lost_gpus: [3], xid_errors: 3: [79]"
+    assert readable("{not json") == "{not json"
+
+
+def test_table_wraps_its_last_column_and_cuts_the_others() -> None:
+    """The last column wraps onto aligned lines, whole words only; no line is wider than
+    the columns allow and no text is lost from the last column."""
+    table = Table(("step", "what it would do"), (("cordon " * 12, LONG + " " + LONG),))
+    lines = render(Message("Plan", (table,)), indent="")[1:]
+    head, rule, *body = lines
+    assert set(rule.replace("  ", "")) == {"-"}
+    column = head.index("what it would do")
+    assert all(len(line) <= column + CELL for line in body)
+    assert body[0][:column].rstrip().endswith("…")
+    words = " ".join(line[column:].strip() for line in body).split()
+    assert words == (LONG + " " + LONG).split()
+    assert all(line[:column].strip() == "" for line in body[1:])
