@@ -27,14 +27,19 @@ def _config_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _version() -> str:
-    """The installed package's version (what `pip show gpubot` says)."""
-    from importlib.metadata import PackageNotFoundError, version
+class _PrintVersion(argparse.Action):
+    """`--version`: the installed package's version (what `pip show gpubot` says), looked
+    up only when asked: importlib.metadata is slow to import for every other command."""
 
-    try:
-        return version("gpubot")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "(not installed)"
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("gpubot")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            found = "(not installed)"
+        print(f"{parser.prog} {found}")
+        parser.exit()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,9 +48,7 @@ def parser() -> argparse.ArgumentParser:
         description="Incident-response bot for GPU Kubernetes clusters: "
         "runbooks, approvals, audit.",
     )
-    top.add_argument(
-        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
-    )
+    top.add_argument("--version", action=_PrintVersion, nargs=0, help="print the version")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import json
 import sys
@@ -59,6 +58,8 @@ def _target(text: str) -> tuple[str | None, str | None]:
 
 
 async def _open(settings: Settings) -> SqlStore:
+    import asyncio  # here, not at the top: the parser is built for every command
+
     from gpubot.backends.store import open_store
 
     key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None

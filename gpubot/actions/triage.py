@@ -17,8 +17,6 @@ from gpubot.actions.base import (
 )
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.names import Namespace, PodName
-from gpubot.domain.oom import classify
-from gpubot.domain.oom_numbers import device_capacity
 from gpubot.domain.xid import explain
 from gpubot.errors import GpubotError
 
@@ -68,10 +66,16 @@ async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
         info = await ctx.cluster.kube.get_node(node=node)
     except GpubotError:
         return None
+    from gpubot.domain.oom_numbers import device_capacity
+
     return device_capacity(info.gpu_product) if info.gpu_product else None
 
 
 async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
+    # The classifier's rule tables load when a triage step runs, not with the registry that
+    # `runbooks validate` and `plan` build.
+    from gpubot.domain.oom import classify
+
     kube = ctx.cluster.kube
     pod = await kube.get_pod(namespace=p.namespace, name=p.pod)
     last = pod.last_terminated
