@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -91,3 +93,17 @@ async def store(database: Database) -> AsyncIterator[SqlStore]:
     store = database.open()
     yield store
     await store.close()
+
+
+@pytest.fixture
+def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test starts; those still running at its end get SIGKILL, by their PID."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for p in started:  # only the processes this test started, by their PID
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        for stream in (p.stdout, p.stderr):
+            if stream:
+                stream.close()

@@ -6,18 +6,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
+from local_procs import free_port, wait_until
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.domain.runs import Run
@@ -52,34 +49,6 @@ VOTER = textwrap.dedent("""
 
     asyncio.run(main())
 """)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(predicate: Callable[[], bool], what: str, limit: float = 20.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for p in started:  # only the processes this test started, by their PID
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=10)
-        for stream in (p.stdout, p.stderr):
-            if stream:
-                stream.close()
 
 
 def test_sigkill_mid_run_then_restart_finishes_without_repeating(
@@ -118,7 +87,7 @@ def test_sigkill_mid_run_then_restart_finishes_without_repeating(
         return p
 
     def serve() -> tuple[subprocess.Popen[bytes], int]:
-        port = _free_port()
+        port = free_port()
         p = spawn("-m", "gpubot.cli", "serve", "--config", str(cfg), "--port", str(port))
 
         def up() -> bool:
@@ -127,7 +96,7 @@ def test_sigkill_mid_run_then_restart_finishes_without_repeating(
             except httpx.TransportError:
                 return False
 
-        _wait(up, "gpubot serve to answer /healthz")
+        wait_until(up, "gpubot serve to answer /healthz")
         return p, port
 
     def runs() -> list[Run]:
@@ -145,13 +114,15 @@ def test_sigkill_mid_run_then_restart_finishes_without_repeating(
         headers={"content-type": "application/json"},
     )
     assert reply.status_code == 200
-    _wait(lambda: len(runs()) == 1 and runs()[0].status.value == "waiting_approval", "approval")
+    wait_until(
+        lambda: len(runs()) == 1 and runs()[0].status.value == "waiting_approval", "approval"
+    )
     os.kill(a.pid, signal.SIGKILL)
     a.wait(timeout=10)
 
     # B: approves, cordons, and is killed in the middle of the next step.
     b = spawn("-c", VOTER, str(cfg))
-    _wait(lambda: step("pause") == "running", "the pause step to start")
+    wait_until(lambda: step("pause") == "running", "the pause step to start")
     os.kill(b.pid, signal.SIGKILL)
     b.wait(timeout=10)
     assert step("cordon") == "succeeded"
@@ -159,7 +130,7 @@ def test_sigkill_mid_run_then_restart_finishes_without_repeating(
 
     # C: a fresh start recovers and finishes the run.
     c, _ = serve()
-    _wait(lambda: runs()[0].status.value == "succeeded", "the run to finish after restart")
+    wait_until(lambda: runs()[0].status.value == "succeeded", "the run to finish after restart")
     os.kill(c.pid, signal.SIGTERM)
     c.wait(timeout=15)
 

@@ -7,51 +7,20 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
+from local_procs import free_port, wait_until
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / "xid79_firing.json"
 GPU_UUID = "GPU-9d33a01c-353c-631c-dfd4-3f371200339d"  # gpu-node-07 GPU 3 in the simulation
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait(predicate: Callable[[], bool], what: str, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for p in started:  # only the processes this test started, by their PID
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=10)
-        for stream in (p.stdout, p.stderr):
-            if stream:
-                stream.close()
 
 
 def test_history_survives_sigkill_of_serve(
@@ -106,7 +75,7 @@ def test_history_survives_sigkill_of_serve(
             except httpx.TransportError:
                 return False
 
-        wait(up, "gpubot serve to answer /healthz")
+        wait_until(up, "gpubot serve to answer /healthz", limit=60)
         return p, port
 
     def waiting() -> bool:
@@ -120,7 +89,7 @@ def test_history_survives_sigkill_of_serve(
         headers={"content-type": "application/json"},
     )
     assert reply.status_code == 200
-    wait(waiting, "the run to wait for the drain's approval")
+    wait_until(waiting, "the run to wait for the drain's approval", limit=60)
     os.kill(a.pid, signal.SIGKILL)
     a.wait(timeout=10)
 
@@ -153,7 +122,7 @@ def test_history_survives_sigkill_of_serve(
     assert (gpu["events"][0]["gpu_index"], gpu["events"][0]["pci_bus_id"]) == (3, "0000:48:00.0")
 
     b, _ = serve()  # recovery on start-up: the run goes on waiting, the XID stays one row
-    wait(waiting, "the restarted serve to take the run back")
+    wait_until(waiting, "the restarted serve to take the run back", limit=60)
     os.kill(b.pid, signal.SIGTERM)
     b.wait(timeout=30)
     assert len(asyncio.run(store.gpu_history(uuid=GPU_UUID))) == 1
