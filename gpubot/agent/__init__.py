@@ -1,1 +1,1 @@
-"""Node agent (pynvml): arrives with the node-agent issue."""
+"""Node agent: GPU reads and actions over NVML (pynvml), DCGM diagnostics, XID forwarding."""
