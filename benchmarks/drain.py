@@ -18,11 +18,12 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "integration" / "ku
 
 from kube_standin import KubeStandin, client_for, serve
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.drain import DrainParams, run_drain
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.engine.clock import SystemClock
+from gpubot.ports import ClusterPorts
 
 PODS = int(os.environ.get("BENCH_PODS", "100"))
 BASELINE_PODS = int(os.environ.get("BENCH_BASELINE_PODS", "5"))

@@ -47,11 +47,12 @@ from _report import REPO, at_least, at_most, emit, percentiles, use_test_helpers
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.drain import DrainParams, run_drain
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.config import load_settings
 from gpubot.engine.clock import SystemClock
+from gpubot.ports import ClusterPorts
 from gpubot.web.app import create_app
 from gpubot.wiring import build_app
 

@@ -20,11 +20,11 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.config import IdleReportSettings
 from gpubot.domain.cluster import PodInfo, Sample
 from gpubot.engine.clock import FakeClock
+from gpubot.ports import ClusterPorts
 from gpubot.reports.chart import render_chart
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.idle_text import report_json, report_message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -343,3 +344,13 @@ class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, GpuLedger, Protoco
     """Everything that must survive a restart, in one database."""
 
     async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    """The backends of one cluster."""
+
+    name: str
+    kube: KubeApi
+    agent: NodeAgent
+    metrics: Metrics

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.console import ConsoleNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import open_store
@@ -15,14 +14,15 @@ from gpubot.config import ClusterSettings, Settings
 from gpubot.domain.cluster import Sample
 from gpubot.domain.runbook_loader import LoadedRunbook
 from gpubot.engine.clock import SystemClock
+from gpubot.engine.deps import Engine
 from gpubot.engine.leader import AlwaysLeader
-from gpubot.engine.recorder import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ConfigError, PermanentStepError
 from gpubot.ports import (
     ChatNotifier,
     Clock,
+    ClusterPorts,
     KubeApi,
     Leadership,
     Metrics,

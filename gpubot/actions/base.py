@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from gpubot.domain.audit import AuditEvent
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.results import Message
-from gpubot.ports import Clock, GpuLedger, KubeApi, Metrics, NodeAgent
+from gpubot.ports import Clock, ClusterPorts, GpuLedger
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -21,16 +21,6 @@ class Params(BaseModel):
     """Base of every action's parameters: strict, no unknown keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-@dataclass(frozen=True)
-class ClusterPorts:
-    """The backends of one cluster."""
-
-    name: str
-    kube: KubeApi
-    agent: NodeAgent
-    metrics: Metrics
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine import messages
+from gpubot.engine.deps import Engine
 from gpubot.engine.gates import (
     CordonSlots,
     cordons_in_flight,
@@ -28,7 +29,7 @@ from gpubot.engine.gates import (
 )
 from gpubot.engine.holds import HeldStep, Holds, WakeKey
 from gpubot.engine.observe import step_outcome
-from gpubot.engine.recorder import Engine, RunRecorder
+from gpubot.engine.recorder import RunRecorder
 from gpubot.engine.standing import standing_blocks
 from gpubot.errors import (
     GpubotError,
@@ -44,13 +45,14 @@ T = TypeVar("T")
 _WAITING = (StepStatus.PENDING, StepStatus.WAITING_APPROVAL, StepStatus.APPROVED, StepStatus.HELD)
 
 
-class Executor(RunRecorder):
+class Executor:
     """Runs steps until a run finishes or must wait; every decision is recorded."""
 
     leader_check_seconds = 1.0  # how often a running action checks that we still lead
 
     def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+        self.e = engine
+        self.record = RunRecorder(engine)
         self._locks: dict[str, asyncio.Lock] = {}
         self._blast_lock = asyncio.Lock()  # drains only: cordons reserve CordonSlots
         self._slots: dict[str, CordonSlots] = {}  # by cluster
@@ -133,7 +135,7 @@ class Executor(RunRecorder):
                     return run  # another replica holds the Lease and advances runs
                 current = next((s for s in states if not s.status.finished), None)
                 if current is None:
-                    return await self._finish(run, states)
+                    return await self.record.finish(run, states)
                 if await self._step(run, current, states) == "wait":
                     return await self.e.store.get_run(run_id)
 
@@ -145,17 +147,19 @@ class Executor(RunRecorder):
         spec = self.e.registry.get(step.action)
         stale = state.status in _WAITING and spec.mutating and not run.dry_run
         if stale and (reason := await stale_reason(self.e, run, runbook)):
-            return await self._cancel(run, reason)
-        variables = self._variables(run, states)
+            return await self.record.cancel(run, reason)
+        variables = self.record.variables(run, states)
         try:
             if (
                 state.status is StepStatus.PENDING
                 and step.when
                 and not evaluate(step.when, variables)
             ):
-                await self._save(
+                await self.record.save(
                     replace(state, status=StepStatus.SKIPPED, error=f"when: {step.when}"),
-                    event=self._event(run, "step.skipped", step=step, result={"when": step.when}),
+                    event=self.record.event(
+                        run, "step.skipped", step=step, result={"when": step.when}
+                    ),
                 )
                 return "next"
             args = (
@@ -166,7 +170,7 @@ class Executor(RunRecorder):
             params = spec.params.model_validate(args)
         except (TemplateError, ValidationError) as exc:
             return await self._fail(run, runbook, step, state, _one_line(exc))
-        ctx = self._ctx(run, step, actor=SYSTEM_ACTOR)
+        ctx = self.record.ctx(run, step, actor=SYSTEM_ACTOR)
         if state.status is StepStatus.RUNNING:
             return await self._recover(run, runbook, step, spec, state, params, ctx)
         if state.status is StepStatus.PENDING:
@@ -174,13 +178,13 @@ class Executor(RunRecorder):
             if run.dry_run:
                 note = await spec.plan(ctx, params)
                 done = replace(state, status=StepStatus.SUCCEEDED, output={"dry_run": note.summary})
-                await self._save(
+                await self.record.save(
                     done,
-                    event=self._event(
+                    event=self.record.event(
                         run, "step.dry_run", step=step, args=args, result=done.output
                     ),
                 )
-                await self._say(
+                await self.record.say(
                     run, messages.step_message(run, done, action=step.action, text=note.summary)
                 )
                 return "next"
@@ -192,8 +196,8 @@ class Executor(RunRecorder):
             if decided is None:
                 return "wait"
             state = decided
-        actor = await self._actor(run, step)
-        ctx = self._ctx(run, step, actor=actor)
+        actor = await self.record.actor(run, step)
+        ctx = self.record.ctx(run, step, actor=actor)
         node = gated_node(spec, params)
         if node is None:
             return await self._execute(run, runbook, step, spec, state, params, ctx)
@@ -225,7 +229,7 @@ class Executor(RunRecorder):
             state = replace(
                 state, status=StepStatus.RUNNING, started_at=state.started_at or self.e.clock.now()
             )
-            await self._save(state)
+            await self.record.save(state)
         try:
             return await self._execute(run, runbook, step, spec, state, params, ctx)
         finally:
@@ -243,7 +247,7 @@ class Executor(RunRecorder):
         key: WakeKey,
     ) -> Next:
         """Held by the cap: recorded on the run, and told in the one storm summary."""
-        await self._hold(run, step, state, reason)
+        await self.record.hold(run, step, state, reason)
         before = self.holds.changes
         self.holds.hold(
             HeldStep(
@@ -302,9 +306,11 @@ class Executor(RunRecorder):
             expires_at=now + self.e.policy.approval_expiry,
         )
         await self.e.store.create_approval(request)
-        await self._save(replace(state, status=StepStatus.WAITING_APPROVAL))
-        await self._set_run(run, RunStatus.WAITING_APPROVAL, f"step {step.id} waits for approval")
-        await self._audit(
+        await self.record.save(replace(state, status=StepStatus.WAITING_APPROVAL))
+        await self.record.set_run(
+            run, RunStatus.WAITING_APPROVAL, f"step {step.id} waits for approval"
+        )
+        await self.record.audit(
             run,
             "approval.requested",
             step=step,
@@ -335,19 +341,19 @@ class Executor(RunRecorder):
             return None
         if current.status is ApprovalStatus.APPROVED:
             approved = replace(state, status=StepStatus.APPROVED)
-            await self._save(approved)
+            await self.record.save(approved)
             return approved
         if current.status is ApprovalStatus.EXPIRED and request.status is ApprovalStatus.PENDING:
             await self.e.store.replace_approval(current, expected_votes=len(request.votes))
-            await self._audit(
+            await self.record.audit(
                 run, "approval.expired", step=step, result={"approval_id": request.id}
             )
         verb = "denied" if current.status is ApprovalStatus.DENIED else "expired"
         by = ", ".join(v.user for v in current.votes if v.decision == "deny")
         reason = f"step {step.id} was {verb}" + (f" by {by}" if by else "")
         step_outcome(self.e.tally, run, step=step.id, action=step.action, result=verb)
-        await self._save(replace(state, status=StepStatus.DENIED, error=reason))
-        await self._cancel(run, reason)
+        await self.record.save(replace(state, status=StepStatus.DENIED, error=reason))
+        await self.record.cancel(run, reason)
         return None
 
     async def _execute(
@@ -361,7 +367,7 @@ class Executor(RunRecorder):
         ctx: ActionContext,
     ) -> Next:
         if run.status is not RunStatus.RUNNING:
-            run = await self._set_run(run, RunStatus.RUNNING, "")
+            run = await self.record.set_run(run, RunStatus.RUNNING, "")
         attempts = state.attempts
         while True:
             if not self.e.leadership.is_leader() or self._stopping:
@@ -380,7 +386,7 @@ class Executor(RunRecorder):
             )
             ctx = replace(ctx, started_at=state.started_at)
             # Durable before acting: after a crash, RUNNING means "check live state first".
-            started = self._event(
+            started = self.record.event(
                 run,
                 "step.started",
                 step=step,
@@ -388,18 +394,18 @@ class Executor(RunRecorder):
                 actor=ctx.actor,
                 result={"attempt": attempts},
             )
-            await self._save(state, event=started)
+            await self.record.save(state, event=started)
             try:
                 output = await self._action(spec.run(ctx, params), limit=step.timeout)
             except _Interrupted:
                 interrupted = {"attempt": attempts}
-                await self._audit(
+                await self.record.audit(
                     run, "step.interrupted", step=step, actor=ctx.actor, result=interrupted
                 )
                 return "wait"  # left RUNNING: the next leader checks live state and resumes
             except TemporaryStepError as exc:
                 if attempts <= step.retries:
-                    await self._audit(
+                    await self.record.audit(
                         run,
                         "step.retry",
                         step=step,
@@ -427,12 +433,12 @@ class Executor(RunRecorder):
                     error += f": {check.detail}"
                 return await self._fail(run, runbook, step, state, error)
             except NeedsHumanError as exc:
-                return await self._needs_human(run, step, state, str(exc))
+                return await self.record.needs_human(run, step, state, str(exc))
             except StopRunError as exc:  # nothing (more) to do: a clean end, not a failure
-                await self._audit(
+                await self.record.audit(
                     run, "step.stopped", step=step, actor=ctx.actor, result={"reason": str(exc)}
                 )
-                return await self._cancel(run, str(exc))
+                return await self.record.cancel(run, str(exc))
             except GpubotError as exc:
                 return await self._fail(run, runbook, step, state, str(exc))
             except Exception as exc:  # a bug in one action must not leave the run hanging
@@ -478,12 +484,12 @@ class Executor(RunRecorder):
         ctx: ActionContext,
     ) -> Next:
         """A step was RUNNING when the process died: read live state before doing anything."""
-        actor = await self._actor(run, step)
+        actor = await self.record.actor(run, step)
         ctx = replace(ctx, actor=actor)
         if not spec.mutating:
             return await self._execute(run, runbook, step, spec, state, params, ctx)
         check = await spec.check(ctx, params)
-        await self._audit(
+        await self.record.audit(
             run,
             "step.recovered",
             step=step,
@@ -491,7 +497,7 @@ class Executor(RunRecorder):
             result={"check": check.state, "detail": check.detail},
         )
         if check.state == "done":
-            await self._say(
+            await self.record.say(
                 run,
                 messages.text(
                     f"Step {step.id} was interrupted by a restart; live state shows it took effect",
@@ -500,7 +506,7 @@ class Executor(RunRecorder):
             )
             return await self._succeed(run, step, state, dict(check.output), actor)
         if check.state == "not_done":
-            await self._say(
+            await self.record.say(
                 run,
                 messages.text(
                     f"Step {step.id} was interrupted before it took effect; running it again",
@@ -509,10 +515,12 @@ class Executor(RunRecorder):
             )
             return await self._execute(run, runbook, step, spec, state, params, ctx)
         reason = f"step {step.id} was interrupted and its effect is unknown: {check.detail}"
-        await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
-        await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
+        await self.record.save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
+        await self.record.set_run(run, RunStatus.NEEDS_HUMAN, reason)
         left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))
-        await self._say(run, messages.text("A human must check this run", reason, standing=left))
+        await self.record.say(
+            run, messages.text("A human must check this run", reason, standing=left)
+        )
         return "wait"
 
     # -- outcomes -------------------------------------------------------------------------
@@ -523,7 +531,7 @@ class Executor(RunRecorder):
         done = replace(
             state, status=StepStatus.SUCCEEDED, output=output, finished_at=self.e.clock.now()
         )
-        finished = self._event(
+        finished = self.record.event(
             run,
             "step.finished",
             step=step,
@@ -531,8 +539,8 @@ class Executor(RunRecorder):
             actor=actor,
             result={"ok": True, **output},
         )
-        await self._save(done, event=finished)
-        await self._say(
+        await self.record.save(done, event=finished)
+        await self.record.say(
             run,
             messages.step_message(run, done, action=step.action, text=messages._short(output, 300)),
         )
@@ -545,9 +553,11 @@ class Executor(RunRecorder):
             state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
         )
         result = {"ok": False, "error": error, "on_failure": step.on_failure}
-        event = self._event(run, "step.failed", step=step, args=state.args, result=result)
-        await self._save(failed, event=event)
-        await self._say(run, messages.step_message(run, failed, action=step.action, text=error))
+        event = self.record.event(run, "step.failed", step=step, args=state.args, result=result)
+        await self.record.save(failed, event=event)
+        await self.record.say(
+            run, messages.step_message(run, failed, action=step.action, text=error)
+        )
         if step.on_failure == "continue":
             return "next"
         if (target := step.goto) is not None:
@@ -556,7 +566,7 @@ class Executor(RunRecorder):
             stop = next(s.position for s in states if s.step_id == target)
             for s in states:
                 if start < s.position < stop and not s.status.finished:
-                    await self._save(
+                    await self.record.save(
                         replace(
                             s,
                             status=StepStatus.SKIPPED,
@@ -567,10 +577,12 @@ class Executor(RunRecorder):
         states = await self.e.store.steps(run.id)
         for s in states:
             if not s.status.finished:
-                await self._save(replace(s, status=StepStatus.CANCELLED, error=f"{step.id} failed"))
-        await self._set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
-        await self._close_approvals(run)
-        await self._finish(*await self.e.store.run_with_steps(run.id))
+                await self.record.save(
+                    replace(s, status=StepStatus.CANCELLED, error=f"{step.id} failed")
+                )
+        await self.record.set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
+        await self.record.close_approvals(run)
+        await self.record.finish(*await self.e.store.run_with_steps(run.id))
         return "wait"
 
 

@@ -13,7 +13,7 @@ from gpubot.domain.cluster import FleetView
 from gpubot.domain.policy import BlastRadius, check_cordon, check_drain
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepStatus
-from gpubot.engine.recorder import Engine
+from gpubot.engine.deps import Engine
 from gpubot.errors import GpubotError
 from gpubot.ports import KubeApi
 

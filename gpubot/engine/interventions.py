@@ -14,7 +14,8 @@ from typing import NoReturn
 from gpubot.domain.audit import AuditDraft, AuditEvent
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine import messages
-from gpubot.engine.recorder import Engine, RunRecorder
+from gpubot.engine.deps import Engine
+from gpubot.engine.recorder import RunRecorder
 from gpubot.engine.standing import standing_blocks
 from gpubot.errors import ApprovalError
 
@@ -34,11 +35,12 @@ class Intervention:
     message: str
 
 
-class Interventions(RunRecorder):
+class Interventions:
     """Cancel and resume, with the same group rule as an approval click."""
 
     def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+        self.e = engine
+        self.record = RunRecorder(engine)
 
     def _group_for(self, run: Run, step_id: str | None) -> str:
         runbook = self.e.runbooks.get(run.runbook)
@@ -98,8 +100,8 @@ class Interventions(RunRecorder):
         running = [s.step_id for s in states if s.status is StepStatus.RUNNING]
         for s in states:
             if not s.status.finished:
-                await self._save(replace(s, status=StepStatus.CANCELLED, error=why))
-        await self._close_approvals(run)
+                await self.record.save(replace(s, status=StepStatus.CANCELLED, error=why))
+        await self.record.close_approvals(run)
         event = AuditDraft(
             ts=self.e.clock.now(),
             actor=user,
@@ -112,12 +114,12 @@ class Interventions(RunRecorder):
             reason=f"runbook {run.runbook}",
             dry_run=run.dry_run,
         )
-        run = await self._set_run(run, RunStatus.CANCELLED, why, event=event)
+        run = await self.record.set_run(run, RunStatus.CANCELLED, why, event=event)
         # The CLI tells no chat, so it need not read the node: the leader tells the thread.
         told_here = _via(via).get("via") != UNTOLD_VIA
         steps = await self.e.store.steps(run.id)
         left = await standing_blocks(self.e, run, steps) if told_here else ()
-        await self._say(run, messages.text(f"Run {run.id} {why}", standing=left))
+        await self.record.say(run, messages.text(f"Run {run.id} {why}", standing=left))
         note = f"Cancelled {run.id}."
         if running:
             note += f" Step {', '.join(running)} was running: its action may still finish."
@@ -134,7 +136,7 @@ class Interventions(RunRecorder):
         why = str(event.result.get("reason") or run.note)
         left = await standing_blocks(self.e, run, states)
         title = f"Run {run.id} {why} (break-glass CLI)"
-        await self._say(run, messages.text(title, standing=left))
+        await self.record.say(run, messages.text(title, standing=left))
 
     async def resume(
         self,
@@ -156,7 +158,7 @@ class Interventions(RunRecorder):
         if run.status is not RunStatus.NEEDS_HUMAN or paused is None:
             message = f"Run {run.id} is {run.status.value}, not waiting for a human."
             await self._refuse(run, user, "resume", message, via)
-        await self._save(
+        await self.record.save(
             replace(paused, status=StepStatus.PENDING, error="", attempts=0, started_at=None)
         )
         event = AuditDraft(
@@ -171,8 +173,8 @@ class Interventions(RunRecorder):
             reason=f"runbook {run.runbook}",
             dry_run=run.dry_run,
         )
-        run = await self._set_run(run, RunStatus.RUNNING, f"resumed by {user}", event=event)
-        await self._say(
+        run = await self.record.set_run(run, RunStatus.RUNNING, f"resumed by {user}", event=event)
+        await self.record.say(
             run, messages.text(f"Run {run.id} resumed by {user} at step {paused.step_id}")
         )
         return Intervention(

@@ -9,7 +9,7 @@ from gpubot.actions.workloads import RECLAIM_ACTION
 from gpubot.domain.audit import AuditDraft
 from gpubot.domain.reclaim import OBJECTION_KIND, may_object
 from gpubot.domain.runs import Run, StepState, StepStatus
-from gpubot.engine.recorder import Engine
+from gpubot.engine.deps import Engine
 from gpubot.errors import ApprovalError, NotFoundError
 
 GRACE_ACTION = "workload.grace"

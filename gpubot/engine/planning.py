@@ -1,18 +1,113 @@
-"""Plans without runs: what a runbook would do for a command or an alert payload, stored nowhere."""
+"""Planning: match runbooks to alerts and commands, and plan each step from live state.
+
+A plan is read-only: nothing it does changes the cluster or the store."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from gpubot.actions.base import ClusterPorts
+from pydantic import ValidationError
+
+from gpubot.actions.base import ActionContext
 from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.incidents import Incident, IncidentStatus, observations
-from gpubot.domain.plans import Plan
+from gpubot.domain.plans import Plan, PlannedStep
+from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook
+from gpubot.domain.templating import evaluate, render_value
 from gpubot.engine.context import alert_context, resolve_params
-from gpubot.engine.planner import make_plan, match_alert
-from gpubot.engine.recorder import Engine
-from gpubot.errors import InputError
+from gpubot.engine.deps import Engine
+from gpubot.engine.registry import Registry
+from gpubot.errors import GpubotError, InputError, TemplateError
+from gpubot.ports import Clock, ClusterPorts, GpuLedger
+
+
+def match_alert(runbooks: Sequence[Runbook], labels: Mapping[str, str]) -> list[Runbook]:
+    return [rb for rb in runbooks if rb.matches_alert(labels)]
+
+
+async def make_plan(
+    runbook: Runbook,
+    *,
+    base: Mapping[str, Any],
+    params: Mapping[str, Any],
+    cluster: ClusterPorts,
+    registry: Registry,
+    clock: Clock,
+    incident_id: str | None = None,
+    ledger: GpuLedger | None = None,
+    escalation: EscalationPolicy | None = None,
+) -> Plan:
+    """Describe every step; read-only steps' live results feed later `when` conditions.
+    `ledger` and `escalation`: GPU history steps plan from the ledger (they write nothing)."""
+    ctx = ActionContext(
+        cluster=cluster,
+        clock=clock,
+        actor="planner",
+        reason="plan",
+        dry_run=True,
+        ledger=ledger,
+        escalation=escalation or EscalationPolicy(),
+        incident_id=incident_id,
+    )
+    outputs: dict[str, Any] = {}
+    planned: list[PlannedStep] = []
+    problems: list[str] = []
+    for step in runbook.steps:
+        spec = registry.get(step.action)
+        variables = {**base, "params": dict(params), "steps": outputs}
+        will_run: bool | None = True
+        if step.when:
+            try:
+                will_run = evaluate(step.when, variables)
+            except TemplateError:
+                will_run = None  # needs results only known at run time
+        args: Mapping[str, Any] = step.args
+        summary, problem = "", ""
+        try:
+            args = render_value(step.args, variables)
+            typed = spec.params.model_validate(args)
+            note = await spec.plan(ctx, typed)
+            summary = note.summary
+            if not spec.mutating:
+                outputs[step.id] = {"status": "planned", "output": dict(note.facts), "error": ""}
+        except TemplateError:
+            summary = "arguments depend on earlier steps' results; rendered at run time"
+        except ValidationError as exc:
+            problem = first_problem(exc, prefix="invalid args: ")
+        except GpubotError as exc:
+            problem = str(exc)
+        if problem:
+            problems.append(f"step {step.id}: {problem}")
+        if will_run is False:
+            summary = f"skipped: condition `{step.when}` is false now ({summary})"
+        planned.append(
+            PlannedStep(
+                id=step.id,
+                action=step.action,
+                approval=step.approval,
+                approvers=step.approvers,
+                mutating=spec.mutating,
+                args=dict(args),
+                summary=summary,
+                will_run=will_run,
+                when=step.when,
+                problem=problem,
+            )
+        )
+    target = params.get(runbook.target) if runbook.target else None
+    return Plan(
+        runbook=runbook.name,
+        description=runbook.description,
+        cluster=cluster.name,
+        target=str(target) if target is not None else None,
+        params=dict(params),
+        steps=tuple(planned),
+        incident_id=incident_id,
+        problems=tuple(problems),
+    )
 
 
 def runbook_named(e: Engine, name: str) -> Runbook:

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Literal
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_line
-from gpubot.domain.policy import Policy
 from gpubot.domain.results import Message
-from gpubot.domain.runbooks import Runbook, Step
+from gpubot.domain.runbooks import Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine import messages
 from gpubot.engine.context import steps_context
-from gpubot.engine.leader import AlwaysLeader
-from gpubot.engine.observe import NoTally, Tally, run_finished, step_recorded
-from gpubot.engine.registry import Registry
+from gpubot.engine.deps import Engine
+from gpubot.engine.observe import run_finished, step_recorded
 from gpubot.engine.standing import standing_blocks
-from gpubot.ports import ChatNotifier, Clock, Leadership, Store
 
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
@@ -29,28 +26,13 @@ Wait = Literal["wait"]  # a run that ended or paused: the executor stops advanci
 _STOPPED = (RunStatus.FAILED, RunStatus.CANCELLED)
 
 
-@dataclass(frozen=True)
-class Engine:
-    """Everything the executor and the service act through."""
-
-    store: Store
-    registry: Registry
-    runbooks: Mapping[str, Runbook]
-    clusters: Mapping[str, ClusterPorts]
-    notifier: ChatNotifier
-    clock: Clock
-    policy: Policy
-    leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
-    tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
-
-
 class RunRecorder:
     """Writes what happens to a run where it must be kept and where people read it."""
 
     def __init__(self, engine: Engine) -> None:
         self.e = engine
 
-    async def _actor(self, run: Run, step: Step) -> str:
+    async def actor(self, run: Run, step: Step) -> str:
         if step.approval == "auto":
             return SYSTEM_ACTOR
         for request in reversed(await self.e.store.approvals_for(run.id)):
@@ -58,7 +40,7 @@ class RunRecorder:
                 return "+".join(request.approvers)
         return SYSTEM_ACTOR
 
-    def _variables(self, run: Run, states: list[StepState]) -> dict[str, Any]:
+    def variables(self, run: Run, states: list[StepState]) -> dict[str, Any]:
         return {
             **run.context,
             "params": dict(run.context.get("params", {})),
@@ -66,13 +48,13 @@ class RunRecorder:
             "run": {"id": run.id, "requested_by": run.requested_by, "dry_run": run.dry_run},
         }
 
-    def _ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
+    def ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
         async def say(text: str, mentions: tuple[str, ...]) -> None:
             said = messages.text(f"{run.runbook} > {step.id}", text)
-            await self._say(run, Message(said.title, said.blocks, mentions))
+            await self.say(run, Message(said.title, said.blocks, mentions))
 
         async def post(message: Message) -> None:
-            await self._say(run, message)
+            await self.say(run, message)
 
         async def run_events(kind: str) -> list[AuditEvent]:
             found = await self.e.store.events(incident_id=run.incident_id, run_id=run.id)
@@ -94,11 +76,11 @@ class RunRecorder:
             incident_id=run.incident_id,
         )
 
-    async def _save(self, state: StepState, *, event: AuditDraft | None = None) -> None:
+    async def save(self, state: StepState, *, event: AuditDraft | None = None) -> None:
         """Record a step's state; with `event`, its audit event in the same transaction."""
         await self.e.store.save_step(state, audit=event)
 
-    async def _set_run(
+    async def set_run(
         self, run: Run, status: RunStatus, note: str, *, event: AuditDraft | None = None
     ) -> Run:
         """Record a run's status; with `event`, its audit event in the same transaction."""
@@ -109,7 +91,7 @@ class RunRecorder:
             run_finished(self.e.tally, changed)
         return changed
 
-    def _event(
+    def event(
         self,
         run: Run,
         kind: str,
@@ -136,7 +118,7 @@ class RunRecorder:
         step_recorded(self.e.tally, run, draft)  # a step outcome: a log line and a count
         return draft
 
-    async def _audit(
+    async def audit(
         self,
         run: Run,
         kind: str,
@@ -147,16 +129,16 @@ class RunRecorder:
         actor: str = SYSTEM_ACTOR,
     ) -> None:
         await self.e.store.append(
-            self._event(run, kind, step=step, args=args, result=result, actor=actor)
+            self.event(run, kind, step=step, args=args, result=result, actor=actor)
         )
 
-    async def _say(self, run: Run, message: Message) -> None:
+    async def say(self, run: Run, message: Message) -> None:
         try:
             await self.e.notifier.post(incident_id=run.incident_id, message=message)
         except Exception:  # chat is best effort; the audit trail is the record
             log.exception("could not post to the thread of %s", run.incident_id)
 
-    async def _close_approvals(self, run: Run) -> None:
+    async def close_approvals(self, run: Run) -> None:
         """A run that ended leaves no live buttons: a later click is refused, not obeyed."""
         for request in await self.e.store.approvals_for(run.id):
             if request.status is ApprovalStatus.PENDING:
@@ -165,50 +147,50 @@ class RunRecorder:
 
     # -- how a run ends or pauses ----------------------------------------------------
 
-    async def _needs_human(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
-        await self._save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
-        await self._set_run(run, RunStatus.NEEDS_HUMAN, reason)
-        await self._audit(run, "step.needs_human", step=step, result={"reason": reason})
+    async def needs_human(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
+        await self.save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
+        await self.set_run(run, RunStatus.NEEDS_HUMAN, reason)
+        await self.audit(run, "step.needs_human", step=step, result={"reason": reason})
         left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))
-        await self._say(run, messages.text(f"Run paused at step {step.id}", reason, standing=left))
+        await self.say(run, messages.text(f"Run paused at step {step.id}", reason, standing=left))
         return "wait"
 
-    async def _hold(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
+    async def hold(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
         """Recorded on the step, the run and the audit trail; what people read is the one
         summary of every held step (the executor posts it), not a message per step."""
         if state.status is not StepStatus.HELD or run.note != reason:
-            await self._save(replace(state, status=StepStatus.HELD, error=reason))
-            await self._set_run(run, RunStatus.HELD, reason)
-            await self._audit(run, "step.held", step=step, result={"reason": reason})
+            await self.save(replace(state, status=StepStatus.HELD, error=reason))
+            await self.set_run(run, RunStatus.HELD, reason)
+            await self.audit(run, "step.held", step=step, result={"reason": reason})
         return "wait"
 
-    async def _cancel(self, run: Run, reason: str) -> Wait:
+    async def cancel(self, run: Run, reason: str) -> Wait:
         for s in await self.e.store.steps(run.id):
             if not s.status.finished:
-                await self._save(replace(s, status=StepStatus.CANCELLED, error=reason))
-        await self._close_approvals(run)
-        run = await self._set_run(run, RunStatus.CANCELLED, reason)
-        await self._audit(run, "run.cancelled", result={"reason": reason})
-        await self._finish(run, await self.e.store.steps(run.id))
+                await self.save(replace(s, status=StepStatus.CANCELLED, error=reason))
+        await self.close_approvals(run)
+        run = await self.set_run(run, RunStatus.CANCELLED, reason)
+        await self.audit(run, "run.cancelled", result={"reason": reason})
+        await self.finish(run, await self.e.store.steps(run.id))
         return "wait"
 
-    async def _finish(self, run: Run, states: list[StepState]) -> Run:
+    async def finish(self, run: Run, states: list[StepState]) -> Run:
         if not run.status.finished:
             failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
             status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
             note = f"failed step(s): {', '.join(failed)}" if failed else ""
-            # The end and its event in one transaction (as _audit below would write it).
-            finished = self._event(run, "run.finished", result={"status": status.value})
-            run = await self._set_run(run, status, note, event=finished)
+            # The end and its event in one transaction (as audit() would write it).
+            finished = self.event(run, "run.finished", result={"status": status.value})
+            run = await self.set_run(run, status, note, event=finished)
         elif run.status is not RunStatus.CANCELLED:
-            await self._audit(run, "run.finished", result={"status": run.status.value})
+            await self.audit(run, "run.finished", result={"status": run.status.value})
         actors = {
-            s.step_id: await self._actor(run, self.e.runbooks[run.runbook].step(s.step_id))
+            s.step_id: await self.actor(run, self.e.runbooks[run.runbook].step(s.step_id))
             for s in states
             if s.status is StepStatus.SUCCEEDED
         }
         left = await standing_blocks(self.e, run, states) if run.status in _STOPPED else ()
-        await self._say(run, messages.run_summary(run, states, actors, standing=left))
+        await self.say(run, messages.run_summary(run, states, actors, standing=left))
         # The head leaves the database here, in the log and the thread: an anchor that
         # `gpubot audit verify --expect-head/--min-seq` can later hold the trail to.
         head = await self.e.store.head()
@@ -216,5 +198,5 @@ class RunRecorder:
         anchor_log.log(level, "%s (run %s %s)", anchor_line(head), run.id, run.status.value)
         if run.incident_id:
             events = await self.e.store.events(incident_id=run.incident_id)
-            await self._say(run, messages.audit_summary(events, head=head))
+            await self.say(run, messages.audit_summary(events, head=head))
         return run

@@ -8,7 +8,6 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
 from gpubot.domain.audit import AuditDraft
@@ -26,6 +25,7 @@ from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine import messages
 from gpubot.engine.context import alert_context, resolve_params
+from gpubot.engine.deps import Engine
 from gpubot.engine.executor import Executor
 from gpubot.engine.interventions import (
     CANCELLED_KIND,
@@ -34,10 +34,16 @@ from gpubot.engine.interventions import (
     Interventions,
 )
 from gpubot.engine.objections import MemberOf, Objection, record_objection
-from gpubot.engine.planner import make_plan, match_alert
-from gpubot.engine.planning import cluster_named, plan_alerts, plan_command, runbook_named
-from gpubot.engine.recorder import Engine
+from gpubot.engine.planning import (
+    cluster_named,
+    make_plan,
+    match_alert,
+    plan_alerts,
+    plan_command,
+    runbook_named,
+)
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
+from gpubot.ports import ClusterPorts
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)

@@ -12,7 +12,7 @@ from gpubot.domain.runs import Run, StepState
 from gpubot.errors import GpubotError
 
 if TYPE_CHECKING:  # the recorder imports this module
-    from gpubot.engine.recorder import Engine
+    from gpubot.engine.deps import Engine
 
 READ_SECONDS = 10.0  # a node read that takes longer is reported as unreadable
 

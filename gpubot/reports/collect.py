@@ -8,13 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.config import IdleReportSettings
 from gpubot.domain.audit import AuditEvent
 from gpubot.domain.cluster import PodInfo
 from gpubot.domain.results import Message, Text
 from gpubot.errors import GpubotError, InputError, TemporaryStepError
-from gpubot.ports import AuditLog, Clock
+from gpubot.ports import AuditLog, Clock, ClusterPorts
 from gpubot.reports.idle import (
     RECLAIM_ACTION,
     IdleQueries,

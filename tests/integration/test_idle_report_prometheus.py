@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from real_prometheus import DcgmExporter, ExporterGpu, RunningPrometheus, running_prometheus
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.prometheus import PrometheusMetrics
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.config import IdleReportSettings
 from gpubot.domain.cluster import PodInfo, Sample
 from gpubot.engine.clock import SystemClock
+from gpubot.ports import ClusterPorts
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 

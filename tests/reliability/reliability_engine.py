@@ -15,7 +15,6 @@ from typing import Any
 
 import uvicorn
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApproverGroup
@@ -23,10 +22,10 @@ from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import parse_runbook
 from gpubot.domain.runs import Run, RunStatus
 from gpubot.engine.clock import FakeClock
-from gpubot.engine.recorder import Engine
+from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry
 from gpubot.engine.service import GpubotService
-from gpubot.ports import Clock, Store
+from gpubot.ports import Clock, ClusterPorts, Store
 
 XID79 = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager" / "xid79_firing.json"
 ONCALL = ApproverGroup("oncall", users=frozenset({"U1", "U2"}), usergroups=frozenset())

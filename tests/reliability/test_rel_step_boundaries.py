@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from reliability_crash import CountingCluster, Crash, CrashingStore, Fate
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.fleet import default_fleet
@@ -24,6 +23,7 @@ from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.runs import RunStatus
 from gpubot.engine.clock import FakeClock
+from gpubot.ports import ClusterPorts
 from gpubot.rules import shipped_runbooks_dir
 from gpubot.wiring import build_app
 

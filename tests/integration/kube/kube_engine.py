@@ -14,7 +14,6 @@ from typing import Any
 from kube_cluster import Cluster
 from kubernetes import client
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import H100_MEMORY_MIB, H100_NAME, SimulatedCluster
@@ -27,11 +26,11 @@ from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import load_file
 from gpubot.domain.runs import RunStatus
 from gpubot.engine.clock import SystemClock
-from gpubot.engine.recorder import Engine
+from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import PermanentStepError
-from gpubot.ports import Leadership
+from gpubot.ports import ClusterPorts, Leadership
 
 REPO = Path(__file__).parents[3]
 XID79_PAYLOAD = REPO / "tests" / "fixtures" / "alertmanager" / "xid79_firing.json"

@@ -9,13 +9,14 @@ from dataclasses import replace
 import pytest
 from kube_cluster import Cluster, wait_until
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.node import NodeParams, plan_cordon, run_cordon
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, NodeInfo
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import ConflictError
+from gpubot.ports import ClusterPorts
 
 
 def _ctx(kube: KubernetesKubeApi, *, dry_run: bool = False) -> ActionContext:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 from kube_cluster import Cluster
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.node import NodeParams, TaintParams, plan_cordon, plan_taint
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import PermanentStepError
+from gpubot.ports import ClusterPorts
 
 
 def _ctx(kube: KubernetesKubeApi) -> ActionContext:

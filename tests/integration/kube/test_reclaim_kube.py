@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kube_cluster import Cluster, eventually, kubelet_for, shipped_rules
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.workloads import Reclaim, ReclaimParams
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.simulated import SimulatedCluster
@@ -23,6 +23,7 @@ from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.domain.workloads import RECLAIMED_FROM_ANNOTATION
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import NotFoundError, PermanentStepError, StopRunError
+from gpubot.ports import ClusterPorts
 
 
 def _serving(c: Cluster) -> tuple[str, str]:

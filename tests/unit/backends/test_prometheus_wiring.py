@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.prometheus import PrometheusMetrics
 from gpubot.config import load_settings
 from gpubot.errors import ConfigError, PermanentStepError
+from gpubot.ports import ClusterPorts
 from gpubot.wiring import build_clusters
 
 

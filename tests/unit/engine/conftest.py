@@ -28,7 +28,7 @@ from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import parse_runbook
 from gpubot.domain.runs import Run
 from gpubot.engine.clock import FakeClock
-from gpubot.engine.recorder import Engine
+from gpubot.engine.deps import Engine
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import PermanentStepError, TemporaryStepError

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.recording import Posted, RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import idle_alert
@@ -25,9 +24,10 @@ from gpubot.domain.results import Button, Message
 from gpubot.domain.runbook_loader import parse_runbook
 from gpubot.domain.runs import Run, RunStatus
 from gpubot.engine.clock import FakeClock
-from gpubot.engine.recorder import Engine
+from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry
 from gpubot.engine.service import GpubotService
+from gpubot.ports import ClusterPorts
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNBOOK = (ROOT / "runbooks" / "idle-reclaim.yaml").read_text()

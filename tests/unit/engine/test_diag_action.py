@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.diag import Diagnose, DiagParams, failed_text, output, specs
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import fail_diag
@@ -15,6 +15,7 @@ from gpubot.domain.dcgm_diag import DiagReport, TestResult
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.registry import builtin_registry
 from gpubot.errors import PermanentStepError
+from gpubot.ports import ClusterPorts
 
 NODE = "gpu-node-03"
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from gpubot.actions.base import ClusterPorts
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store.database import create_store_engine
@@ -21,6 +20,7 @@ from gpubot.config import IdleReportSettings
 from gpubot.domain.cluster import Sample
 from gpubot.engine.clock import SystemClock
 from gpubot.errors import MetricsUnavailableError
+from gpubot.ports import ClusterPorts
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 from gpubot.reports.scheduler import IDLE_JOB, IDLE_RETRY, ReportScheduler

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpubot.actions.base import ActionContext, ClusterPorts
+from gpubot.actions.base import ActionContext
 from gpubot.actions.triage import OomParams, gather_oom, oom_report
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.domain.runbook_loader import parse_runbook
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.context import resolve_params
 from gpubot.errors import GpubotError
+from gpubot.ports import ClusterPorts
 
 NS, POD = "ml-train", "llama3-70b-pretrain-0"
 RUNBOOK = Path(__file__).resolve().parents[3] / "runbooks" / "oom-triage.yaml"

@@ -1,0 +1,28 @@
+"""The engine's dependency bundle: the store, runbooks, clusters, chat, clock and policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gpubot.domain.policy import Policy
+from gpubot.domain.runbooks import Runbook
+from gpubot.engine.leader import AlwaysLeader
+from gpubot.engine.observe import NoTally, Tally
+from gpubot.engine.registry import Registry
+from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Everything the executor and the service act through."""
+
+    store: Store
+    registry: Registry
+    runbooks: Mapping[str, Runbook]
+    clusters: Mapping[str, ClusterPorts]
+    notifier: ChatNotifier
+    clock: Clock
+    policy: Policy
+    leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
+    tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
