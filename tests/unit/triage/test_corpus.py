@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
-The rules were written against the `train` split only; `holdout`, `fresh`, `blind` and `blind2`
-entries they miss are listed in HOLDOUT_MISSES, FRESH_MISSES, BLIND_MISSES and BLIND2_MISSES
+The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
+`blind3` entries they miss are listed in HOLDOUT_MISSES … BLIND3_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -25,12 +25,27 @@ ENTRIES: list[dict[str, Any]] = [
 
 # Held-out entries the rules miss, and why (none today). Not fixed by special cases: each
 # names the wording or judgement the rules do not have. A holdout miss goes in HOLDOUT_MISSES,
-# a fresh one in FRESH_MISSES, a blind one in BLIND_MISSES, a blind2 one in BLIND2_MISSES.
+# a fresh one in FRESH_MISSES, a blind one in BLIND_MISSES, and so on for blind2 and blind3.
 HOLDOUT_MISSES: dict[str, str] = {}
 FRESH_MISSES: dict[str, str] = {}
 BLIND_MISSES: dict[str, str] = {}
 BLIND2_MISSES: dict[str, str] = {}
-KNOWN_MISSES = {**HOLDOUT_MISSES, **FRESH_MISSES, **BLIND_MISSES, **BLIND2_MISSES}
+BLIND3_MISSES: dict[str, str] = {
+    "d-004": "MPICH's banner 'BAD TERMINATION … EXIT CODE: 9' gives the signal number, not 128+9",
+    "d-039": "docker ps's 'Exited (137)': the status in brackets is not read as an exit code",
+    "d-043": "a shell trace's 'rc=137': rc is not among the exit-status words read",
+    "d-053": "TF's 'OOM when allocating tensor … device:CPU:0 by allocator cpu' is host memory; "
+    "the TF family reads every such OOM as the GPU's",
+    "e-015": "TF's 'OOM when allocating tensor … device:CPU:0 by allocator cpu' is host memory; "
+    "the XLA family reads it as the GPU's",
+}
+KNOWN_MISSES = {
+    **HOLDOUT_MISSES,
+    **FRESH_MISSES,
+    **BLIND_MISSES,
+    **BLIND2_MISSES,
+    **BLIND3_MISSES,
+}
 
 
 def _params() -> list[Any]:
@@ -52,13 +67,16 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in CLASSES for e in ENTRIES)
-    assert all(e["split"] in ("train", "holdout", "fresh", "blind", "blind2") for e in ENTRIES)
+    assert all(
+        e["split"] in ("train", "holdout", "fresh", "blind", "blind2", "blind3") for e in ENTRIES
+    )
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
     assert all(split[key] == "holdout" for key in HOLDOUT_MISSES)
     assert all(split[key] == "fresh" for key in FRESH_MISSES), "train entries are never excused"
     assert all(split[key] == "blind" for key in BLIND_MISSES)
     assert all(split[key] == "blind2" for key in BLIND2_MISSES)
+    assert all(split[key] == "blind3" for key in BLIND3_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
