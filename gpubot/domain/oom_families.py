@@ -21,6 +21,12 @@ _I = re.IGNORECASE
 # try --tile") is not evidence that one did.
 _ADVICE = r"\b(?:if|when|in case) you (?:encounter|get|see|hit|run into|face|meet|have)\b"
 _HEDGED = r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
+# TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
+# pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
+_HOST_DEVICE = (
+    r"/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b"
+    r"|MemoryError: Unable to allocate"
+)
 
 GPU_OOM: tuple[Family, ...] = (
     Family(
@@ -69,6 +75,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"(?:Out of memory|Failed to allocate|failed to allocate|allocat\w{0,6} \d)",
         ),
         wraps=True,
+        unless=_p(_HOST_DEVICE),
     ),
     Family(
         "tf_resource_exhausted",
@@ -87,7 +94,7 @@ GPU_OOM: tuple[Family, ...] = (
         ),
         wraps=True,
         # The BFC allocator's own warning that a fallback was taken is not a failure.
-        unless=_p(r"caller indicates that this is not a failure"),
+        unless=_p(rf"caller indicates that this is not a failure|{_HOST_DEVICE}"),
     ),
     Family(
         "nccl_cuda_oom",
@@ -204,6 +211,17 @@ SHM: tuple[Family, ...] = (
 )
 
 HOST: tuple[Family, ...] = (
+    Family(
+        "tf_host_allocator",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"(?:OOM when allocating tensor|Resource exhausted|RESOURCE_EXHAUSTED"
+            r"|ResourceExhaustedError)[^\n]{0,400}?"
+            r"(?:/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b)",
+            _I,
+        ),
+    ),
     Family(
         "kernel_oom_killer",
         "host_oom_killed",

@@ -76,6 +76,10 @@ SIGKILL = Family(
         r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
         r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
         r"|exited (?:with )?(?:code )?137\b"
+        r"|\bExited \((?:137|-9)\)"  # docker ps, docker inspect's State.Status line
+        r"|\b(?:rc|ret|retval)\s{0,2}[:=]\s{0,2}(?:137|-9)\b"  # a shell trace's rc=137
+        # MPICH's Hydra banner gives the signal's number, not 128 + 9.
+        r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
         rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python",

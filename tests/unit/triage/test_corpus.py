@@ -30,15 +30,7 @@ HOLDOUT_MISSES: dict[str, str] = {}
 FRESH_MISSES: dict[str, str] = {}
 BLIND_MISSES: dict[str, str] = {}
 BLIND2_MISSES: dict[str, str] = {}
-BLIND3_MISSES: dict[str, str] = {
-    "d-004": "MPICH's banner 'BAD TERMINATION … EXIT CODE: 9' gives the signal number, not 128+9",
-    "d-039": "docker ps's 'Exited (137)': the status in brackets is not read as an exit code",
-    "d-043": "a shell trace's 'rc=137': rc is not among the exit-status words read",
-    "d-053": "TF's 'OOM when allocating tensor … device:CPU:0 by allocator cpu' is host memory; "
-    "the TF family reads every such OOM as the GPU's",
-    "e-015": "TF's 'OOM when allocating tensor … device:CPU:0 by allocator cpu' is host memory; "
-    "the XLA family reads it as the GPU's",
-}
+BLIND3_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
