@@ -240,7 +240,7 @@ async def _plan(args: argparse.Namespace) -> int:
     if not plans:
         print("no runbook matches this alert")
     from gpubot.backends.console import render
-    from gpubot.engine.messages import plan_message
+    from gpubot.domain.messages import plan_message
 
     for plan in plans:
         print("\n".join(render(plan_message(plan))))

@@ -26,7 +26,7 @@ def parse_params(items: Sequence[str]) -> dict[str, str]:
 async def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     """Print the plan (live state read, nothing changed or stored); 1 when it lists problems."""
     from gpubot.backends.console import render
-    from gpubot.engine.messages import plan_message
+    from gpubot.domain.messages import plan_message
     from gpubot.wiring import build_app
 
     params = parse_params(args.param or [])

@@ -9,8 +9,8 @@ from typing import Any, TextIO
 
 from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.incidents import Incident
+from gpubot.domain.messages import incident_root
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
-from gpubot.engine.messages import incident_root
 
 CELL = 60  # widest table cell, in characters
 

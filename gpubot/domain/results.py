@@ -45,6 +45,12 @@ class Button:
 
 
 Block = Text | Fields | Table | Code | Button
+# What a message is, so a renderer can treat each kind as it should without reading its title:
+# `step` is a step's state and `progress` a step's running commentary (a chat edits both into
+# one message per step, keyed by `step_key`); the rest are posted as they are.
+MessageKind = Literal[
+    "incident", "plan", "approval", "step", "progress", "run", "audit", "held", "note", "report"
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,8 @@ class Message:
     title: str
     blocks: tuple[Block, ...] = ()
     mentions: tuple[str, ...] = ()
+    kind: MessageKind = "note"
+    step_key: str | None = None  # "<runbook> > <step>" for `step` and `progress` messages
 
     def plain(self) -> str:
         """A plain-text rendering, used for logs, fallbacks and tests."""

@@ -12,13 +12,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gpubot.actions.base import ActionContext, ActionSpec, Output
+from gpubot.domain import messages
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
 from gpubot.domain.audit import SYSTEM_ACTOR
 from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
-from gpubot.engine import messages
 from gpubot.engine.deps import Engine
 from gpubot.engine.gates import (
     CordonSlots,

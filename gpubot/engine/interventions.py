@@ -11,9 +11,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
+from gpubot.domain import messages
 from gpubot.domain.audit import AuditDraft, AuditEvent
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
-from gpubot.engine import messages
 from gpubot.engine.deps import Engine
 from gpubot.engine.recorder import RunRecorder
 from gpubot.engine.standing import standing_blocks

@@ -8,12 +8,12 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from gpubot.actions.base import ActionContext
+from gpubot.domain import messages
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_line
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
-from gpubot.engine import messages
 from gpubot.engine.context import steps_context
 from gpubot.engine.deps import Engine
 from gpubot.engine.observe import run_finished, step_recorded
@@ -50,8 +50,7 @@ class RunRecorder:
 
     def ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
         async def say(text: str, mentions: tuple[str, ...]) -> None:
-            said = messages.text(f"{run.runbook} > {step.id}", text)
-            await self.say(run, Message(said.title, said.blocks, mentions))
+            await self.say(run, messages.progress(run, step.id, text, mentions=mentions))
 
         async def post(message: Message) -> None:
             await self.say(run, message)

@@ -8,6 +8,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpubot.domain import messages
 from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
 from gpubot.domain.audit import AuditDraft
@@ -23,7 +24,6 @@ from gpubot.domain.policy import check_attempts
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
-from gpubot.engine import messages
 from gpubot.engine.context import alert_context, resolve_params
 from gpubot.engine.deps import Engine
 from gpubot.engine.executor import Executor

@@ -15,12 +15,11 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from gpubot.domain import mrkdwn
+from gpubot.domain import messages, mrkdwn
 from gpubot.domain.gpu_history_view import SHOWN_PER_GPU, history_message
 from gpubot.domain.incidents import IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.domain.xid import CATALOG_URL, explain
-from gpubot.engine import messages
 from gpubot.engine.objections import ObjectionClosed
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ApprovalError, GpubotError, NotFoundError

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -16,9 +15,9 @@ from gpubot.slack import blocks
 from gpubot.slack.outbox import Payload, Ref, SlackOutbox, Upload
 
 log = logging.getLogger(__name__)
-# "<runbook> > <step>" (progress) or "<runbook> > <step> (<action>): <status>" (step state):
-# consecutive ones for the same step become one message, edited as the step goes on.
-_STEP_TITLE = re.compile(r"^(?P<key>\S+ > \S+)(?: \(.*\): \S+)?$")
+# A step's state and its progress: consecutive ones for the same step become one message,
+# edited as the step goes on.
+_STEP_KINDS = ("step", "progress")
 _MAX_MERGED_BLOCKS = 12
 
 
@@ -53,9 +52,15 @@ def merge_progress(old: Payload, new: Payload) -> Payload:
     a, b = old.source, new.source
     if not isinstance(a, Message) or not isinstance(b, Message):
         return new
-    title = b.title if "): " in b.title else a.title
+    title = b.title if b.kind == "step" else a.title  # the latest state names the step's
     mentions = tuple(dict.fromkeys((*a.mentions, *b.mentions)))
-    merged = Message(title, (*a.blocks, *b.blocks)[-_MAX_MERGED_BLOCKS:], mentions)
+    merged = Message(
+        title,
+        (*a.blocks, *b.blocks)[-_MAX_MERGED_BLOCKS:],
+        mentions,
+        kind="step" if "step" in (a.kind, b.kind) else b.kind,
+        step_key=b.step_key,
+    )
     return _payload(merged)
 
 
@@ -120,8 +125,8 @@ class SlackNotifier:
 
     async def post(self, *, incident_id: str | None, message: Message) -> None:
         channel, thread = await self._where(incident_id)
-        match = _STEP_TITLE.match(message.title)
-        key = match.group("key") if match and thread is not None else None
+        step = message.kind in _STEP_KINDS and thread is not None
+        key = message.step_key if step else None
         self.outbox.post(
             channel,
             _payload(message),

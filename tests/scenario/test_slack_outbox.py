@@ -66,18 +66,20 @@ async def test_progress_becomes_one_message_edited_in_place(standin: SlackStandi
     n = await notifier(standin, rate=20.0)
     inc = incident(1)
     await n.open_thread(incident=inc)
-    await n.post(incident_id=inc.id, message=Message("Plan: xid79"))
-    await n.post(
-        incident_id=inc.id, message=Message("xid79 > drain (node.drain): running", (Text("go"),))
-    )
+    await n.post(incident_id=inc.id, message=Message("Plan: xid79", kind="plan"))
+    key = "xid79 > drain"
+
+    def state(status: str, body: str) -> Message:
+        title = f"{key} (node.drain): {status}"
+        return Message(title, (Text(body),), kind="step", step_key=key)
+
+    await n.post(incident_id=inc.id, message=state("running", "go"))
     for i in range(10):
-        await n.post(incident_id=inc.id, message=Message("xid79 > drain", (Text(f"evicted {i}"),)))
+        said = Message(key, (Text(f"evicted {i}"),), kind="progress", step_key=key)
+        await n.post(incident_id=inc.id, message=said)
     await n.outbox.flush()  # some merged while queued, later ones as chat.update
-    await n.post(
-        incident_id=inc.id,
-        message=Message("xid79 > drain (node.drain): succeeded", (Text("done"),)),
-    )
-    await n.post(incident_id=inc.id, message=Message("Run finished"))
+    await n.post(incident_id=inc.id, message=state("succeeded", "done"))
+    await n.post(incident_id=inc.id, message=Message("Run finished", kind="run"))
     await n.outbox.flush()
     await n.outbox.aclose()
     [root] = standin.roots()

@@ -18,7 +18,7 @@ from gpubot.domain.audit import (
     seal_head,
     verify_trail,
 )
-from gpubot.engine.messages import audit_summary
+from gpubot.domain.messages import audit_summary
 
 
 def sealed(event: AuditEvent | None, key: bytes | None = KEY) -> ChainHead:

@@ -145,9 +145,14 @@ def test_progress_merges_into_one_message() -> None:
     def p(m: Message) -> Payload:
         return Payload(m.title, blocks.message_blocks(m), m)
 
-    running = Message("xid79 > drain (node.drain): running", (Text("evicting 7 pods"),))
-    progress = Message("xid79 > drain", (Text("evicted 3/7"),))
-    done = Message("xid79 > drain (node.drain): succeeded", (Text("evicted 7/7"),))
+    key = "xid79 > drain"
+    running = Message(
+        f"{key} (node.drain): running", (Text("evicting 7 pods"),), kind="step", step_key=key
+    )
+    progress = Message(key, (Text("evicted 3/7"),), kind="progress", step_key=key)
+    done = Message(
+        f"{key} (node.drain): succeeded", (Text("evicted 7/7"),), kind="step", step_key=key
+    )
     merged = merge_progress(merge_progress(p(running), p(progress)), p(done))
     assert merged.source.title == "xid79 > drain (node.drain): succeeded"
     assert [b.text for b in merged.source.blocks] == [

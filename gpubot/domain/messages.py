@@ -35,7 +35,7 @@ def incident_root(incident: Incident, *, state: str) -> Message:
     title = (
         f"[{incident.severity.upper()}] {incident.alertname}: {incident.summary} ({incident.id})"
     )
-    return Message(title, (Fields(tuple(pairs)),))
+    return Message(title, (Fields(tuple(pairs)),), kind="incident")
 
 
 def plan_message(plan: Plan) -> Message:
@@ -52,7 +52,7 @@ def plan_message(plan: Plan) -> Message:
     ]
     if plan.problems:
         blocks.append(Text("Problems: " + "; ".join(plan.problems)))
-    return Message(f"Plan: {plan.runbook}", tuple(blocks))
+    return Message(f"Plan: {plan.runbook}", tuple(blocks), kind="plan")
 
 
 def approval_message(
@@ -82,13 +82,25 @@ def approval_message(
                 )
             ),
         ),
+        kind="approval",
     )
+
+
+def step_key(run: Run, step_id: str) -> str:
+    return f"{run.runbook} > {step_id}"
 
 
 def step_message(run: Run, state: StepState, *, action: str, text: str) -> Message:
+    key = step_key(run, state.step_id)
     return Message(
-        f"{run.runbook} > {state.step_id} ({action}): {state.status.value}", (Text(text),)
+        f"{key} ({action}): {state.status.value}", (Text(text),), kind="step", step_key=key
     )
+
+
+def progress(run: Run, step_id: str, body: str, *, mentions: tuple[str, ...] = ()) -> Message:
+    """A running step's own words for the thread; a chat joins them to the step's message."""
+    key = step_key(run, step_id)
+    return Message(key, (Text(body),), mentions, kind="progress", step_key=key)
 
 
 def run_summary(
@@ -107,6 +119,7 @@ def run_summary(
     return Message(
         f"Run {run.id} ({run.runbook}) {run.status.value}" + (f": {run.note}" if run.note else ""),
         (Table(("step", "status", "by", "result"), rows), *standing),
+        kind="run",
     )
 
 
@@ -119,12 +132,15 @@ def audit_summary(events: Sequence[AuditEvent], *, head: ChainHead | None = None
     table = Table(("time", "who", "what", "step", "target"), rows)
     if head is None:
         chain = events[-1].hash[:SHORT_HASH] if events else "-"
-        return Message(f"Audit trail ({len(events)} events, chain head {chain})", (table,))
+        return Message(
+            f"Audit trail ({len(events)} events, chain head {chain})", (table,), kind="audit"
+        )
     short = head.hash[:SHORT_HASH]
     check = f"gpubot audit verify --min-seq {head.seq} --expect-head {short}"
     return Message(
         f"Audit trail ({len(events)} events, chain head seq {head.seq} / {short})",
         (table, Text(f"To check the trail still reaches this point later: `{check}`")),
+        kind="audit",
     )
 
 
@@ -136,7 +152,9 @@ def held_summary(held: Sequence[tuple[str, str, str, str]], *, cap: BlastRadius)
     how many, on which nodes (node, runbook > step, incident, reason), what releases them."""
     if not held:
         return Message(
-            "Blast radius: no steps are held", (Text("Every held step has gone ahead or ended."),)
+            "Blast radius: no steps are held",
+            (Text("Every held step has gone ahead or ended."),),
+            kind="held",
         )
     nodes = sorted({node for node, *_ in held})
     rows = tuple(held[:HELD_ROWS])
@@ -158,7 +176,7 @@ def held_summary(held: Sequence[tuple[str, str, str, str]], *, cap: BlastRadius)
     if more:
         blocks.append(Text(f"… and {more} more held step(s)"))
     blocks.append(Text(release))
-    return Message(f"Blast radius: {len(held)} step(s) held", tuple(blocks))
+    return Message(f"Blast radius: {len(held)} step(s) held", tuple(blocks), kind="held")
 
 
 def text(title: str, body: str = "", *, standing: Sequence[Text] = ()) -> Message:
