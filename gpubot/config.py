@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,8 @@ from gpubot.domain.durations import parse_duration
 from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
 from gpubot.errors import ConfigError
+
+_CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?-]{1,64}", re.ASCII)
 
 
 class _Section(BaseModel):
@@ -304,12 +307,14 @@ class IdleReportSettings(_Section):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:
-        from apscheduler.triggers.cron import CronTrigger
-
-        try:
-            CronTrigger.from_crontab(value, timezone="UTC")
-        except ValueError as exc:
-            raise ValueError(f"invalid crontab {value!r}: {exc}") from exc
+        """Its shape here (five fields of crontab characters); the scheduler, which owns the
+        cron library, reads the values when it is built and names a value out of range."""
+        fields = value.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.fullmatch(f) for f in fields):
+            raise ValueError(
+                f"invalid crontab {value!r}: five fields (minute hour day month weekday) of "
+                "digits, names, '*', ',', '-' and '/'"
+            )
         return value
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from gpubot.config import IdleReportSettings
+from gpubot.errors import ConfigError
 from gpubot.ports import Leadership
 from gpubot.reports.jobs import IdleReportJob
 
@@ -75,6 +76,7 @@ class ReportScheduler:
         check_every: float = 5.0,
     ) -> None:
         self.settings = settings
+        self._trigger()  # a crontab whose values are out of range: one line, before serving
         self.job = job
         self.engine = engine
         self.leadership = leadership
@@ -118,19 +120,27 @@ class ReportScheduler:
         job = self.scheduler.get_job(IDLE_JOB) if self.scheduler is not None else None
         return job.next_run_time if job is not None else None
 
+    def _trigger(self) -> Any:
+        from apscheduler.triggers.cron import CronTrigger
+
+        try:
+            return CronTrigger.from_crontab(
+                self.settings.cron, timezone=ZoneInfo(self.settings.timezone)
+            )
+        except ValueError as exc:
+            raise ConfigError(
+                f"reports.idle.cron: invalid crontab {self.settings.cron!r}: {exc}"
+            ) from exc
+
     def _ensure_jobs(self) -> None:
         """Keep the stored job when its schedule is unchanged, so its past-due run time (the
         bot was down) fires once now; otherwise store the schedule from the config."""
-        from apscheduler.triggers.cron import CronTrigger
-
         existing = self.scheduler.get_job(IDLE_JOB)
         if not self.settings.enabled:
             if existing is not None:
                 existing.remove()
             return
-        trigger = CronTrigger.from_crontab(
-            self.settings.cron, timezone=ZoneInfo(self.settings.timezone)
-        )
+        trigger = self._trigger()
         if existing is not None and repr(existing.trigger) == repr(trigger):
             return
         self.scheduler.add_job(

@@ -228,3 +228,28 @@ async def test_config_changes_replace_the_stored_schedule(rig: Callable[..., Rig
         s = r.make()
         await s.start()
         assert s.next_run() is None
+
+
+@pytest.mark.parametrize("cron", ["0 9 * *", "0 9 * * mon-fri; rm", "0 9 * * mon fri", "x" * 65])
+def test_a_crontab_of_the_wrong_shape_is_refused_when_the_config_is_read(cron: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="invalid crontab"):
+        IdleReportSettings(cron=cron)
+
+
+@pytest.mark.parametrize("cron", ["61 9 * * *", "0 25 * * *", "0 9 * * someday"])
+def test_a_crontab_value_out_of_range_is_one_config_error_when_the_scheduler_is_built(
+    cron: str,
+) -> None:
+    """The config checks the shape only; the scheduler, which owns the cron library, names
+    the value it cannot read, as a ConfigError (one line from `serve`), before anything runs."""
+    from gpubot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"reports\.idle\.cron: invalid crontab"):
+        ReportScheduler(
+            IdleReportSettings(cron=cron),
+            job=None,  # type: ignore[arg-type]  # never reached: the crontab is read first
+            engine=lambda: None,
+            leadership=None,  # type: ignore[arg-type]
+        )
