@@ -202,8 +202,8 @@ async def run_view(app: App, run_id: str) -> RunView:
         run=run,
         steps=steps,
         approvals=await app.store.approvals_for(run.id),
-        runbook=app.service.e.runbooks.get(run.runbook),
-        now=app.service.e.clock.now(),
+        runbook=app.service.read.runbook(run.runbook),
+        now=app.service.read.now(),
     )
 
 

@@ -71,3 +71,7 @@ class DisruptionBlockedError(GpubotError):
     def __init__(self, message: str, *, budget: str = "") -> None:
         super().__init__(message)
         self.budget = budget
+
+
+class ObjectionClosed(ApprovalError):
+    """The grace period is over (or someone objected already): the button has no use left."""

@@ -10,16 +10,12 @@ from gpubot.domain.audit import AuditDraft
 from gpubot.domain.reclaim import OBJECTION_KIND, may_object
 from gpubot.domain.runs import Run, StepState, StepStatus
 from gpubot.engine.deps import Engine
-from gpubot.errors import ApprovalError, NotFoundError
+from gpubot.errors import ApprovalError, NotFoundError, ObjectionClosed
 
 GRACE_ACTION = "workload.grace"
 NOTICE_ACTION = "workload.notify_owner"
 # Is this Slack user in this Slack user group? (The Slack adapter asks Slack, with a cache.)
 MemberOf = Callable[[str], Awaitable[bool]]
-
-
-class ObjectionClosed(ApprovalError):
-    """The grace period is over (or someone objected already): the button has no use left."""
 
 
 @dataclass(frozen=True)

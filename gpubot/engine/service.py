@@ -42,6 +42,7 @@ from gpubot.engine.planning import (
     plan_command,
     runbook_named,
 )
+from gpubot.engine.queries import Queries
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
 from gpubot.ports import ClusterPorts
 
@@ -74,6 +75,7 @@ class IntakeSummary:
 class GpubotService:
     def __init__(self, engine: Engine, *, dry_run: bool = False) -> None:
         self.e = engine
+        self.read = Queries(engine)  # what the interfaces in front of the service may read
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
         self.executor = Executor(engine)
         self.executor.on_release = self._wake_soon

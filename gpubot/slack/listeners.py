@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -17,12 +16,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from gpubot.domain import messages, mrkdwn
 from gpubot.domain.gpu_history_view import SHOWN_PER_GPU, history_message
-from gpubot.domain.incidents import IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.domain.xid import CATALOG_URL, explain
-from gpubot.engine.objections import ObjectionClosed
 from gpubot.engine.service import GpubotService
-from gpubot.errors import ApprovalError, GpubotError, NotFoundError
+from gpubot.errors import ApprovalError, GpubotError, NotFoundError, ObjectionClosed
 from gpubot.slack import blocks, replies
 from gpubot.slack.blocks import APPROVE_ACTION, DENY_ACTION, OBJECT_ACTION
 from gpubot.slack.commands import (
@@ -109,31 +106,27 @@ class GpuCommands:
         self.idle = idle  # the idle-GPU report for a namespace (or all), as a message
 
     def parse(self, text: str) -> Command:
-        e = self.service.e
+        read = self.service.read
         return parse(
             text,
-            clusters=e.clusters.keys(),
-            runbooks=e.runbooks.keys(),
+            clusters=read.clusters(),
+            runbooks=read.runbooks(),
             default_cluster=self.default_cluster,
         )
 
     async def answer(self, command: Command, *, user: str) -> Message:
-        e = self.service.e
+        read = self.service.read
         if isinstance(command, Help):
             return Message("gpubot", (Text(USAGE),))
         if isinstance(command, Status):
             return await self._status(command)
         if isinstance(command, Incidents):
-            status = IncidentStatus.OPEN if command.which == "open" else None
-            found = await e.store.list_incidents(status=status, limit=20)
+            found = await read.incidents(open_only=command.which == "open", limit=20)
             return replies.incident_list(found, command.which)
         if isinstance(command, Show):
-            incident = await e.store.get_incident(command.incident)
-            runs = await e.store.list_runs(incident_id=incident.id)
-            return replies.incident_detail(incident, [(r, await e.store.steps(r.id)) for r in runs])
+            return replies.incident_detail(*await read.incident_with_runs(command.incident))
         if isinstance(command, Audit):
-            await e.store.get_incident(command.incident)  # NotFoundError for a wrong id
-            return messages.audit_summary(await e.store.events(incident_id=command.incident))
+            return messages.audit_summary(await read.incident_events(command.incident))
         if isinstance(command, PlanCmd):
             plan = await self.service.plan(
                 runbook=command.runbook, args=command.args, cluster=command.cluster
@@ -158,21 +151,17 @@ class GpuCommands:
                 return messages.text("Idle-GPU reports are not configured.")
             return await self.idle(command.namespace)
         if isinstance(command, History):
-            events = await e.store.gpu_history(uuid=command.uuid, node=command.node)
+            events = await read.gpu_history(uuid=command.uuid, node=command.node)
             target = command.uuid or command.node or ""
             return history_message(target, events, limit=SHOWN_PER_GPU)
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _status(self, command: Status) -> Message:
-        ports = self.service.e.clusters[command.cluster]
+        read = self.service.read
         if command.node is not None:
-            node = await ports.kube.get_node(node=command.node)
-            return replies.node_status(
-                command.cluster, node, await ports.agent.gpus(node=node.name)
-            )
-        nodes = [n for n in await ports.kube.list_nodes() if n.is_gpu_node]
-        gpus = await asyncio.gather(*(ports.agent.gpus(node=n.name) for n in nodes))
-        return replies.fleet_status(command.cluster, list(zip(nodes, gpus, strict=True)))
+            node, gpus = await read.node_gpus(cluster=command.cluster, node=command.node)
+            return replies.node_status(command.cluster, node, gpus)
+        return replies.fleet_status(command.cluster, await read.fleet_gpus(cluster=command.cluster))
 
 
 def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> None:
@@ -259,7 +248,7 @@ def register(app: AsyncApp, *, commands: GpuCommands, groups: UserGroups) -> Non
                 await _close_notice(client, body, channel, mrkdwn.render(reason, live=live))
             await _tell(client, body, user=user, text=reason, mentions=live)
             return
-        at = service.e.clock.now().strftime("%Y-%m-%d %H:%M UTC")
+        at = service.read.now().strftime("%Y-%m-%d %H:%M UTC")
         who = mrkdwn.user_mention(user) or mrkdwn.escape(user)  # the clicker, from Slack
         workload = mrkdwn.escape(kept.workload)
         note = f"Kept by {who} at {at}: {workload} stays; nothing is reclaimed."

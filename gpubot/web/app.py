@@ -109,7 +109,7 @@ def create_app(
 
     async def readyz(request: Request) -> Response:
         try:
-            await service.e.store.list_incidents(limit=1)
+            await service.read.store_answers()
         except Exception as exc:  # the probe reports, it does not crash
             return PlainTextResponse(f"store unavailable: {type(exc).__name__}", status_code=503)
         return PlainTextResponse("ready")

@@ -119,7 +119,7 @@ async def _ticker(service: GpubotService) -> None:
     leader = LeaderLog()
     while True:
         await asyncio.sleep(FOLLOW_SECONDS)
-        leader.check(service.e.leadership.is_leader())
+        leader.check(service.read.is_leader())
         try:
             if loop.time() >= next_tick:
                 next_tick = loop.time() + TICK_SECONDS

@@ -13,9 +13,8 @@ from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import open_store
 from gpubot.domain.reclaim import OBJECTION_KIND, ReclaimPolicy
 from gpubot.domain.runs import RunStatus
-from gpubot.engine.objections import ObjectionClosed
 from gpubot.engine.service import GpubotService
-from gpubot.errors import ApprovalError
+from gpubot.errors import ApprovalError, ObjectionClosed
 
 
 async def _sandbox_in_grace(r: Reclaimer) -> str:

@@ -1,0 +1,72 @@
+"""What Slack, the web app and the CLI may read through the service: incidents with their runs,
+the audit trail, a GPU's history, the fleet and its GPUs, the clock and who leads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+
+from gpubot.domain.audit import AuditEvent
+from gpubot.domain.cluster import GpuState, NodeInfo
+from gpubot.domain.gpu_history import GpuEvent
+from gpubot.domain.incidents import Incident, IncidentStatus
+from gpubot.domain.runbooks import Runbook
+from gpubot.domain.runs import Run, StepState
+from gpubot.engine.deps import Engine
+from gpubot.engine.planning import cluster_named
+
+
+class Queries:
+    """Read-only views of the engine's state, for the interfaces in front of the service."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._e = engine
+
+    def clusters(self) -> Sequence[str]:
+        return tuple(self._e.clusters)
+
+    def runbooks(self) -> Sequence[str]:
+        return tuple(self._e.runbooks)
+
+    def runbook(self, name: str) -> Runbook | None:
+        return self._e.runbooks.get(name)
+
+    def now(self) -> datetime:
+        return self._e.clock.now()
+
+    def is_leader(self) -> bool:
+        return self._e.leadership.is_leader()
+
+    async def store_answers(self) -> None:
+        """Raises when the store cannot be read (the readiness probe's question)."""
+        await self._e.store.list_incidents(limit=1)
+
+    async def incidents(self, *, open_only: bool, limit: int) -> list[Incident]:
+        status = IncidentStatus.OPEN if open_only else None
+        return await self._e.store.list_incidents(status=status, limit=limit)
+
+    async def incident_with_runs(
+        self, incident_id: str
+    ) -> tuple[Incident, list[tuple[Run, list[StepState]]]]:
+        incident = await self._e.store.get_incident(incident_id)
+        runs = await self._e.store.list_runs(incident_id=incident.id)
+        return incident, [(r, await self._e.store.steps(r.id)) for r in runs]
+
+    async def incident_events(self, incident_id: str) -> list[AuditEvent]:
+        await self._e.store.get_incident(incident_id)  # NotFoundError for a wrong id
+        return await self._e.store.events(incident_id=incident_id)
+
+    async def gpu_history(self, *, uuid: str | None, node: str | None) -> list[GpuEvent]:
+        return await self._e.store.gpu_history(uuid=uuid, node=node)
+
+    async def node_gpus(self, *, cluster: str, node: str) -> tuple[NodeInfo, list[GpuState]]:
+        ports = cluster_named(self._e, cluster)
+        found = await ports.kube.get_node(node=node)
+        return found, await ports.agent.gpus(node=found.name)
+
+    async def fleet_gpus(self, *, cluster: str) -> list[tuple[NodeInfo, list[GpuState]]]:
+        ports = cluster_named(self._e, cluster)
+        nodes = [n for n in await ports.kube.list_nodes() if n.is_gpu_node]
+        gpus = await asyncio.gather(*(ports.agent.gpus(node=n.name) for n in nodes))
+        return list(zip(nodes, gpus, strict=True))
