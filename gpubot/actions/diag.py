@@ -15,6 +15,7 @@ from gpubot.actions.base import (
     nothing_to_check,
 )
 from gpubot.actions.gpu_history import named, record_for
+from gpubot.domain.actions import Action
 from gpubot.domain.dcgm_diag import DiagReport, cap
 from gpubot.domain.names import NodeName
 from gpubot.errors import GpubotError
@@ -156,7 +157,7 @@ def specs(default_level: int = 1) -> tuple[ActionSpec[Any], ...]:
     d = Diagnose(default_level)
     return (
         ActionSpec(
-            "gpu.diag",
+            Action.GPU_DIAG,
             "Run DCGM diagnostics (dcgmi diag -r level, 1-3; default policy.diag_level, 0 = off) "
             "on a node's GPUs through its agent; outputs passed, failed_tests (with DCGM's "
             "messages) and a summary. Not `mutating`: it changes no setting on the node or the "

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import PodDisruptionBudget, PodInfo
 from gpubot.domain.names import NodeName
 from gpubot.errors import (
@@ -284,7 +285,7 @@ async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "node.drain",
+        Action.NODE_DRAIN,
         "Evict the node's pods (DaemonSet and mirror pods stay; PDBs respected).",
         DrainParams,
         True,

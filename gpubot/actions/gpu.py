@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
 from gpubot.actions.gpu_history import lenient_xid, named, record_for
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.names import NodeName
 from gpubot.errors import NotFoundError, PermanentStepError
@@ -89,7 +90,7 @@ async def check_reset(ctx: ActionContext, p: ResetParams) -> CheckResult:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "gpu.reset",
+        Action.GPU_RESET,
         "Reset one GPU through the node agent (refused while it is in use, or when `uuid` is "
         "given and the GPU at that index is another one).",
         ResetParams,

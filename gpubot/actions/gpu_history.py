@@ -18,6 +18,7 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.gpu_escalation import Escalation, decide
 from gpubot.domain.gpu_history import (
@@ -248,7 +249,7 @@ async def involved_gpus(ctx: ActionContext, *, node: str, uuid: str) -> list[Ide
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "gpu.history",
+        Action.GPU_HISTORY,
         "Record the XID in the GPU's health ledger and decide from its history: reset, "
         "reboot, service, diagnostics or check_application (output escalation, reason, "
         "recent, summary).",

@@ -17,6 +17,7 @@ from gpubot.actions.base import (
 )
 from gpubot.actions.gpu_history import UUID_PATTERN, involved_gpus, lenient_xid, record_for
 from gpubot.actions.node import note
+from gpubot.domain.actions import Action
 from gpubot.domain.names import NodeName
 from gpubot.errors import NeedsHumanError
 
@@ -138,7 +139,7 @@ async def run_ask(ctx: ActionContext, p: AskParams) -> Output:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "node.ask_human",
+        Action.NODE_ASK_HUMAN,
         "Hand the run to a person: pause it (needs_human) with the reason and the choices "
         "(e.g. retry the reset, request a reboot, mark for service); it changes nothing.",
         AskParams,
@@ -149,7 +150,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         outputs={},  # it never finishes: the run pauses for a person
     ),
     ActionSpec(
-        "node.request_reboot",
+        Action.NODE_REQUEST_REBOOT,
         "Ask the reboot controller to reboot the node (label + annotation + Event).",
         RebootParams,
         True,
@@ -159,7 +160,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         auto_allowed=False,
     ),
     ActionSpec(
-        "node.mark_for_service",
+        Action.NODE_MARK_FOR_SERVICE,
         "Label the node for hardware service (RMA); it stays cordoned.",
         ServiceParams,
         True,

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.domain.actions import Action
 from gpubot.domain.durations import parse_duration
 
 MAX_WAIT_SECONDS = 3600.0
@@ -71,7 +72,7 @@ async def check_wait(ctx: ActionContext, p: WaitParams) -> CheckResult:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "notify",
+        Action.NOTIFY,
         "Post a message (optionally mentioning a user or group) to the thread.",
         NotifyParams,
         False,
@@ -80,7 +81,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         check_notify,
     ),
     ActionSpec(
-        "wait",
+        Action.WAIT,
         "Pause the run for a duration (at most 1 h).",
         WaitParams,
         False,

@@ -14,6 +14,7 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
@@ -260,7 +261,7 @@ async def run_status(ctx: ActionContext, p: NodeParams) -> Output:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "node.status",
+        Action.NODE_STATUS,
         "Read whether the node is cordoned, and by whom (read-only).",
         NodeParams,
         False,
@@ -269,7 +270,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         nothing_to_check,
     ),
     ActionSpec(
-        "node.cordon",
+        Action.NODE_CORDON,
         "Mark the node unschedulable (records who and why).",
         NodeParams,
         True,
@@ -279,7 +280,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         blast="cordon",
     ),
     ActionSpec(
-        "node.uncordon",
+        Action.NODE_UNCORDON,
         "Make the node schedulable again.",
         NodeParams,
         True,
@@ -289,7 +290,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         auto_allowed=False,
     ),
     ActionSpec(
-        "node.taint",
+        Action.NODE_TAINT,
         "Add a NoSchedule/PreferNoSchedule taint.",
         TaintParams,
         True,
@@ -298,7 +299,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         check_taint,
     ),
     ActionSpec(
-        "node.untaint",
+        Action.NODE_UNTAINT,
         "Remove a taint.",
         TaintParams,
         True,
@@ -308,7 +309,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         auto_allowed=False,
     ),
     ActionSpec(
-        "node.gpu_health",
+        Action.NODE_GPU_HEALTH,
         "Read the node's GPUs: lost GPUs and XID errors (read-only).",
         NodeParams,
         False,

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gpubot.domain.actions import Action
+
 _NODE = {"node": "the node's name"}
 _GPU = {**_NODE, "gpu": "the GPU's index"}
 
 OUTPUTS: Mapping[str, Mapping[str, str]] = {
-    "node.cordon": {
+    Action.NODE_CORDON: {
         **_NODE,
         "was_cordoned": "the node is (now) unschedulable",
         "cordoned_by": "who cordoned it (gpubot's actor, or the annotation's writer)",
         "foreign": "it was cordoned before, and not by gpubot",
     },
-    "node.uncordon": {**_NODE, "was_cordoned": "the node was unschedulable before"},
-    "node.taint": {**_NODE, "taint": "the taint, key=value:effect"},
-    "node.untaint": {**_NODE, "taint": "the taint removed, key=value:effect"},
-    "node.gpu_health": {
+    Action.NODE_UNCORDON: {**_NODE, "was_cordoned": "the node was unschedulable before"},
+    Action.NODE_TAINT: {**_NODE, "taint": "the taint, key=value:effect"},
+    Action.NODE_UNTAINT: {**_NODE, "taint": "the taint removed, key=value:effect"},
+    Action.NODE_GPU_HEALTH: {
         **_NODE,
         "gpus": "how many GPUs the node reports",
         "lost_gpus": "indexes of GPUs that fell off the bus",
@@ -30,7 +32,7 @@ OUTPUTS: Mapping[str, Mapping[str, str]] = {
         "unhealthy": "how many GPUs are unhealthy",
         "healthy": "every GPU is healthy",
     },
-    "node.status": {
+    Action.NODE_STATUS: {
         **_NODE,
         "unschedulable": "the node is cordoned",
         "ready": "the node is Ready",
@@ -38,12 +40,12 @@ OUTPUTS: Mapping[str, Mapping[str, str]] = {
         "cordon_reason": "the cordon's recorded reason ('' when schedulable)",
         "foreign": "cordoned, and not by gpubot",
     },
-    "gpu.reset": {
+    Action.GPU_RESET: {
         **_GPU,
         "was_lost": "the GPU had fallen off the bus before the reset",
         "healthy": "the GPU reads healthy after the reset",
     },
-    "gpu.power_cap": {
+    Action.GPU_POWER_CAP: {
         **_GPU,
         "previous_w": "the power limit before, in watts",
         "limit_w": "the power limit now, in watts",
@@ -51,13 +53,13 @@ OUTPUTS: Mapping[str, Mapping[str, str]] = {
         "default_w": "the GPU's default power limit, watts",
         "range_w": "the [min, max] power limit the GPU allows, watts",
     },
-    "gpu.power_restore": {
+    Action.GPU_POWER_RESTORE: {
         **_GPU,
         "previous_w": "the power limit before, in watts",
         "limit_w": "the power limit now, in watts",
         "temperature_c": "the temperature after the restore, °C",
     },
-    "gpu.thermal_check": {
+    Action.GPU_THERMAL_CHECK: {
         **_GPU,
         "hot": "the GPU is at or above the threshold",
         "temperature_c": "the GPU's temperature, °C",
@@ -69,7 +71,7 @@ OUTPUTS: Mapping[str, Mapping[str, str]] = {
         "power_limit_w": "power limit now, watts",
         "lost": "the GPU has fallen off the bus",
     },
-    "gpu.wait_cool": {
+    Action.GPU_WAIT_COOL: {
         **_GPU,
         "reason": "why the wait ended",
         "temperature_c": "the temperature at the end, °C",

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, PlanNote
 from gpubot.actions.gpu import GpuParams, _gpu
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import GpuState
 
 
@@ -124,7 +125,7 @@ async def check_restore(ctx: ActionContext, p: RestoreParams) -> CheckResult:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "gpu.power_cap",
+        Action.GPU_POWER_CAP,
         "Cap one GPU's power limit to a fraction of its default (clamped to the device range).",
         CapParams,
         True,
@@ -134,7 +135,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         auto_allowed=False,
     ),
     ActionSpec(
-        "gpu.power_restore",
+        Action.GPU_POWER_RESTORE,
         "Set one GPU's power limit back to the recorded previous limit, or its default.",
         RestoreParams,
         True,

@@ -16,6 +16,7 @@ from gpubot.actions.base import (
     nothing_to_check,
 )
 from gpubot.actions.workloads import Assessment, TargetParams, assess, objection
+from gpubot.domain.actions import Action
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.reclaim import Owner, ReclaimPolicy, owner_of
 from gpubot.domain.results import Button, Fields, Message, Text
@@ -213,7 +214,7 @@ def specs(policy: ReclaimPolicy) -> tuple[ActionSpec[Any], ...]:
     n = Notice(policy)
     return (
         ActionSpec(
-            "workload.reclaim_guard",
+            Action.WORKLOAD_RECLAIM_GUARD,
             "Refuse (end the run cleanly) for opted-out pods, system namespaces, young pods "
             "and kinds gpubot never reclaims; else report the workload and its GPUs.",
             TargetParams,
@@ -223,7 +224,7 @@ def specs(policy: ReclaimPolicy) -> tuple[ActionSpec[Any], ...]:
             nothing_to_check,
         ),
         ActionSpec(
-            "workload.notify_owner",
+            Action.WORKLOAD_NOTIFY_OWNER,
             "Tell the idle pod's owner (annotation, else reclaim.owners) what will be reclaimed "
             "and when, with an Object button.",
             GraceParams,
@@ -233,7 +234,7 @@ def specs(policy: ReclaimPolicy) -> tuple[ActionSpec[Any], ...]:
             nothing_to_check,
         ),
         ActionSpec(
-            "workload.grace",
+            Action.WORKLOAD_GRACE,
             "Wait the grace period (from the step's first start); an owner's objection ends "
             "the run, kept.",
             GraceParams,

@@ -16,6 +16,7 @@ from gpubot.actions.base import (
     nothing_to_check,
 )
 from gpubot.actions.gpu import GpuParams, _gpu
+from gpubot.domain.actions import Action
 from gpubot.domain.durations import parse_duration
 from gpubot.errors import GpubotError
 
@@ -134,7 +135,7 @@ async def check_cool(ctx: ActionContext, p: CoolParams) -> CheckResult:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "gpu.thermal_check",
+        Action.GPU_THERMAL_CHECK,
         "Read one GPU's temperature, power and throttle reasons (agent and Prometheus).",
         ThermalParams,
         False,
@@ -143,7 +144,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         nothing_to_check,
     ),
     ActionSpec(
-        "gpu.wait_cool",
+        Action.GPU_WAIT_COOL,
         "Wait until a GPU stays below a temperature, or a deadline from the step's first start.",
         CoolParams,
         False,

@@ -15,6 +15,7 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
+from gpubot.domain.actions import Action
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.names import Namespace, PodName
 from gpubot.domain.xid import explain
@@ -175,7 +176,7 @@ async def run_xid(ctx: ActionContext, p: XidParams) -> Output:
 
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
-        "triage.oom",
+        Action.TRIAGE_OOM,
         "Gather a pod's OOM evidence (state, logs, events, GPU memory) "
         "and classify it with advice (read-only).",
         OomParams,
@@ -185,7 +186,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         nothing_to_check,
     ),
     ActionSpec(
-        "triage.xid",
+        Action.TRIAGE_XID,
         "Explain an XID code from NVIDIA's catalog (read-only).",
         XidParams,
         False,

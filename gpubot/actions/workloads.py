@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import PodInfo
 from gpubot.domain.names import Namespace, PodName
 from gpubot.domain.reclaim import OBJECTION_KIND, ReclaimPolicy, refusal
@@ -18,7 +19,7 @@ from gpubot.domain.workloads import (
 )
 from gpubot.errors import GpubotError, NotFoundError, PermanentStepError, StopRunError
 
-RECLAIM_ACTION = "workload.reclaim"  # the idle report sums this action's audit entries
+RECLAIM_ACTION = Action.WORKLOAD_RECLAIM  # the idle report sums this action's audit entries
 
 
 class TargetParams(Params):

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpubot.domain.actions import Action
 from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, NodeInfo
 
 TargetKind = Literal["node", "workload"]
@@ -57,41 +58,41 @@ def _changes_on_node(node: str, steps: Sequence[StepRecord]) -> tuple[list[str],
     done: list[str] = []
     half_drained = False
     for s in steps:
-        if s.action == "node.cordon" and s.succeeded and not s.output.get("was_cordoned"):
+        if s.action == Action.NODE_CORDON and s.succeeded and not s.output.get("was_cordoned"):
             done.append(f"cordoned {node}")
-        elif s.action == "node.taint" and s.succeeded:
+        elif s.action == Action.NODE_TAINT and s.succeeded:
             done.append(f"added taint {s.output.get('taint') or s.args.get('key', '?')}")
-        elif s.action == "node.drain" and s.succeeded:
+        elif s.action == Action.NODE_DRAIN and s.succeeded:
             evicted = len(s.output.get("evicted") or ()) + len(s.output.get("deleted") or ())
             done.append(f"drained it ({evicted} pod(s) evicted)")
-        elif s.action == "node.drain" and s.started:
+        elif s.action == Action.NODE_DRAIN and s.started:
             half_drained = True
-        elif s.action == "gpu.reset" and s.succeeded:
+        elif s.action == Action.GPU_RESET and s.succeeded:
             done.append(f"reset GPU {s.args.get('gpu', '?')}")
-        elif s.action == "node.request_reboot" and s.succeeded:
+        elif s.action == Action.NODE_REQUEST_REBOOT and s.succeeded:
             done.append("requested a reboot")
-        elif s.action == "node.mark_for_service" and s.succeeded:
+        elif s.action == Action.NODE_MARK_FOR_SERVICE and s.succeeded:
             done.append("marked it for hardware service")
-        elif s.action == "gpu.power_cap" and s.succeeded:
+        elif s.action == Action.GPU_POWER_CAP and s.succeeded:
             done.append(
                 f"capped GPU {s.output.get('gpu', '?')}'s power limit to "
                 f"{s.output.get('limit_w', '?')} W (it was {s.output.get('previous_w', '?')} W)"
             )
-        elif s.action == "gpu.power_restore" and s.succeeded:
+        elif s.action == Action.GPU_POWER_RESTORE and s.succeeded:
             done.append(
                 f"restored GPU {s.output.get('gpu', '?')}'s power limit to "
                 f"{s.output.get('limit_w', '?')} W"
             )
-        elif s.action == "node.untaint" and s.succeeded:
+        elif s.action == Action.NODE_UNTAINT and s.succeeded:
             done.append(f"removed taint {s.output.get('taint') or s.args.get('key', '?')}")
-        elif s.action == "node.uncordon" and s.succeeded:
+        elif s.action == Action.NODE_UNCORDON and s.succeeded:
             done.append(f"uncordoned {node}")
     return done, half_drained
 
 
 def _xid_of(steps: Sequence[StepRecord], fallback: str) -> str:
     for s in steps:
-        if s.action in ("node.taint", "node.untaint") and s.args.get("key") == XID_TAINT:
+        if s.action in (Action.NODE_TAINT, Action.NODE_UNTAINT) and s.args.get("key") == XID_TAINT:
             return str(s.args.get("value") or fallback)
     return fallback
 
@@ -154,7 +155,8 @@ def _live(node: str, info: NodeInfo, xid: str) -> tuple[list[str], list[str]]:
 def _from_steps(node: str, done: list[str], steps: Sequence[StepRecord], xid: str) -> list[str]:
     """The release a run's own steps call for, when the node cannot be read."""
     foreign = next(
-        (s.output for s in steps if s.action == "node.cordon" and s.output.get("foreign")), None
+        (s.output for s in steps if s.action == Action.NODE_CORDON and s.output.get("foreign")),
+        None,
     )
     if foreign is not None:
         who = str(foreign.get("cordoned_by") or "someone else")
@@ -198,14 +200,14 @@ def workload_standing(*, steps: Sequence[StepRecord]) -> Standing:
     """Where a workload stands after an idle-reclaim run stopped: the restore the reclaim
     step recorded, or that nothing was touched."""
     for s in steps:
-        if s.action == "workload.reclaim" and s.succeeded:
+        if s.action == Action.WORKLOAD_RECLAIM and s.succeeded:
             what = str(s.output.get("workload") or "the workload")
             restore = str(s.output.get("restore") or "")
             lines = [f"This run reclaimed {what} (scaled to zero or deleted)."]
             if restore:
                 lines.append(f"To restore it: `{restore}`.")
             return Standing(tuple(lines), (restore,) if restore else ())
-        if s.action == "workload.reclaim" and s.started:
+        if s.action == Action.WORKLOAD_RECLAIM and s.started:
             return Standing(
                 (
                     "The reclaim started and did not finish: check the workload "

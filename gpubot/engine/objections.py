@@ -6,14 +6,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from gpubot.actions.workloads import RECLAIM_ACTION
+from gpubot.domain.actions import Action
 from gpubot.domain.audit import AuditDraft
 from gpubot.domain.reclaim import OBJECTION_KIND, may_object
 from gpubot.domain.runs import Run, StepState, StepStatus
 from gpubot.engine.deps import Engine
 from gpubot.errors import ApprovalError, NotFoundError, ObjectionClosed
 
-GRACE_ACTION = "workload.grace"
-NOTICE_ACTION = "workload.notify_owner"
+GRACE_ACTION = Action.WORKLOAD_GRACE
+NOTICE_ACTION = Action.WORKLOAD_NOTIFY_OWNER
 # Is this Slack user in this Slack user group? (The Slack adapter asks Slack, with a cache.)
 MemberOf = Callable[[str], Awaitable[bool]]
 

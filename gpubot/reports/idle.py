@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from gpubot.domain.actions import Action
 from gpubot.domain.audit import AuditEvent
 from gpubot.domain.cluster import PodInfo, Sample
 from gpubot.domain.codes import natural_key
 
 # The DCGM exporter's labels (DESIGN: Alerts). Results are grouped by these in PromQL.
 _GPU_KEY = ("Hostname", "gpu", "namespace", "pod")
-RECLAIM_ACTION = "workload.reclaim"
+RECLAIM_ACTION = Action.WORKLOAD_RECLAIM
 
 
 def _span(delta: timedelta) -> str:
