@@ -1,6 +1,6 @@
 """benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
-recall on each split (train, holdout, fresh, blind, blind2, blind3), overall and held-out accuracy,
-targets per held-out split, and the time taken on hostile inputs of 1 MB (values not
+recall on each split (train, holdout, fresh, blind, blind2 to blind4), overall and held-out
+accuracy, targets per held-out split, and the time taken on hostile inputs of 1 MB (values not
 asserted here)."""
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
     record = json.loads(lines[0])
     assert record["benchmark"] == "triage_accuracy"
     assert record["entries"] == sum(s["n"] for s in record["splits"].values())
-    assert set(record["splits"]) >= {"train", "holdout", "fresh", "blind", "blind2", "blind3"}
+    assert set(record["splits"]) >= {
+        "train",
+        "holdout",
+        "fresh",
+        "blind",
+        "blind2",
+        "blind3",
+        "blind4",
+    }
     for split in record["splits"].values():
         assert 0 <= split["accuracy"] <= 1
         assert split["baseline_majority_class_accuracy"] <= 1
@@ -38,7 +46,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
     assert 0 <= record["held_out_accuracy"] <= 1
     assert set(record["targets"]) == {
         f"{split}_{figure}"
-        for split in ("holdout", "fresh", "blind", "blind2", "blind3")
+        for split in ("holdout", "fresh", "blind", "blind2", "blind3", "blind4")
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}
     assert all(seconds >= 0 for seconds in record["hostile_input_seconds"].values())
