@@ -134,9 +134,16 @@ GPU_OOM: tuple[Family, ...] = (
             r"(?:\bGPU\b|\bCUDA\b|\bcuda\b|cudaMalloc|device memory)[^\n]{0,80}?out of memory"
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) memory"
-            r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated",
+            r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated"
+            # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
+            # cudaErrorMemoryAllocation.
+            r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
+            r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b",
             _I,
         ),
+        # A C++ exception's what() names the CUDA allocator's source file on one line and
+        # the error on the next.
+        wraps=True,
         unless=_p(
             r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Killed process|" + _ADVICE, _I
         ),
@@ -230,7 +237,8 @@ HOST: tuple[Family, ...] = (
             r"Out of memory: Kill(?:ed)? process|Memory cgroup out of memory"
             r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
             r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
-            r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer|has been OOM[- ]Killed"
+            r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer"
+            r"|\b(?:has been|was|were|got|is being) OOM[- ]Killed\b"  # runc: "container init was"
             r"|killed by the cgroup out-of-memory handler"
             r"|killed as a result of limit of|Out of memory and no killable processes"
             r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
@@ -268,6 +276,7 @@ HOST: tuple[Family, ...] = (
             # Ray before 2.x: the memory monitor raised instead of killing.
             r"|RayOutOfMemoryError\b|More than \d{1,3}% of the memory on node"
             r"|killing latest task[^\n]{0,200}to avoid running out of memory"
+            r"|exceeds the memory usage threshold[^\n]{0,40}Ray killed this worker"
         ),
     ),
     # Userspace OOM killers act before the kernel's, on memory pressure.
@@ -307,6 +316,7 @@ HOST: tuple[Family, ...] = (
         "medium",
         _p(
             r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+            r"|\bTorch: not enough memory: you tried to allocate"  # TH's CPU allocator
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go

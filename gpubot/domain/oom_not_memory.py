@@ -68,7 +68,7 @@ SIGKILL = Family(
     "killed_unknown",
     "medium",
     _p(
-        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}-?(?:137|-9)\b"
+        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}\(?-?(?:137|-9)\b"
         r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
         r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
         r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
@@ -82,6 +82,7 @@ SIGKILL = Family(
         r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
         rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
+        rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python",
         _I | re.MULTILINE,
     ),

@@ -43,7 +43,8 @@ _FLAGS = re.ASCII
 # no GPU setting fixes it. Real requests of 4-5x the card exist (a whole attention matrix), so
 # the bar is an order of magnitude; with no capacity printed, more than any GPU has.
 ABSURD_TIMES_CAPACITY = 10
-ABSURD_WITHOUT_CAPACITY = 1 * TiB
+# More than the largest GPUs hold (288 GB, B300 and MI355X: 268 GiB): no card could serve it.
+ABSURD_WITHOUT_CAPACITY = 270 * GiB
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ _REQUESTED = (
     _p(r"Out of memory allocating (\d{1,3}(?:,\d{3}){1,6}) bytes"),  # CuPy, grouped
     _p(r"Cannot allocate " + _SIZE + r" memory on"),  # PaddlePaddle
     _p(r"\bRequested\s{0,30}: " + _SIZE),  # cudaMallocAsync's report
+    _p(r"\ballocating " + _SIZE + r" on device \d{1,3}: cudaMalloc failed"),  # ggml (llama.cpp)
+    _p(r"\b(?:tried to|Request to) allocate (0) bytes"),  # TF's BFC allocator, degenerate
+    _p(r"\bran out of memory when allocating (0)\b"),  # TF's EigenAllocator
 )
 _TOTAL = (
     _p(_SIZE + r" total capacity"),  # 1.x: "(GPU 0; 15.90 GiB total capacity; ..."
@@ -156,6 +160,8 @@ class AllocatorNumbers:
         """A request no device could hold: many times the card, or more than any GPU has."""
         if self.requested is None:
             return False
+        if self.requested.value == 0:  # nothing was asked for: a shape or size bug upstream
+            return True
         if self.total is not None and self.total.value > 0:
             return self.requested.value > ABSURD_TIMES_CAPACITY * self.total.value
         return self.requested.value > ABSURD_WITHOUT_CAPACITY

@@ -31,23 +31,7 @@ FRESH_MISSES: dict[str, str] = {}
 BLIND_MISSES: dict[str, str] = {}
 BLIND2_MISSES: dict[str, str] = {}
 BLIND3_MISSES: dict[str, str] = {}
-_TF_ZERO = "TF1's 'ran out of memory when allocating 0': a zero-byte request is not read as absurd"
-BLIND4_MISSES: dict[str, str] = {
-    "k-008": "'terminated with exit code (137)': the status in brackets is not read",
-    "k-011": "Ray 2.x's monitor 'exceeds the memory usage threshold … Ray killed this worker'",
-    "k-038": "runc's 'container init was OOM-killed (memory limit too low?)' is not read",
-    "k-046": "llama.cpp's 'allocating 279356.51 MiB on device 0: cudaMalloc failed': the request "
-    "is not read, and 273 GiB (more than any GPU holds) is under the 1 TiB absurd bound",
-    "m-002": "'THCudaCheck FAIL … error=2 : out of memory': THCudaCheck is not read as CUDA, so "
-    "the segfault after it decides",
-    "m-003": "Caffe's 'Check failed: error == cudaSuccess (2 vs. 0) out of memory': no family",
-    "m-010": "mallocMC's 'CUDA::error … SimpleCudaMalloc_impl.hpp(42):' and 'error: out of "
-    "memory' on the next line: the generic family reads one line only",
-    "m-021": "Ray 2.x's monitor 'exceeds the memory usage threshold … Ray killed this worker'",
-    "m-022": "Torch 0.x's host allocator 'Torch: not enough memory: you tried to allocate 72GB'",
-    "m-036": "the shell's 'Killed' glued to a tqdm bar ('6.17it/s]Killed')",
-    "m-055": _TF_ZERO,
-}
+BLIND4_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
