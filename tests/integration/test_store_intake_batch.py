@@ -1,5 +1,5 @@
-"""A payload of firing alerts is stored in a few statements, with the same outcomes as one
-alert at a time: same kinds, same incidents, same rows, on SQLite and PostgreSQL."""
+"""A payload is stored in a few statements, with the same outcomes as its alerts sent one per
+payload: same kinds, same incidents, same rows, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 from sqlalchemy import event
 
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.backends.store.incidents import _ingest_one
 from gpubot.domain.alerts import Alert
 from gpubot.domain.incidents import AlertObservation, IntakeKind, IntakeOutcome, observe
 
@@ -52,10 +51,11 @@ def statements(store: SqlStore) -> Iterator[list[str]]:
 
 
 async def one_at_a_time(store: SqlStore, items: list[AlertObservation]) -> list[IntakeOutcome]:
-    """The per-alert path (what a payload with a resolved alert in it takes)."""
-    return await store._run(
-        lambda conn: [_ingest_one(conn, item, now=NOW) for item in items], write=True
-    )
+    """Each alert as a payload of its own, one after another (each its own transaction)."""
+    outcomes: list[IntakeOutcome] = []
+    for item in items:
+        outcomes += await store.ingest([item], now=NOW)
+    return outcomes
 
 
 async def snapshot(store: SqlStore) -> list[tuple[str, str, str]]:
@@ -69,7 +69,7 @@ async def snapshot(store: SqlStore) -> list[tuple[str, str, str]]:
 
 async def test_a_payload_decides_each_alert_as_one_at_a_time_would(database: Any) -> None:
     """New node, attach, repeat in the payload, duplicate, firing re-send of a resolved
-    alert: the batched path gives the per-alert path's outcomes and rows."""
+    alert: one payload gives what its alerts sent one by one give, outcomes and rows."""
     batched = database.open()
     single = open_store("sqlite://")  # the reference: the per-alert path, in memory
     for store in (batched, single):
@@ -168,9 +168,9 @@ async def test_concurrent_payloads_share_commits_and_decide_as_if_one_after_anot
 async def test_a_group_keeps_each_payloads_time_and_order_with_a_resolve_in_the_middle(
     database: Any,
 ) -> None:
-    """Four bodies received a second apart and written in one transaction: firing runs are
-    read and written together, the resolving body takes the per-alert path in its place,
-    and every row carries the time of the body that wrote it, not the group's."""
+    """Four bodies received a second apart and written in one transaction: read together,
+    decided in order (the resolving body in its place), and every row carries the time of
+    the body that wrote it, not the group's."""
     store = database.open()
     commits: list[int] = []
     event.listen(store._engine, "commit", lambda conn: commits.append(1))
@@ -185,7 +185,7 @@ async def test_a_group_keeps_each_payloads_time_and_order_with_a_resolve_in_the_
     sends = (store.ingest(body, now=t) for body, t in zip(bodies, at, strict=True))
     results = await asyncio.gather(*sends)
 
-    assert len(commits) == 1  # one group: the mixed path is what ran
+    assert len(commits) == 1  # one group
     assert [[o.kind for o in outcomes] for outcomes in results] == [
         [IntakeKind.OPENED],
         [IntakeKind.DUPLICATE, IntakeKind.ATTACHED],
@@ -206,3 +206,40 @@ async def test_a_group_keeps_each_payloads_time_and_order_with_a_resolve_in_the_
     assert (await store.get_incident(n1)).updated_at == at[2]
     second = await store.get_incident(n2)
     assert (second.created_at, second.updated_at) == (at[3], at[3])
+
+
+async def test_an_alert_stored_and_resolved_in_one_payload_leaves_its_incident_open(
+    database: Any,
+) -> None:
+    """The incident has a firing alert from before; a payload adds a second and resolves it:
+    the incident stays open (the first still fires), and resolving the first closes it."""
+    store = database.open()
+    [opened] = await store.ingest([fired("first", "n1")], now=NOW)
+    later = NOW + timedelta(seconds=5)
+    outcomes = await store.ingest(
+        [fired("second", "n1"), fired("second", "n1", status="resolved")], now=later
+    )
+
+    assert [o.kind for o in outcomes] == [IntakeKind.ATTACHED, IntakeKind.ALERT_RESOLVED]
+    incident = await store.get_incident(opened.incident_id or "")
+    assert incident.is_open
+    assert incident.updated_at == later
+    [closed] = await store.ingest([fired("first", "n1", status="resolved")], now=later)
+    assert closed.kind is IntakeKind.INCIDENT_RESOLVED
+    assert not (await store.get_incident(opened.incident_id or "")).is_open
+
+
+async def test_a_resolved_incident_and_a_new_firing_of_its_key_in_one_payload(
+    database: Any,
+) -> None:
+    """The last alert resolves, then the problem fires again (a new startsAt) in the same
+    payload: the first incident is resolved and a new one opens, as one after another."""
+    store = database.open()
+    [first] = await store.ingest([fired("a", "n1")], now=NOW)
+    again = fired("a", "n1", startsAt=(T0 + timedelta(hours=1)).isoformat())
+    outcomes = await store.ingest([fired("a", "n1", status="resolved"), again], now=NOW)
+
+    assert [o.kind for o in outcomes] == [IntakeKind.INCIDENT_RESOLVED, IntakeKind.OPENED]
+    assert outcomes[1].incident_id != first.incident_id
+    assert not (await store.get_incident(first.incident_id or "")).is_open
+    assert (await store.get_incident(outcomes[1].incident_id or "")).is_open

@@ -1,8 +1,9 @@
-"""Incident intake in SQL: deduplicate alerts, open, attach and resolve incidents."""
+"""Incidents and alerts in SQL: intake reads what the domain needs to decide a batch of
+payloads (gpubot.domain.intake) and writes what it decided; reads of incidents and alerts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -16,24 +17,27 @@ from gpubot.domain.incidents import (
     AlertRecord,
     Incident,
     IncidentStatus,
-    IntakeKind,
     IntakeOutcome,
-    label_changes,
-    new_incident_id,
+)
+from gpubot.domain.intake import (
+    FIRING,
+    RESOLVED,
+    IntakeState,
+    IntakeWrites,
+    Payload,
+    StoredAlert,
+    decide,
 )
 from gpubot.errors import NotFoundError
 
-FIRING = "firing"
-RESOLVED = "resolved"
 _IN_LIMIT = 500
 _Key = TypeVar("_Key", str, int)
-_Payload = tuple[list[AlertObservation], datetime]  # one webhook body's alerts, received at
 
 
 class SqlIncidents(SqlDatabase):
     """IncidentStore: one transaction per webhook payload, the point it is durable."""
 
-    _intake: GroupCommit[_Payload, list[IntakeOutcome]] | None = None
+    _intake: GroupCommit[Payload, list[IntakeOutcome]] | None = None
 
     async def ingest(
         self, items: Sequence[AlertObservation], *, now: datetime
@@ -44,23 +48,20 @@ class SqlIncidents(SqlDatabase):
             self._intake = GroupCommit(self._ingest_group)
         return await self._intake.submit((list(items), now))
 
-    async def _ingest_group(self, group: Sequence[_Payload]) -> list[list[IntakeOutcome]]:
+    async def _ingest_group(self, group: Sequence[Payload]) -> list[list[IntakeOutcome]]:
+        """Read what is stored about the group's alerts, let the domain decide payload by
+        payload (gpubot.domain.intake), then write what it decided: a handful of statements
+        for the whole group, not a few per alert."""
+
         def write(conn: Connection) -> list[list[IntakeOutcome]]:
+            items = [item for payload, _ in group for item in payload]
             if self._postgres:
                 # Every payload's locks up front, in one sorted order (see _lock_keys).
-                _lock_keys(conn, [item for items, _ in group for item in items])
-            # Payloads in their order of arrival; a run of firing-only ones (a storm's shape)
-            # is read and written together, deciding item by item as if one after another.
-            outcomes: list[list[IntakeOutcome]] = []
-            firing: list[_Payload] = []
-            for items, now in group:
-                if all(item.status == FIRING for item in items):
-                    firing.append((items, now))
-                    continue
-                outcomes += _ingest_firing(conn, firing)
-                firing = []
-                outcomes.append([_ingest_one(conn, item, now=now) for item in items])
-            return outcomes + _ingest_firing(conn, firing)
+                _lock_keys(conn, items)
+            state = _read_state(conn, items)
+            outcomes, writes = decide(state, group)
+            _write(conn, writes)
+            return outcomes
 
         return await self._run(write, write=True)
 
@@ -105,64 +106,64 @@ def _chunks(values: Iterable[_Key]) -> Iterator[list[_Key]]:
         yield ordered[start : start + _IN_LIMIT]
 
 
-def _ingest_firing(conn: Connection, payloads: Sequence[_Payload]) -> list[list[IntakeOutcome]]:
-    """Payloads of firing alerts (a storm's shape) in a handful of statements, not four per
-    alert: read what is known, decide item by item exactly as _ingest_one would, each with
-    its payload's time, then write with one executemany per table."""
-    everything = [item for items, _ in payloads for item in items]
-    known: dict[tuple[str, datetime], tuple[int | None, str, str, Mapping[str, str]]] = {}
-    for chunk in _chunks(item.fingerprint for item in everything):
+def _read_state(conn: Connection, items: Sequence[AlertObservation]) -> IntakeState:
+    """What the domain needs to decide the group: its alerts as stored, the open incident of
+    each correlation key and, when an alert resolves, the firing alerts of those incidents."""
+    state = IntakeState()
+    for chunk in _chunks(item.fingerprint for item in items):
         for row in conn.execute(_KNOWN_ALERTS, {"values": chunk}):
-            known[(row.fingerprint, as_utc(row.starts_at))] = (
-                row.id,
-                row.status,
-                row.incident_id,
-                row.labels,
-            )
-    open_ids: dict[str, str] = {}
-    for chunk in _chunks(item.correlation_key for item in everything):
-        open_ids.update(
+            key = (row.fingerprint, as_utc(row.starts_at))
+            state.alerts[key] = StoredAlert(row.status, row.incident_id, row.labels)
+    for chunk in _chunks(item.correlation_key for item in items):
+        state.open_incidents.update(
             (row.key, row.id) for row in conn.execute(_OPEN_INCIDENTS, {"values": chunk})
         )
-    new_incidents: list[dict[str, Any]] = []
-    new_alerts: list[dict[str, Any]] = []
-    touched: dict[str, datetime] = {}  # incident → the time of the last payload naming it
-    seen: dict[int, datetime] = {}  # stored alert → the same
-    outcomes: list[list[IntakeOutcome]] = []
-    for items, now in payloads:
-        outcomes.append(payload_outcomes := [])
-        for item in items:
-            where = (item.fingerprint, as_utc(item.starts_at))
-            if (hit := known.get(where)) is not None:
-                alert_id, status, incident_id, stored_labels = hit
-                kind = IntakeKind.DUPLICATE
-                if status != FIRING:  # a firing re-send of a resolved alert: see _ingest_one
-                    kind = IntakeKind.IGNORED
-                elif alert_id is not None:  # None: stored by this call a moment ago
-                    seen[alert_id] = now
-                payload_outcomes.append(_resent(item, kind, incident_id, stored_labels))
-                continue
-            open_id = open_ids.get(item.correlation_key)
-            if open_id is None:
-                incident_id = open_ids[item.correlation_key] = new_incident_id()
-                new_incidents.append(_new_incident(incident_id, item, now=now))
-                kind = IntakeKind.OPENED
-            else:
-                incident_id = open_id
-                touched[incident_id] = now
-                kind = IntakeKind.ATTACHED
-            new_alerts.append(_alert_row(item, incident_id, now=now))
-            known[where] = (None, FIRING, incident_id, item.labels)
-            payload_outcomes.append(IntakeOutcome(item.fingerprint, kind, incident_id))
-    if new_incidents:
-        conn.execute(_INSERT_INCIDENTS, new_incidents)
-    if new_alerts:
-        conn.execute(_INSERT_ALERTS, new_alerts)
-    if touched:
-        conn.execute(_TOUCH_INCIDENTS, _stamps(touched))
-    if seen:
-        conn.execute(_SEEN_ALERTS, _stamps(seen))
-    return outcomes
+    if any(item.status == RESOLVED for item in items):
+        involved = {a.incident_id for a in state.alerts.values()}
+        involved.update(state.open_incidents.values())
+        for chunk in _chunks(involved):
+            for fingerprint, starts_at, incident_id in conn.execute(
+                _FIRING_ALERTS, {"values": chunk}
+            ):
+                key = (fingerprint, as_utc(starts_at))
+                state.firing.setdefault(incident_id, set()).add(key)
+    return state
+
+
+def _write(conn: Connection, writes: IntakeWrites) -> None:
+    """Resolutions of incidents stored before first, then inserts (an incident opened and
+    resolved in the group is inserted resolved), then the other updates: at no point are two
+    incidents of one problem open (uq_incidents_open_key), and an alert may be stored and
+    resolved in one group."""
+    new = {n.id for n in writes.new_incidents}
+    resolved_before = {i: at for i, at in writes.resolved_incidents.items() if i not in new}
+    if resolved_before:
+        conn.execute(_RESOLVE_INCIDENTS, _stamps(resolved_before))
+    if writes.new_incidents:
+        rows = []
+        for n in writes.new_incidents:
+            row = _new_incident(n.id, n.item, now=n.at)
+            if (at := writes.resolved_incidents.get(n.id)) is not None:
+                row.update(status=IncidentStatus.RESOLVED.value, resolved_at=at, updated_at=at)
+            rows.append(row)
+        conn.execute(_INSERT_INCIDENTS, rows)
+    if writes.new_alerts:
+        rows = [_alert_row(a.item, a.incident_id, now=a.at) for a in writes.new_alerts]
+        conn.execute(_INSERT_ALERTS, rows)
+    if writes.touched:
+        conn.execute(_TOUCH_INCIDENTS, _stamps(writes.touched))
+    if writes.seen:
+        rows = [
+            {"b_fp": fp, "b_start": start, "b_now": at}
+            for (fp, start), at in sorted(writes.seen.items())
+        ]
+        conn.execute(_SEEN_ALERTS, rows)
+    if writes.resolved_alerts:
+        rows = [
+            {"b_fp": fp, "b_start": start, "b_ends": ends, "b_now": at}
+            for (fp, start), (ends, at) in sorted(writes.resolved_alerts.items())
+        ]
+        conn.execute(_RESOLVE_ALERTS, rows)
 
 
 def _stamps(times: dict[_Key, datetime]) -> list[dict[str, Any]]:
@@ -173,7 +174,6 @@ def _stamps(times: dict[_Key, datetime]) -> list[dict[str, Any]]:
 # Built once: a statement object caches its compiled form, where one built per call would
 # pay for construction and its cache key every time (nearly half of this path's cost).
 _KNOWN_ALERTS = select(
-    alerts.c.id,
     alerts.c.fingerprint,
     alerts.c.starts_at,
     alerts.c.status,
@@ -193,81 +193,29 @@ _TOUCH_INCIDENTS = (
     .where(incidents.c.id == bindparam("b_id"))
     .values(updated_at=bindparam("b_now"))
 )
-_SEEN_ALERTS = (
-    update(alerts).where(alerts.c.id == bindparam("b_id")).values(last_seen_at=bindparam("b_now"))
+_BY_KEY = (
+    alerts.c.fingerprint == bindparam("b_fp"),
+    alerts.c.starts_at == bindparam("b_start"),
 )
-
-
-def _ingest_one(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:
-    row = (
-        conn.execute(
-            select(alerts.c.id, alerts.c.status, alerts.c.incident_id, alerts.c.labels).where(
-                alerts.c.fingerprint == item.fingerprint, alerts.c.starts_at == item.starts_at
-            )
-        )
-        .mappings()
-        .first()
+_SEEN_ALERTS = update(alerts).where(*_BY_KEY).values(last_seen_at=bindparam("b_now"))
+_RESOLVE_ALERTS = (
+    update(alerts)
+    .where(*_BY_KEY)
+    .values(status=RESOLVED, ends_at=bindparam("b_ends"), last_seen_at=bindparam("b_now"))
+)
+_FIRING_ALERTS = select(alerts.c.fingerprint, alerts.c.starts_at, alerts.c.incident_id).where(
+    alerts.c.incident_id.in_(bindparam("values", expanding=True)), alerts.c.status == FIRING
+)
+# Only an open incident resolves (one a person closed stays as they left it).
+_RESOLVE_INCIDENTS = (
+    update(incidents)
+    .where(incidents.c.id == bindparam("b_id"), incidents.c.status == IncidentStatus.OPEN.value)
+    .values(
+        status=IncidentStatus.RESOLVED.value,
+        resolved_at=bindparam("b_now"),
+        updated_at=bindparam("b_now"),
     )
-    if row is None:
-        return _new_alert(conn, item, now=now)
-    incident_id: str = row["incident_id"]
-    if row["status"] == item.status:
-        conn.execute(update(alerts).where(alerts.c.id == row["id"]).values(last_seen_at=now))
-        return _resent(item, IntakeKind.DUPLICATE, incident_id, row["labels"])
-    if item.status != RESOLVED:
-        # A firing re-send of an alert that already resolved (a replay, a late retry):
-        # reopening would restart remediation for a problem that is gone.
-        return _resent(item, IntakeKind.IGNORED, incident_id, row["labels"])
-    conn.execute(
-        update(alerts)
-        .where(alerts.c.id == row["id"])
-        .values(status=RESOLVED, ends_at=item.ends_at or now, last_seen_at=now)
-    )
-    still_firing = conn.scalar(
-        select(alerts.c.id)
-        .where(alerts.c.incident_id == incident_id, alerts.c.status == FIRING)
-        .limit(1)
-    )
-    if still_firing is not None:
-        _touch(conn, incident_id, now=now)
-        return IntakeOutcome(item.fingerprint, IntakeKind.ALERT_RESOLVED, incident_id)
-    conn.execute(
-        update(incidents)
-        .where(incidents.c.id == incident_id, incidents.c.status == IncidentStatus.OPEN.value)
-        .values(status=IncidentStatus.RESOLVED.value, resolved_at=now, updated_at=now)
-    )
-    return IntakeOutcome(item.fingerprint, IntakeKind.INCIDENT_RESOLVED, incident_id)
-
-
-def _resent(
-    item: AlertObservation, kind: IntakeKind, incident_id: str, stored: Mapping[str, str]
-) -> IntakeOutcome:
-    """A re-send of a stored alert; with other labels it is a conflict, never silently
-    merged: the stored labels stand and the difference goes to the incident."""
-    if changes := label_changes(stored, item.labels):
-        return IntakeOutcome(item.fingerprint, IntakeKind.CONFLICT, incident_id, changes)
-    return IntakeOutcome(item.fingerprint, kind, incident_id)
-
-
-def _new_alert(conn: Connection, item: AlertObservation, *, now: datetime) -> IntakeOutcome:
-    if item.status == RESOLVED:
-        # Nothing to resolve: we never saw it fire (or it predates this database).
-        return IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, None)
-    incident_id = conn.scalar(
-        select(incidents.c.id).where(
-            incidents.c.key == item.correlation_key,
-            incidents.c.status == IncidentStatus.OPEN.value,
-        )
-    )
-    if incident_id is None:
-        incident_id = new_incident_id()
-        conn.execute(insert(incidents).values(**_new_incident(incident_id, item, now=now)))
-        kind = IntakeKind.OPENED
-    else:
-        _touch(conn, incident_id, now=now)
-        kind = IntakeKind.ATTACHED
-    conn.execute(insert(alerts).values(**_alert_row(item, incident_id, now=now)))
-    return IntakeOutcome(item.fingerprint, kind, incident_id)
+)
 
 
 def _alert_row(item: AlertObservation, incident_id: str, *, now: datetime) -> dict[str, Any]:
@@ -302,10 +250,6 @@ def _new_incident(incident_id: str, item: AlertObservation, *, now: datetime) ->
         "updated_at": now,
         "resolved_at": None,
     }
-
-
-def _touch(conn: Connection, incident_id: str, *, now: datetime) -> None:
-    conn.execute(update(incidents).where(incidents.c.id == incident_id).values(updated_at=now))
 
 
 def _get_incident(conn: Connection, incident_id: str) -> Incident:
