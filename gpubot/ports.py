@@ -39,8 +39,8 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
 
-class KubeApi(Protocol):
-    """The Kubernetes operations runbooks need (official client, simulated, fake)."""
+class NodeOps(Protocol):
+    """Read the cluster's nodes and change them: cordon, taints, the notes the bot leaves."""
 
     async def list_nodes(self) -> list[NodeInfo]: ...
 
@@ -52,15 +52,6 @@ class KubeApi(Protocol):
 
     async def gpu_fleet(self) -> FleetView:
         """The GPU nodes and which are cordoned, cheaply (a watch cache, not a LIST per call)."""
-        ...
-
-    # Where a node's agent listens: only what the cluster reports, never an alert's text.
-    async def node_internal_ips(self) -> dict[str, str]:
-        """Every Node's InternalIP (status.addresses) by node name; one without is left out."""
-        ...
-
-    async def pod_ips_by_node(self, *, namespace: str, selector: str) -> dict[str, str]:
-        """Running pods in `namespace` matching the label `selector`: spec.nodeName → podIP."""
         ...
 
     async def set_unschedulable(
@@ -82,35 +73,6 @@ class KubeApi(Protocol):
         self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
     ) -> None: ...
 
-    async def list_pods(
-        self, *, node: str | None = None, namespace: str | None = None
-    ) -> list[PodInfo]: ...
-
-    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]: ...
-
-    async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
-        """Evict through the Eviction API; DisruptionBlockedError when a PDB says no."""
-        ...
-
-    async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
-        """Delete without PDB checks: only where a runbook says so explicitly."""
-        ...
-
-    # Pod reads for triage. One port on purpose: a runbook sees one cluster.
-    async def get_pod(self, *, namespace: str, name: str) -> PodInfo: ...
-
-    async def pod_logs(
-        self,
-        *,
-        namespace: str,
-        name: str,
-        container: str | None = None,
-        previous: bool = False,
-        tail_lines: int = 100,
-    ) -> str: ...
-
-    async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]: ...
-
     # Notes the bot leaves on a node: labels/annotations (None deletes one) and Events.
     async def set_node_metadata(
         self,
@@ -131,7 +93,58 @@ class KubeApi(Protocol):
         """A Kubernetes Event on the Node, so `kubectl describe node` shows what the bot did."""
         ...
 
-    # Workloads, for idle-GPU reclamation.
+
+class AgentAddresses(Protocol):
+    """Where a node's agent listens: only what the cluster reports, never an alert's text."""
+
+    async def node_internal_ips(self) -> dict[str, str]:
+        """Every Node's InternalIP (status.addresses) by node name; one without is left out."""
+        ...
+
+    async def pod_ips_by_node(self, *, namespace: str, selector: str) -> dict[str, str]:
+        """Running pods in `namespace` matching the label `selector`: spec.nodeName → podIP."""
+        ...
+
+
+class PodReads(Protocol):
+    """Pods, their budgets, logs and events: what drains plan from and triage reads."""
+
+    async def list_pods(
+        self, *, node: str | None = None, namespace: str | None = None
+    ) -> list[PodInfo]: ...
+
+    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]: ...
+
+    async def get_pod(self, *, namespace: str, name: str) -> PodInfo: ...
+
+    async def pod_logs(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        container: str | None = None,
+        previous: bool = False,
+        tail_lines: int = 100,
+    ) -> str: ...
+
+    async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]: ...
+
+
+class Evictions(Protocol):
+    """Take pods off a node: through the Eviction API, or deleted where a runbook says so."""
+
+    async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """Evict through the Eviction API; DisruptionBlockedError when a PDB says no."""
+        ...
+
+    async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
+        """Delete without PDB checks: only where a runbook says so explicitly."""
+        ...
+
+
+class Workloads(Protocol):
+    """What runs a pod, and scaling it: idle-GPU reclamation."""
+
     async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
         """What runs the pod: Pod → ReplicaSet → Deployment, a StatefulSet, a Job, or the bare
         Pod itself (kind "Pod"), with its replicas and the GPUs its pods hold."""
@@ -154,6 +167,11 @@ class KubeApi(Protocol):
         """Set a Deployment's or StatefulSet's replicas through its scale subresource, after
         writing `annotations` on it; returns the replicas it had before."""
         ...
+
+
+class KubeApi(NodeOps, AgentAddresses, PodReads, Evictions, Workloads, Protocol):
+    """Every Kubernetes role at once: what one cluster adapter (official client, simulated,
+    fake) implements. Code that uses the cluster asks for the role it needs."""
 
 
 class NodeAgent(Protocol):
@@ -354,3 +372,20 @@ class ClusterPorts:
     kube: KubeApi
     agent: NodeAgent
     metrics: Metrics
+
+    # The roles of the cluster's API, each what an action or a query needs of it.
+    @property
+    def nodes(self) -> NodeOps:
+        return self.kube
+
+    @property
+    def pods(self) -> PodReads:
+        return self.kube
+
+    @property
+    def evictions(self) -> Evictions:
+        return self.kube
+
+    @property
+    def workloads(self) -> Workloads:
+        return self.kube

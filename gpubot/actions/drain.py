@@ -18,7 +18,7 @@ from gpubot.errors import (
     PermanentStepError,
     TemporaryStepError,
 )
-from gpubot.ports import KubeApi
+from gpubot.ports import Evictions
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -73,11 +73,11 @@ def blocking(pod: PodInfo, pdbs: list[PodDisruptionBudget]) -> PodDisruptionBudg
 
 
 async def plan_drain(ctx: ActionContext, p: DrainParams) -> PlanNote:
-    kube = ctx.cluster.kube
-    listed, skipped = evictable(await kube.list_pods(node=p.node))
+    k8s = ctx.cluster
+    listed, skipped = evictable(await k8s.pods.list_pods(node=p.node))
     evict = [pod for pod in listed if not pod.terminating]
     terminating = [pod.ref for pod in listed if pod.terminating]
-    pdbs = await kube.list_pdbs()
+    pdbs = await k8s.pods.list_pdbs()
     blocked = {pod.ref: b.name for pod in evict if (b := blocking(pod, pdbs))}
     names = ", ".join(pod.ref for pod in evict[:10]) + (" …" if len(evict) > 10 else "")
     summary = f"evict {len(evict)} pod(s) from {p.node}: {names or 'none'}"
@@ -100,7 +100,7 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
     same backoff until the step's deadline; pods terminating past `terminating_timeout_seconds`
     are force-deleted if the runbook allows it, else the run is handed to a human. A node
     made schedulable meanwhile pauses the run."""
-    kube = ctx.cluster.kube
+    k8s = ctx.cluster
     # Ordered sets: a pod is counted once however many times the node is listed.
     evicted: dict[str, None] = {}
     deleted: dict[str, None] = {}
@@ -109,7 +109,7 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
     delay, first, said, left_before = 1.0, True, "", -1
     gate = asyncio.Semaphore(p.concurrency)
     while True:
-        node = await kube.get_node(node=p.node)
+        node = await k8s.nodes.get_node(node=p.node)
         if not node.unschedulable:
             if first:
                 # Draining a schedulable node would let the evicted pods land right back on it.
@@ -120,7 +120,7 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
                 "cordon it again and retry, or close the incident"
             )
         first = False
-        pods, skip = evictable(await kube.list_pods(node=p.node))
+        pods, skip = evictable(await k8s.pods.list_pods(node=p.node))
         skipped = [f"{pod.ref} ({why})" for pod, why in skip]
         if not pods:
             break
@@ -135,7 +135,9 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         }
         blocked: dict[str, str] = {}
         failed: list[str] = []
-        outcomes = await asyncio.gather(*(_evict(kube, pod, p.grace_seconds, gate) for pod in live))
+        outcomes = await asyncio.gather(
+            *(_evict(k8s.evictions, pod, p.grace_seconds, gate) for pod in live)
+        )
         for pod, (outcome, detail) in zip(live, outcomes, strict=True):
             if outcome == "evicted":
                 evicted[pod.ref] = None
@@ -151,7 +153,9 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         if blocked and _past(ctx, p.delete_after_seconds):
             for ref in blocked:
                 namespace, name = ref.split("/", 1)
-                await kube.delete_pod(namespace=namespace, name=name, grace_seconds=p.grace_seconds)
+                await k8s.evictions.delete_pod(
+                    namespace=namespace, name=name, grace_seconds=p.grace_seconds
+                )
                 deleted[ref] = None
             await ctx.progress(
                 f"deleted {len(blocked)} pod(s) still protected by a PDB after "
@@ -171,7 +175,7 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         if stuck and p.force_delete_terminating:
             for ref in stuck:
                 namespace, name = ref.split("/", 1)
-                await kube.delete_pod(namespace=namespace, name=name, grace_seconds=0)
+                await k8s.evictions.delete_pod(namespace=namespace, name=name, grace_seconds=0)
                 deleted[ref] = None
             await ctx.progress(
                 f"force-deleted {len(stuck)} pod(s) still terminating on {p.node} after "
@@ -243,11 +247,11 @@ def _past(ctx: ActionContext, seconds: int | None) -> bool:
 
 
 async def _evict(
-    kube: KubeApi, pod: PodInfo, grace: int | None, gate: asyncio.Semaphore
+    evictions: Evictions, pod: PodInfo, grace: int | None, gate: asyncio.Semaphore
 ) -> tuple[str, str]:
     async with gate:
         try:
-            await kube.evict(namespace=pod.namespace, name=pod.name, grace_seconds=grace)
+            await evictions.evict(namespace=pod.namespace, name=pod.name, grace_seconds=grace)
         except DisruptionBlockedError as exc:
             return "blocked", exc.budget or "?"
         except TemporaryStepError as exc:  # one flaky call: the next round retries it
@@ -269,11 +273,11 @@ def _waiting(blocked: dict[str, str], failed: list[str], terminating: list[str])
 
 
 async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
-    kube = ctx.cluster.kube
-    evict, _ = evictable(await kube.list_pods(node=p.node))
+    k8s = ctx.cluster
+    evict, _ = evictable(await k8s.pods.list_pods(node=p.node))
     if not evict:
         return CheckResult("done", f"no evictable pods left on {p.node}", {"node": p.node})
-    pdbs = await kube.list_pdbs()
+    pdbs = await k8s.pods.list_pdbs()
     budgets = sorted({b.name for pod in evict if (b := blocking(pod, pdbs))})
     by = f", blocked by PDB {', '.join(budgets)}" if budgets else ""
     if terminating := sum(1 for pod in evict if pod.terminating):

@@ -50,7 +50,7 @@ async def plan_reset(ctx: ActionContext, p: ResetParams) -> PlanNote:
             facts={"uuid_mismatch": True},
         )
     holders = [
-        pod.ref for pod in await ctx.cluster.kube.list_pods(node=p.node) if pod.gpu_request > 0
+        pod.ref for pod in await ctx.cluster.pods.list_pods(node=p.node) if pod.gpu_request > 0
     ]
     state = "lost" if gpu.lost else ("healthy" if gpu.healthy else f"XID {list(gpu.xid_errors)}")
     note = f"reset GPU {p.gpu} ({gpu.uuid}) on {p.node}, now {state}"

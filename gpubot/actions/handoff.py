@@ -63,7 +63,7 @@ class ServiceParams(Params):
 
 
 async def plan_reboot(ctx: ActionContext, p: RebootParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.labels.get(REBOOT_LABEL) == "true":
         return PlanNote(f"{p.node} already has a reboot requested; nothing to do", changes=False)
     return PlanNote(
@@ -73,7 +73,7 @@ async def plan_reboot(ctx: ActionContext, p: RebootParams) -> PlanNote:
 
 async def run_reboot(ctx: ActionContext, p: RebootParams) -> Output:
     gpus = await involved_gpus(ctx, node=p.node, uuid=p.uuid)  # read before the reboot
-    await ctx.cluster.kube.set_node_metadata(
+    await ctx.cluster.nodes.set_node_metadata(
         node=p.node,
         labels={REBOOT_LABEL: "true"},
         annotations={REBOOT_ANNOTATION: f"{ctx.actor}: {ctx.reason}"},
@@ -84,14 +84,14 @@ async def run_reboot(ctx: ActionContext, p: RebootParams) -> Output:
 
 
 async def check_reboot(ctx: ActionContext, p: RebootParams) -> CheckResult:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.labels.get(REBOOT_LABEL) == "true":
         return CheckResult("done", f"{p.node} has a reboot requested", {"node": p.node})
     return CheckResult("not_done", f"{p.node} has no reboot request")
 
 
 async def plan_service(ctx: ActionContext, p: ServiceParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if SERVICE_LABEL in node.labels:
         return PlanNote(f"{p.node} is already marked for hardware service", changes=False)
     state = "cordoned" if node.unschedulable else "NOT cordoned"
@@ -103,19 +103,19 @@ async def plan_service(ctx: ActionContext, p: ServiceParams) -> PlanNote:
 
 async def run_service(ctx: ActionContext, p: ServiceParams) -> Output:
     gpus = await involved_gpus(ctx, node=p.node, uuid=p.uuid)
-    await ctx.cluster.kube.set_node_metadata(
+    await ctx.cluster.nodes.set_node_metadata(
         node=p.node,
         labels={SERVICE_LABEL: "rma"},
         annotations={SERVICE_ANNOTATION: f"{p.reason} [{ctx.reason}]"},
     )
     await note(ctx, p.node, "GpubotHardwareService", f"marked for hardware service: {p.reason}")
     await record_for(ctx, node=p.node, gpus=gpus, kind="service", xid=p.xid, detail=p.reason)
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     return {"node": p.node, "label": f"{SERVICE_LABEL}=rma", "cordoned": node.unschedulable}
 
 
 async def check_service(ctx: ActionContext, p: ServiceParams) -> CheckResult:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if SERVICE_LABEL in node.labels:
         return CheckResult(
             "done",

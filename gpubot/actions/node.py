@@ -44,20 +44,20 @@ class TaintParams(Params):
 
 
 async def _gpu_pods(ctx: ActionContext, node: str) -> tuple[int, int]:
-    pods = await ctx.cluster.kube.list_pods(node=node)
+    pods = await ctx.cluster.pods.list_pods(node=node)
     gpu_pods = [p for p in pods if p.gpu_request > 0]
     return len(gpu_pods), sum(p.gpu_request for p in gpu_pods)
 
 
 async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node, cached=True)  # a plan may lag a little
+    node = await ctx.cluster.nodes.get_node(node=p.node, cached=True)  # a plan may lag a little
     if node.unschedulable:
         by = node.annotations.get(CORDON_BY_ANNOTATION, "someone else")
         return PlanNote(f"{p.node} is already cordoned (by {by}); nothing to do", changes=False)
     pods, gpus = await _gpu_pods(ctx, p.node)
     # Server-side dry-run: RBAC or an admission webhook that would refuse the cordon shows
     # up in the plan (as a problem), not only when the step runs.
-    await ctx.cluster.kube.set_unschedulable(
+    await ctx.cluster.nodes.set_unschedulable(
         node=p.node, value=True, actor=ctx.actor, reason=ctx.reason, dry_run=True
     )
     return PlanNote(
@@ -70,7 +70,7 @@ async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
 async def note(ctx: ActionContext, node: str, reason: str, message: str) -> None:
     """A Node Event for what the bot just did; best effort (the audit trail is the record)."""
     try:
-        await ctx.cluster.kube.post_node_event(
+        await ctx.cluster.nodes.post_node_event(
             node=node, reason=reason, message=f"{message} [{ctx.actor}: {ctx.reason}]"
         )
     except GpubotError as exc:
@@ -83,14 +83,14 @@ async def _cordon_unless_cordoned(ctx: ActionContext, p: NodeParams) -> NodeInfo
     PATCH carries the version read, so a node that moved meanwhile (someone else cordoned
     it) answers 409 and is read again from the server. A cached "already cordoned" is
     confirmed by the server too (the cache may not have seen an uncordon yet)."""
-    kube = ctx.cluster.kube
-    node = await kube.get_node(node=p.node, cached=True)
+    k8s = ctx.cluster
+    node = await k8s.nodes.get_node(node=p.node, cached=True)
     if node.unschedulable:
-        node = await kube.get_node(node=p.node)
+        node = await k8s.nodes.get_node(node=p.node)
         if node.unschedulable:
             return node
     try:
-        await kube.set_unschedulable(
+        await k8s.nodes.set_unschedulable(
             node=p.node,
             value=True,
             actor=ctx.actor,
@@ -98,11 +98,11 @@ async def _cordon_unless_cordoned(ctx: ActionContext, p: NodeParams) -> NodeInfo
             expect_version=node.resource_version,
         )
     except ConflictError:
-        node = await kube.get_node(node=p.node)
+        node = await k8s.nodes.get_node(node=p.node)
         if node.unschedulable:
             return node
         # Still schedulable: cordon the version just read (another 409 → the step retries).
-        await kube.set_unschedulable(
+        await k8s.nodes.set_unschedulable(
             node=p.node,
             value=True,
             actor=ctx.actor,
@@ -126,7 +126,7 @@ async def run_cordon(ctx: ActionContext, p: NodeParams) -> Output:
 
 
 async def check_cordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.unschedulable:
         return CheckResult(
             "done",
@@ -137,16 +137,16 @@ async def check_cordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
 
 
 async def plan_uncordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if not node.unschedulable:
         return PlanNote(f"{p.node} is already schedulable; nothing to do", changes=False)
     return PlanNote(f"uncordon {p.node}: GPU pods may schedule there again")
 
 
 async def run_uncordon(ctx: ActionContext, p: NodeParams) -> Output:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.unschedulable:
-        await ctx.cluster.kube.set_unschedulable(
+        await ctx.cluster.nodes.set_unschedulable(
             node=p.node, value=False, actor=ctx.actor, reason=ctx.reason
         )
         await note(ctx, p.node, "GpubotUncordon", "uncordoned by gpubot")
@@ -154,28 +154,28 @@ async def run_uncordon(ctx: ActionContext, p: NodeParams) -> Output:
 
 
 async def check_uncordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.unschedulable:
         return CheckResult("not_done", f"{p.node} is still cordoned")
     return CheckResult("done", f"{p.node} is schedulable", {"node": p.node, "was_cordoned": True})
 
 
 async def plan_taint(ctx: ActionContext, p: TaintParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if p.taint in node.taints:
         return PlanNote(f"{p.node} already has taint {p.taint}; nothing to do", changes=False)
-    await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=True, dry_run=True)
+    await ctx.cluster.nodes.set_taint(node=p.node, taint=p.taint, present=True, dry_run=True)
     return PlanNote(f"taint {p.node} with {p.taint}: pods without a toleration will not schedule")
 
 
 async def run_taint(ctx: ActionContext, p: TaintParams) -> Output:
-    await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=True)
+    await ctx.cluster.nodes.set_taint(node=p.node, taint=p.taint, present=True)
     await note(ctx, p.node, "GpubotTaint", f"taint {p.taint} added by gpubot")
     return {"node": p.node, "taint": str(p.taint)}
 
 
 async def check_taint(ctx: ActionContext, p: TaintParams) -> CheckResult:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if p.taint in node.taints:
         return CheckResult(
             "done", f"{p.node} has {p.taint}", {"node": p.node, "taint": str(p.taint)}
@@ -184,20 +184,20 @@ async def check_taint(ctx: ActionContext, p: TaintParams) -> CheckResult:
 
 
 async def plan_untaint(ctx: ActionContext, p: TaintParams) -> PlanNote:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if p.taint not in node.taints:
         return PlanNote(f"{p.node} has no taint {p.taint}; nothing to do", changes=False)
     return PlanNote(f"remove taint {p.taint} from {p.node}")
 
 
 async def run_untaint(ctx: ActionContext, p: TaintParams) -> Output:
-    await ctx.cluster.kube.set_taint(node=p.node, taint=p.taint, present=False)
+    await ctx.cluster.nodes.set_taint(node=p.node, taint=p.taint, present=False)
     await note(ctx, p.node, "GpubotUntaint", f"taint {p.taint} removed by gpubot")
     return {"node": p.node, "taint": str(p.taint)}
 
 
 async def check_untaint(ctx: ActionContext, p: TaintParams) -> CheckResult:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     if p.taint in node.taints:
         return CheckResult("not_done", f"{p.node} still has {p.taint}")
     return CheckResult("done", f"{p.node} no longer has {p.taint}", {"node": p.node})
@@ -233,7 +233,7 @@ async def run_gpu_health(ctx: ActionContext, p: NodeParams) -> Output:
 
 
 async def _status(ctx: ActionContext, p: NodeParams) -> Output:
-    node = await ctx.cluster.kube.get_node(node=p.node)
+    node = await ctx.cluster.nodes.get_node(node=p.node)
     reason = node.annotations.get(CORDON_REASON_ANNOTATION, "")
     return {
         "node": p.node,

@@ -64,7 +64,7 @@ async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
     if not node:
         return None
     try:
-        info = await ctx.cluster.kube.get_node(node=node)
+        info = await ctx.cluster.nodes.get_node(node=node)
     except GpubotError:
         return None
     from gpubot.domain.oom_numbers import device_capacity
@@ -77,11 +77,11 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     # `runbooks validate` and `plan` build.
     from gpubot.domain.oom import classify
 
-    kube = ctx.cluster.kube
-    pod = await kube.get_pod(namespace=p.namespace, name=p.pod)
+    k8s = ctx.cluster
+    pod = await k8s.pods.get_pod(namespace=p.namespace, name=p.pod)
     last = pod.last_terminated
     try:
-        logs = await kube.pod_logs(
+        logs = await k8s.pods.pod_logs(
             namespace=p.namespace,
             name=p.pod,
             container=pod.container or None,
@@ -90,7 +90,7 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
         )
     except GpubotError:
         logs = ""  # the previous container's logs are gone: judge from the status and alert
-    events = await kube.pod_events(namespace=p.namespace, name=p.pod)
+    events = await k8s.pods.pod_events(namespace=p.namespace, name=p.pod)
     liveness = any("Liveness probe failed" in e.message for e in events)
     # Warning events carry evidence of their own (Evicted for memory, OOMKilling, Unhealthy).
     warnings = "\n".join(f"{e.reason}: {e.message}" for e in events if e.type == "Warning")

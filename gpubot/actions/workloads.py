@@ -65,10 +65,10 @@ class Assessment:
 
 async def assess(ctx: ActionContext, policy: ReclaimPolicy, p: TargetParams) -> Assessment:
     """Live facts for one idle pod; StopRunError when there is nothing left to reclaim."""
-    kube = ctx.cluster.kube
+    k8s = ctx.cluster
     try:
-        pod = await kube.get_pod(namespace=p.namespace, name=p.pod)
-        workload = await kube.get_workload_owner(namespace=p.namespace, pod=p.pod)
+        pod = await k8s.pods.get_pod(namespace=p.namespace, name=p.pod)
+        workload = await k8s.workloads.get_workload_owner(namespace=p.namespace, pod=p.pod)
     except NotFoundError as exc:
         raise StopRunError(f"{p.namespace}/{p.pod} is gone; nothing to reclaim") from exc
     refused = refusal(policy, pod, now=ctx.clock.now())
@@ -84,7 +84,7 @@ async def gpu_model(ctx: ActionContext, given: str, node: str) -> str:
     if given or not node:
         return given
     try:
-        return (await ctx.cluster.kube.get_node(node=node)).gpu_product
+        return (await ctx.cluster.nodes.get_node(node=node)).gpu_product
     except GpubotError:  # the model only labels the report; never a reason to stop
         return ""
 
@@ -125,11 +125,13 @@ class Reclaim:
         self.policy = policy
 
     async def _target(self, ctx: ActionContext, p: ReclaimParams) -> Workload:
-        kube = ctx.cluster.kube
+        k8s = ctx.cluster
         try:
             if p.kind and p.name:
-                return await kube.get_workload(namespace=p.namespace, kind=p.kind, name=p.name)
-            return await kube.get_workload_owner(namespace=p.namespace, pod=p.pod)
+                return await k8s.workloads.get_workload(
+                    namespace=p.namespace, kind=p.kind, name=p.name
+                )
+            return await k8s.workloads.get_workload_owner(namespace=p.namespace, pod=p.pod)
         except NotFoundError as exc:
             what = f"{p.kind}/{p.name}" if p.kind and p.name else f"pod {p.pod}"
             raise StopRunError(f"{what} in {p.namespace} is gone; nothing to reclaim") from exc
@@ -140,7 +142,7 @@ class Reclaim:
             if not w.replicas:
                 return PlanNote(f"{w.ref} in {p.namespace} is already at 0 replicas", changes=False)
             # Server-side dry run: RBAC or admission refusing the scale shows in the plan.
-            await ctx.cluster.kube.scale_workload(
+            await ctx.cluster.workloads.scale_workload(
                 namespace=p.namespace, kind=w.kind, name=w.name, replicas=0, dry_run=True
             )
             return PlanNote(
@@ -160,7 +162,7 @@ class Reclaim:
             await ctx.progress(f"Not reclaiming: {why}. Nothing was changed.")
             raise StopRunError(f"not reclaimed: {why}")
         model = await gpu_model(ctx, p.gpu_model, pod.node if pod else "")
-        kube = ctx.cluster.kube
+        k8s = ctx.cluster
         if w.scalable:
             if not w.replicas:
                 if w.recorded_replicas is not None:  # ours, from an attempt that timed out
@@ -170,7 +172,7 @@ class Reclaim:
                 RECLAIMED_FROM_ANNOTATION: str(w.replicas),
                 RECLAIMED_BY_ANNOTATION: f"{ctx.actor}: {ctx.reason}"[:250],
             }
-            was = await kube.scale_workload(
+            was = await k8s.workloads.scale_workload(
                 namespace=p.namespace, kind=w.kind, name=w.name, replicas=0, annotations=notes
             )
             await ctx.progress(f"Scaled {w.ref} in {p.namespace} from {was} to 0 replicas.")
@@ -178,7 +180,9 @@ class Reclaim:
         if w.bare_pod:
             if pod is None:
                 raise StopRunError(f"{p.namespace}/{p.pod} is already gone; nothing to reclaim")
-            await kube.delete_pod(namespace=p.namespace, name=p.pod, grace_seconds=p.grace_seconds)
+            await k8s.evictions.delete_pod(
+                namespace=p.namespace, name=p.pod, grace_seconds=p.grace_seconds
+            )
             return _output(ctx, p, w, gpus=pod.gpu_request, model=model, was=None)
         raise PermanentStepError(
             f"{p.namespace}/{p.pod} belongs to {w.ref}: gpubot never scales or deletes a "
@@ -187,7 +191,7 @@ class Reclaim:
 
     async def _pod(self, ctx: ActionContext, p: ReclaimParams) -> PodInfo | None:
         try:
-            return await ctx.cluster.kube.get_pod(namespace=p.namespace, name=p.pod)
+            return await ctx.cluster.pods.get_pod(namespace=p.namespace, name=p.pod)
         except NotFoundError:
             return None  # a Deployment's pod may have been replaced meanwhile
 
@@ -195,9 +199,9 @@ class Reclaim:
         """After a crash: at 0 replicas, or the bare pod gone, the reclamation took effect."""
         if not (p.kind and p.name):
             return CheckResult("unknown", "the step does not say which workload it acted on")
-        kube = ctx.cluster.kube
+        k8s = ctx.cluster
         try:
-            w = await kube.get_workload(namespace=p.namespace, kind=p.kind, name=p.name)
+            w = await k8s.workloads.get_workload(namespace=p.namespace, kind=p.kind, name=p.name)
         except NotFoundError:
             w = Workload(p.namespace, p.kind, p.name, replicas=0)
         ref = f"{p.kind}/{p.name} in {p.namespace}"

@@ -101,7 +101,7 @@ class Executor:
         drain for a drain or run here to end."""
         if blast != "cordon":
             return (self._ended, 0)
-        view = await self.e.clusters[cluster].kube.gpu_fleet()
+        view = await self.e.clusters[cluster].nodes.gpu_fleet()
         slots = self._slots.get(cluster)
         if slots is not None:
             slots.expire(view, now=self.e.clock.now())
@@ -113,8 +113,8 @@ class Executor:
         found = await cordons_in_flight(self.e)
         for cluster, node in found:
             slots = self._slots.setdefault(cluster, CordonSlots())
-            kube = self.e.clusters[cluster].kube
-            await slots.adopt(kube=kube, node=node, now=self.e.clock.now())
+            nodes = self.e.clusters[cluster].nodes
+            await slots.adopt(nodes=nodes, node=node, now=self.e.clock.now())
         return len(found)
 
     async def due(self, run: Run) -> bool:
@@ -208,8 +208,10 @@ class Executor:
             # cordons of a storm go out side by side and the cap stays exact (CordonSlots).
             slots = self._slots.setdefault(run.cluster, CordonSlots())
             now = self.e.clock.now()
-            kube = self.e.clusters[run.cluster].kube
-            if hold := await slots.take(kube=kube, policy=self.e.policy.blast, node=node, now=now):
+            nodes = self.e.clusters[run.cluster].nodes
+            if hold := await slots.take(
+                nodes=nodes, policy=self.e.policy.blast, node=node, now=now
+            ):
                 return await self._hold_step(
                     run, step, state, hold, node=node, spec_blast="cordon", key=key
                 )

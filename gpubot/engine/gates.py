@@ -15,7 +15,7 @@ from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepStatus
 from gpubot.engine.deps import Engine
 from gpubot.errors import GpubotError
-from gpubot.ports import KubeApi
+from gpubot.ports import NodeOps
 
 # How long a cordon gpubot made is counted by itself after it returned, when the fleet view
 # does not show it: longer than any view may lag (the adapter lists instead of serving a
@@ -51,11 +51,11 @@ class CordonSlots:
         self.released = 0  # reservations dropped without the view showing the node cordoned
 
     async def take(
-        self, *, kube: KubeApi, policy: BlastRadius, node: str, now: datetime
+        self, *, nodes: NodeOps, policy: BlastRadius, node: str, now: datetime
     ) -> str | None:
         """Reserve a slot for cordoning `node`; or why the cap holds it (nothing reserved)."""
         async with self._lock:
-            view = await kube.gpu_fleet()
+            view = await nodes.gpu_fleet()
             self.expire(view, now=now)
             counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
             reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
@@ -64,11 +64,11 @@ class CordonSlots:
                 self._seen.setdefault(node, view.cordon_seen.get(node, 0))
             return reason
 
-    async def adopt(self, *, kube: KubeApi, node: str, now: datetime) -> None:
+    async def adopt(self, *, nodes: NodeOps, node: str, now: datetime) -> None:
         """Count a cordon of `node` sent by another process (its step recorded RUNNING), as
         if made here just now: until the view shows it, or for SETTLE."""
         async with self._lock:
-            view = await kube.gpu_fleet()
+            view = await nodes.gpu_fleet()
             if node in view.cordoned:
                 return
             self._seen.setdefault(node, view.cordon_seen.get(node, 0))

@@ -62,11 +62,11 @@ class Queries:
 
     async def node_gpus(self, *, cluster: str, node: str) -> tuple[NodeInfo, list[GpuState]]:
         ports = cluster_named(self._e, cluster)
-        found = await ports.kube.get_node(node=node)
+        found = await ports.nodes.get_node(node=node)
         return found, await ports.agent.gpus(node=found.name)
 
     async def fleet_gpus(self, *, cluster: str) -> list[tuple[NodeInfo, list[GpuState]]]:
         ports = cluster_named(self._e, cluster)
-        nodes = [n for n in await ports.kube.list_nodes() if n.is_gpu_node]
+        nodes = [n for n in await ports.nodes.list_nodes() if n.is_gpu_node]
         gpus = await asyncio.gather(*(ports.agent.gpus(node=n.name) for n in nodes))
         return list(zip(nodes, gpus, strict=True))

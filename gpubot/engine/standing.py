@@ -49,7 +49,7 @@ async def standing(engine: Engine, run: Run, states: Sequence[StepState]) -> Sta
             )
         try:
             live = await asyncio.wait_for(
-                ports.kube.get_node(node=run.target), timeout=READ_SECONDS
+                ports.nodes.get_node(node=run.target), timeout=READ_SECONDS
             )
         except (GpubotError, TimeoutError, OSError) as exc:
             error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -120,7 +120,7 @@ class IdleReporter:
 
     async def _pods(self, ports: ClusterPorts) -> list[PodInfo] | None:
         try:
-            return await ports.kube.list_pods()
+            return await ports.pods.list_pods()
         except Exception as exc:  # a backend's edge: the report goes out without owners
             log.warning("idle report for %s: cannot list pods: %s", ports.name, exc)
             return None

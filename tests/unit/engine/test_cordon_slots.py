@@ -51,7 +51,7 @@ class Fleet:
 
 
 async def take(slots: CordonSlots, fleet: Fleet, node: str, now: datetime = T0) -> str | None:
-    return await slots.take(kube=fleet, policy=CAP, node=node, now=now)  # type: ignore[arg-type]
+    return await slots.take(nodes=fleet, policy=CAP, node=node, now=now)  # type: ignore[arg-type]
 
 
 async def test_concurrent_reservations_take_exactly_the_cap() -> None:
