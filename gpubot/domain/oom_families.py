@@ -138,14 +138,18 @@ GPU_OOM: tuple[Family, ...] = (
             # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
             # cudaErrorMemoryAllocation.
             r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
-            r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b",
+            r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
+            r"|GpuLaunchKernel[^\n]{0,400}?out of memory",  # TF launching a GPU kernel
             _I,
         ),
         # A C++ exception's what() names the CUDA allocator's source file on one line and
         # the error on the next.
         wraps=True,
+        # A host's name may hold "gpu" (gpu-node-7): the kernel's OOM killer on it is the host's.
         unless=_p(
-            r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Killed process|" + _ADVICE, _I
+            r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
+            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer|" + _ADVICE,
+            _I,
         ),
     ),
 )
@@ -207,6 +211,24 @@ SHM: tuple[Family, ...] = (
         # Some loggers print the error before its frames: the whole traceback counts.
         near_traceback=True,
     ),
+    # The bare message (a title, a logger's line) over a traceback through multiprocessing's
+    # lock: the semaphore lives in /dev/shm.
+    Family(
+        "semlock_enospc",
+        "shm_exhausted",
+        "medium",
+        _p(r"^\W{0,8}(?:OSError: )?No space left on device\W{0,8}$", re.MULTILINE),
+        near=_p(r"SemLock|ctx\.Lock\(|multiprocessing/synchronize\.py|Lock\(ctx="),
+        span=20,
+        near_traceback=True,
+    ),
+    # System V shared memory (shmget) out of space.
+    Family(
+        "sysv_shm_enospc",
+        "shm_exhausted",
+        "high",
+        _p(r"\bshmget\b[^\n]{0,80}?(?:error 28\b|No space left on device|ENOSPC)"),
+    ),
     Family(
         "bus_error_with_workers",
         "shm_exhausted",
@@ -238,7 +260,8 @@ HOST: tuple[Family, ...] = (
             r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
             r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
             r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer"
-            r"|\b(?:has been|was|were|got|is being) OOM[- ]Killed\b"  # runc: "container init was"
+            r"|\b(?:has been|was|were|got|is being|potentially) OOM[- ]Killed\b"  # runc, Backend.AI
+            r"|\bcontainer oom [0-9a-f]{12,64}\b"  # docker events
             r"|killed by the cgroup out-of-memory handler"
             r"|killed as a result of limit of|Out of memory and no killable processes"
             r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
@@ -262,7 +285,10 @@ HOST: tuple[Family, ...] = (
         "high",
         _p(
             r"low on resource: memory|had condition: \[MemoryPressure\]"
-            r"|evicted due to (?:node )?memory pressure",
+            r"|evicted due to (?:node )?memory pressure"
+            # The kubelet's eviction manager and its node event, reclaiming memory.
+            r"|EvictionThresholdMet[^\n]{0,200}?reclaim memory|signal=memory\.available"
+            r"|eviction manager: [^\n]{0,120}\[MemoryPressure\]",
             _I,
         ),
     ),

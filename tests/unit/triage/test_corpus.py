@@ -32,18 +32,7 @@ BLIND_MISSES: dict[str, str] = {}
 BLIND2_MISSES: dict[str, str] = {}
 BLIND3_MISSES: dict[str, str] = {}
 BLIND4_MISSES: dict[str, str] = {}
-BLIND5_MISSES: dict[str, str] = {
-    "p-001": "TF's 'GpuLaunchKernel … status: Internal: out of memory': no family",
-    "p-018": "'Memory cgroup out of memory: Kill process' on a host named gpu-…: the generic GPU "
-    "family takes the hostname for the device and its exclusion knows 'Killed process' only",
-    "p-021": "docker events' 'container oom <id>': no family",
-    "p-022": "'detected potentially oom-killed process': the OOM-killed family wants a verb",
-    "p-023": "the kubelet's 'EvictionThresholdMet … Attempting to reclaim memory': no family",
-    "p-041": "the eviction manager's 'signal=memory.available' and '[MemoryPressure]': no family",
-    "q-030": "a bare 'No space left on device' over a traceback through multiprocessing's Lock: "
-    "the SemLock family wants '[Errno 28]'",
-    "q-033": "'shmget failed: error 28 (No space left on device)': System V shared memory",
-}
+BLIND5_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
