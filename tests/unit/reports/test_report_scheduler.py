@@ -109,8 +109,18 @@ async def until(predicate: Callable[[], bool], within: float = 5.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def settle() -> None:
-    await asyncio.sleep(0.3)
+def nothing_due(s: ReportScheduler) -> bool:
+    """No job of the scheduler is due now: every next run time lies ahead of the (frozen)
+    clock, so nothing more can run until the clock moves. This proves "nothing more runs"
+    from the schedule itself, instead of waiting a while and seeing nothing."""
+    now = datetime.now(UTC)
+    return all(job.next_run_time > now for job in s.scheduler.get_jobs())
+
+
+def paused(s: ReportScheduler) -> bool:
+    from apscheduler.schedulers.base import STATE_PAUSED
+
+    return bool(s.scheduler.state == STATE_PAUSED)
 
 
 async def test_cron_from_config_in_its_time_zone(rig: Callable[..., Rig]) -> None:
@@ -122,7 +132,8 @@ async def test_cron_from_config_in_its_time_zone(rig: Callable[..., Rig]) -> Non
         when = s.next_run()
         assert when is not None
         assert when.isoformat() == "2026-11-30T09:00:00+01:00"
-        await settle()
+        assert nothing_due(s)
+        await s.stop()
     assert r.reports() == []
 
 
@@ -138,8 +149,7 @@ async def test_missed_runs_while_down_run_once_on_start(rig: Callable[..., Rig])
     with freeze_time(MONDAY_0800 + timedelta(days=2, hours=2, minutes=30), real_asyncio=True):
         second = r.make()
         await second.start()
-        await until(lambda: len(r.reports()) == 1)
-        await settle()
+        await until(lambda: len(r.reports()) == 1 and nothing_due(second))
         assert len(r.reports()) == 1
         assert r.reports()[0].startswith("Idle GPUs on sim: 8 allocated GPUs idle")
         assert second.next_run() == datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
@@ -158,11 +168,12 @@ async def test_only_the_leader_runs_scheduled_jobs(rig: Callable[..., Rig]) -> N
     with freeze_time(MONDAY_0800 + timedelta(hours=2), real_asyncio=True):
         s = r.make()
         await s.start()
-        await settle()
+        assert paused(s)  # the due report cannot run while another replica leads
+        assert not nothing_due(s)  # ... and it is due
         assert r.reports() == []
         r.leader.leading = True  # the Lease moved here
-        await until(lambda: len(r.reports()) == 1)
-        await settle()
+        await until(lambda: len(r.reports()) == 1 and nothing_due(s))
+        assert not paused(s)
         assert len(r.reports()) == 1
 
 
@@ -191,8 +202,9 @@ async def test_prometheus_down_says_so_retries_and_recovers(rig: Callable[..., R
         await s.start()
         await until(lambda: len(r.reports()) == 2)
         assert r.reports()[1].startswith("Idle GPUs on sim: 8 allocated GPUs idle")
-        await settle()
-        assert s.scheduler.get_job(IDLE_RETRY) is None  # one-off: gone after it ran
+        # one-off: gone after it ran
+        await until(lambda: s.scheduler.get_job(IDLE_RETRY) is None)
+        assert nothing_due(s)
 
 
 async def test_retries_stop_after_the_configured_number(rig: Callable[..., Rig]) -> None:
