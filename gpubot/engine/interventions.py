@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from gpubot.domain import messages
-from gpubot.domain.audit import AuditDraft, AuditEvent
+from gpubot.domain.audit import AuditEvent
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
 from gpubot.engine.recorder import RunRecorder
 from gpubot.engine.standing import standing_blocks
@@ -40,6 +41,7 @@ class Interventions:
 
     def __init__(self, engine: Engine) -> None:
         self.e = engine
+        self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
         self.record = RunRecorder(engine)
 
     def _group_for(self, run: Run, step_id: str | None) -> str:
@@ -59,17 +61,14 @@ class Interventions:
     async def _refuse(
         self, run: Run, user: str, kind: str, message: str, via: Mapping[str, str] | None
     ) -> NoReturn:
-        await self.e.store.append(
-            AuditDraft(
-                ts=self.e.clock.now(),
-                actor=user,
-                kind="run.refused",
-                incident_id=run.incident_id,
-                run_id=run.id,
-                target=run.target,
-                result={"request": kind, "message": message, **_via(via)},
-                reason=f"runbook {run.runbook}",
-            )
+        await self.trail.record(
+            "run.refused",
+            actor=user,
+            incident_id=run.incident_id,
+            run_id=run.id,
+            target=run.target,
+            result={"request": kind, "message": message, **_via(via)},
+            reason=f"runbook {run.runbook}",
         )
         raise ApprovalError(message)
 
@@ -102,10 +101,9 @@ class Interventions:
             if not s.status.finished:
                 await self.record.save(replace(s, status=StepStatus.CANCELLED, error=why))
         await self.record.close_approvals(run)
-        event = AuditDraft(
-            ts=self.e.clock.now(),
+        event = self.trail.draft(
+            CANCELLED_KIND,
             actor=user,
-            kind=CANCELLED_KIND,
             incident_id=run.incident_id,
             run_id=run.id,
             step=step_id,
@@ -161,10 +159,9 @@ class Interventions:
         await self.record.save(
             replace(paused, status=StepStatus.PENDING, error="", attempts=0, started_at=None)
         )
-        event = AuditDraft(
-            ts=self.e.clock.now(),
+        event = self.trail.draft(
+            RESUMED_KIND,
             actor=user,
-            kind=RESUMED_KIND,
             incident_id=run.incident_id,
             run_id=run.id,
             step=paused.step_id,

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from gpubot.actions.workloads import RECLAIM_ACTION
 from gpubot.domain.actions import Action
-from gpubot.domain.audit import AuditDraft
 from gpubot.domain.reclaim import OBJECTION_KIND, may_object
 from gpubot.domain.runs import Run, StepState, StepStatus
+from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
 from gpubot.errors import ApprovalError, NotFoundError, ObjectionClosed
 
@@ -71,20 +71,17 @@ async def record_objection(
         raise ApprovalError(
             f"Only {who} or an approver (group '{group}') may object to this reclamation."
         )
-    await e.store.append(
-        AuditDraft(
-            ts=e.clock.now(),
-            actor=user,
-            kind=OBJECTION_KIND,
-            incident_id=run.incident_id,
-            run_id=run.id,
-            step=grace.step_id,
-            action=GRACE_ACTION,
-            target=run.target,
-            result={"kept_by": user, "workload": workload, "accepted": True},
-            reason="objection during the grace period",
-            dry_run=run.dry_run,
-        )
+    await AuditTrail(e.store, e.clock).record(
+        OBJECTION_KIND,
+        actor=user,
+        incident_id=run.incident_id,
+        run_id=run.id,
+        step=grace.step_id,
+        action=GRACE_ACTION,
+        target=run.target,
+        result={"kept_by": user, "workload": workload, "accepted": True},
+        reason="objection during the grace period",
+        dry_run=run.dry_run,
     )
     return Objection(run.id, user, workload)
 

@@ -14,6 +14,7 @@ from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_lin
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.context import steps_context
 from gpubot.engine.deps import Engine
 from gpubot.engine.observe import run_finished, step_recorded
@@ -31,6 +32,7 @@ class RunRecorder:
 
     def __init__(self, engine: Engine) -> None:
         self.e = engine
+        self.trail = AuditTrail(engine.store, engine.clock)
 
     async def actor(self, run: Run, step: Step) -> str:
         if step.approval == "auto":
@@ -100,10 +102,9 @@ class RunRecorder:
         result: Mapping[str, Any] | None = None,
         actor: str = SYSTEM_ACTOR,
     ) -> AuditDraft:
-        draft = AuditDraft(
-            ts=self.e.clock.now(),
+        draft = self.trail.draft(
+            kind,
             actor=actor,
-            kind=kind,
             incident_id=run.incident_id,
             run_id=run.id,
             step=step.id if step else None,
@@ -127,7 +128,7 @@ class RunRecorder:
         result: Mapping[str, Any] | None = None,
         actor: str = SYSTEM_ACTOR,
     ) -> None:
-        await self.e.store.append(
+        await self.trail.write(
             self.event(run, kind, step=step, args=args, result=result, actor=actor)
         )
 

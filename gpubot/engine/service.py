@@ -11,7 +11,6 @@ from typing import Any, Literal
 from gpubot.domain import messages
 from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
-from gpubot.domain.audit import AuditDraft
 from gpubot.domain.incidents import (
     Incident,
     IncidentStatus,
@@ -24,6 +23,7 @@ from gpubot.domain.policy import check_attempts
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
+from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.context import alert_context, resolve_params
 from gpubot.engine.deps import Engine
 from gpubot.engine.executor import Executor
@@ -75,6 +75,7 @@ class IntakeSummary:
 class GpubotService:
     def __init__(self, engine: Engine, *, dry_run: bool = False) -> None:
         self.e = engine
+        self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
         self.read = Queries(engine)  # what the interfaces in front of the service may read
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
         self.executor = Executor(engine)
@@ -101,15 +102,12 @@ class GpubotService:
                 bad.alertname,
                 extra={"event": "alert.rejected", "reason": bad.reason},
             )
-            await self.e.store.append(
-                AuditDraft(
-                    ts=now,
-                    actor="alertmanager",
-                    kind="alert.rejected",
-                    target=bad.alertname or None,
-                    args={"fingerprint": bad.fingerprint, "index": bad.index},
-                    reason=bad.reason,
-                )
+            await self.trail.record(
+                "alert.rejected",
+                actor="alertmanager",
+                target=bad.alertname or None,
+                args={"fingerprint": bad.fingerprint, "index": bad.index},
+                reason=bad.reason,
             )
             outcomes.append(IntakeOutcome(bad.fingerprint, IntakeKind.REJECTED, None, bad.reason))
         return IntakeSummary(tuple(outcomes))
@@ -261,10 +259,9 @@ class GpubotService:
             updated_at=now,
         )
         steps = [StepState(run_id=run.id, step_id=s.id, position=i) for i, s in enumerate(rb.steps)]
-        created_event = AuditDraft(
-            ts=now,
+        created_event = self.trail.draft(
+            "run.created",
             actor=requested_by,
-            kind="run.created",
             incident_id=run.incident_id,
             run_id=run.id,
             target=target,
@@ -302,19 +299,16 @@ class GpubotService:
             request = await self.e.store.get_approval(approval_id)
         except NotFoundError:
             missing = "This approval request does not exist."
-            await self.e.store.append(
-                AuditDraft(
-                    ts=self.e.clock.now(),
-                    actor=user,
-                    kind="approval.refused",
-                    result={
-                        "decision": decision,
-                        "accepted": False,
-                        "message": missing,
-                        **extra,
-                    },
-                    reason=f"approval {approval_id}",
-                )
+            await self.trail.record(
+                "approval.refused",
+                actor=user,
+                result={
+                    "decision": decision,
+                    "accepted": False,
+                    "message": missing,
+                    **extra,
+                },
+                reason=f"approval {approval_id}",
             )
             raise ApprovalError(missing) from None
         run = await self.e.store.get_run(request.run_id)
@@ -337,24 +331,21 @@ class GpubotService:
                 False,
                 "Someone else decided this request at the same moment; look again.",
             )
-        await self.e.store.append(
-            AuditDraft(
-                ts=self.e.clock.now(),
-                actor=user,
-                kind="approval.vote" if outcome.accepted else "approval.refused",
-                incident_id=run.incident_id,
-                run_id=run.id,
-                step=request.step_id,
-                target=run.target,
-                result={
-                    "decision": decision,
-                    "accepted": outcome.accepted,
-                    "status": outcome.request.status.value,
-                    "message": outcome.message,
-                    **extra,
-                },
-                reason=f"approval {request.id}",
-            )
+        await self.trail.record(
+            "approval.vote" if outcome.accepted else "approval.refused",
+            actor=user,
+            incident_id=run.incident_id,
+            run_id=run.id,
+            step=request.step_id,
+            target=run.target,
+            result={
+                "decision": decision,
+                "accepted": outcome.accepted,
+                "status": outcome.request.status.value,
+                "message": outcome.message,
+                **extra,
+            },
+            reason=f"approval {request.id}",
         )
         if not outcome.accepted:
             if outcome.request.status is ApprovalStatus.EXPIRED:
@@ -560,14 +551,11 @@ class GpubotService:
             outcome.incident_id,
             outcome.detail,
         )
-        await self.e.store.append(
-            AuditDraft(
-                ts=self.e.clock.now(),
-                actor="alertmanager",
-                kind="alert.conflict",
-                incident_id=outcome.incident_id,
-                reason=f"fingerprint {outcome.fingerprint}: {outcome.detail}",
-            )
+        await self.trail.record(
+            "alert.conflict",
+            actor="alertmanager",
+            incident_id=outcome.incident_id,
+            reason=f"fingerprint {outcome.fingerprint}: {outcome.detail}",
         )
         await self._post(
             outcome.incident_id,
@@ -579,16 +567,13 @@ class GpubotService:
 
     async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str | None) -> None:
         why = f"fingerprint {fingerprint}" if fingerprint else "recorded by recovery"
-        await self.e.store.append(
-            AuditDraft(
-                ts=self.e.clock.now(),
-                actor="alertmanager",
-                kind=kind,
-                incident_id=incident.id,
-                target=incident.node,
-                result={"status": incident.status.value},
-                reason=f"alert {incident.alertname} {why}",
-            )
+        await self.trail.record(
+            kind,
+            actor="alertmanager",
+            incident_id=incident.id,
+            target=incident.node,
+            result={"status": incident.status.value},
+            reason=f"alert {incident.alertname} {why}",
         )
 
     async def _post(self, incident_id: str | None, message: Message) -> None:
