@@ -318,7 +318,6 @@ async def _agent(args: argparse.Namespace) -> int:
     import socket
 
     from gpubot.agent.api import AgentTokens
-    from gpubot.agent.dcgm import Diagnostics
     from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
     from gpubot.config import load_settings
     from gpubot.errors import ConfigError
@@ -333,27 +332,9 @@ async def _agent(args: argparse.Namespace) -> int:
         )
     host, port = parse_listen(args.listen or s.agent.listen)
     node = args.node or s.agent.node or socket.gethostname()
-    if args.driver == "simulated":
-        from gpubot.agent.simulated import SimulatedDriver
-        from gpubot.backends.simulated import SimulatedCluster
+    from gpubot.wiring import build_agent_driver
 
-        cluster = s.cluster(s.agent.cluster)
-        sim = SimulatedCluster.default(
-            name=s.agent.cluster, state_path=cluster.state_file if cluster else None
-        )
-        if node not in sim.node_names():
-            raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
-        driver = SimulatedDriver(sim, node=node, reset_seconds=s.agent.simulated_reset_seconds)
-        diagnostics: Diagnostics = driver
-    else:
-        from gpubot.agent.dcgm import DcgmDiagnostics
-        from gpubot.agent.nvml import NvmlDriver
-
-        driver = NvmlDriver()  # type: ignore[assignment]
-        dcgmi = str(s.agent.dcgmi_path) if s.agent.dcgmi_path else None
-        diagnostics = DcgmDiagnostics(
-            path=dcgmi, timeout_s=s.agent.diag_timeout_seconds, host=s.agent.dcgm_host
-        )
+    driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
     opts = AgentOptions(
         tokens=AgentTokens(read=read, mutate=mutate),
         node=node,

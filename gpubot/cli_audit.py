@@ -95,15 +95,13 @@ def database_line(url: str) -> str:
 
 
 async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
-    from gpubot.backends.store import open_store
     from gpubot.backends.store.database import StoreMissingError
-    from gpubot.wiring import build_app, build_clusters
+    from gpubot.wiring import build_app, build_clusters, open_existing_store
 
     clusters = build_clusters(settings)  # a bad config first, as serve would say it
-    key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
     try:
         # Never create: verifying or exporting an empty new database would say nothing true.
-        store = open_store(settings.store.url, audit_key=key, create=False)
+        store = open_existing_store(settings)
     except StoreMissingError as exc:
         print(f"gpubot: error: {exc}", file=sys.stderr)
         return 1

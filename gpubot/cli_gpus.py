@@ -60,12 +60,11 @@ def _target(text: str) -> tuple[str | None, str | None]:
 async def _open(settings: Settings) -> SqlStore:
     import asyncio  # here, not at the top: the parser is built for every command
 
-    from gpubot.backends.store import open_store
+    from gpubot.wiring import open_existing_store
 
-    key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
     # Never a new database (StoreMissingError, one line); the ledger's table is added to a
     # database from before it, as serve would at start.
-    store = open_store(settings.store.url, audit_key=key, create=False)
+    store = open_existing_store(settings)
     await asyncio.to_thread(store.prepare)
     return store
 

@@ -11,7 +11,6 @@ Who decides is the local account running the command, mapped to an approver iden
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
@@ -125,15 +124,11 @@ def operator(settings: Settings, account: str) -> OperatorSettings:
 
 
 def build_cli_app(settings: Settings, **overrides: Any) -> App:
-    """The service over the configured store, as a process that never leads (never starts a
-    step) and tells no chat (Slack is what is down; the store and audit trail are the record).
-    `overrides` go to build_app (a test's clock or store)."""
-    from gpubot.backends.console import ConsoleNotifier
-    from gpubot.engine.leader import NeverLeader
-    from gpubot.wiring import build_app
+    """The break-glass service (wiring.build_breakglass_app); `overrides` go to build_app
+    (a test's clock or store)."""
+    from gpubot.wiring import build_breakglass_app
 
-    quiet = ConsoleNotifier(io.StringIO())
-    return build_app(settings, leadership=NeverLeader(), notifier=quiet, **overrides)
+    return build_breakglass_app(settings, **overrides)
 
 
 async def run_ops(args: argparse.Namespace, *, app: App, account: str | None = None) -> int:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from gpubot.backends.console import ConsoleNotifier
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.backends.store import open_store
+from gpubot.backends.store import SqlStore, open_store
 from gpubot.config import ClusterSettings, Settings
 from gpubot.domain.cluster import Sample
 from gpubot.domain.runbook_loader import LoadedRunbook
@@ -18,7 +18,7 @@ from gpubot.engine.deps import Engine
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
-from gpubot.errors import ConfigError, PermanentStepError
+from gpubot.errors import ConfigError, InputError, PermanentStepError
 from gpubot.ports import (
     ChatNotifier,
     Clock,
@@ -37,6 +37,8 @@ from gpubot.rules import build_policy, build_reclaim, load_runbooks
 from gpubot.web.metrics import OutboxReading, Watched, WebMetrics
 
 if TYPE_CHECKING:
+    from gpubot.agent.dcgm import Diagnostics
+    from gpubot.agent.driver import AgentDriver
     from gpubot.slack.app import SlackParts
 
 
@@ -321,3 +323,51 @@ def build_leadership(settings: Settings) -> Any:
         lease_seconds=le.lease_seconds,
         renew_seconds=le.renew_seconds,
     )
+
+
+def open_existing_store(settings: Settings) -> SqlStore:
+    """The configured database for the commands that read it (audit, gpus): never created
+    (StoreMissingError, one line), since reporting on an empty new database says nothing
+    true."""
+    key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
+    return open_store(settings.store.url, audit_key=key, create=False)
+
+
+def build_agent_driver(
+    settings: Settings, *, driver: str, node: str
+) -> tuple[AgentDriver, Diagnostics]:
+    """The node agent's GPU driver and diagnostics: NVML and DCGM on a GPU node, or the
+    simulated cluster's node (`--driver simulated`)."""
+    if driver == "simulated":
+        from gpubot.agent.simulated import SimulatedDriver
+
+        cluster = settings.cluster(settings.agent.cluster)
+        sim = SimulatedCluster.default(
+            name=settings.agent.cluster, state_path=cluster.state_file if cluster else None
+        )
+        if node not in sim.node_names():
+            raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
+        simulated = SimulatedDriver(
+            sim, node=node, reset_seconds=settings.agent.simulated_reset_seconds
+        )
+        return simulated, simulated
+    from gpubot.agent.dcgm import DcgmDiagnostics
+    from gpubot.agent.nvml import NvmlDriver
+
+    dcgmi = str(settings.agent.dcgmi_path) if settings.agent.dcgmi_path else None
+    diagnostics = DcgmDiagnostics(
+        path=dcgmi, timeout_s=settings.agent.diag_timeout_seconds, host=settings.agent.dcgm_host
+    )
+    return NvmlDriver(), diagnostics
+
+
+def build_breakglass_app(settings: Settings, **overrides: Any) -> App:
+    """The service over the configured store for the break-glass CLI: a process that never
+    leads (never starts a step) and tells no chat (Slack is what is down; the store and the
+    audit trail are the record)."""
+    import io
+
+    from gpubot.engine.leader import NeverLeader
+
+    quiet = ConsoleNotifier(io.StringIO())
+    return build_app(settings, leadership=NeverLeader(), notifier=quiet, **overrides)

@@ -139,6 +139,10 @@ class XidSource(Protocol):
         ...
 
 
+class AgentDriver(GpuDriver, XidSource, Protocol):
+    """What the agent runs on: GPU reads and actions, and the XID events it forwards."""
+
+
 # NVML's clocks-event (throttle) reason bits, named as nvidia-smi names them.
 THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
     (0x1, "gpu_idle"),
