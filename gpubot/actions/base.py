@@ -20,7 +20,7 @@ P = TypeVar("P", bound=BaseModel)
 class Params(BaseModel):
     """Base of every action's parameters: strict, no unknown keys."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 @dataclass(frozen=True)
