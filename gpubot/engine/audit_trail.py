@@ -49,36 +49,9 @@ class AuditTrail:
             dry_run=dry_run,
         )
 
-    async def record(
-        self,
-        kind: str,
-        *,
-        actor: str,
-        incident_id: str | None = None,
-        run_id: str | None = None,
-        step: str | None = None,
-        action: str | None = None,
-        target: str | None = None,
-        args: Mapping[str, Any] | None = None,
-        result: Mapping[str, Any] | None = None,
-        reason: str = "",
-        dry_run: bool = False,
-    ) -> AuditEvent:
-        """An event on its own: appended to the chain now."""
-        draft = self.draft(
-            kind,
-            actor=actor,
-            incident_id=incident_id,
-            run_id=run_id,
-            step=step,
-            action=action,
-            target=target,
-            args=args,
-            result=result,
-            reason=reason,
-            dry_run=dry_run,
-        )
-        return await self.write(draft)
+    async def record(self, kind: str, *, actor: str, **fields: Any) -> AuditEvent:
+        """An event on its own, appended to the chain now; `fields` as draft() takes them."""
+        return await self.write(self.draft(kind, actor=actor, **fields))
 
     async def write(self, draft: AuditDraft) -> AuditEvent:
         """A draft built here (draft()) that no state change carries: appended now."""
