@@ -139,7 +139,8 @@ GPU_OOM: tuple[Family, ...] = (
             # cudaErrorMemoryAllocation.
             r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
             r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
-            r"|GpuLaunchKernel[^\n]{0,400}?out of memory",  # TF launching a GPU kernel
+            r"|GpuLaunchKernel[^\n]{0,400}?out of memory"  # TF launching a GPU kernel
+            r"|\bfailed due to insufficient GPU memory\b",  # TensorRT-LLM's executor
             _I,
         ),
         # A C++ exception's what() names the CUDA allocator's source file on one line and
@@ -177,7 +178,9 @@ SHM: tuple[Family, ...] = (
         "high",
         _p(
             r"unable to write to file </?torch_"
-            r"|</?torch_\w{1,40}>[^\n]{0,80}(?:No space left on device|Cannot allocate memory)"
+            # ENOSPC: /dev/shm is full. ENOMEM on the same object is memory (or mappings)
+            # refused, which the host families read.
+            r"|</?torch_\w{1,40}>[^\n]{0,80}No space left on device"
         ),
     ),
     Family(
@@ -198,7 +201,12 @@ SHM: tuple[Family, ...] = (
         "dev_shm_full",
         "shm_exhausted",
         "high",
-        _p(r"/dev/shm\S{0,200}[^\n]{0,200}No space left on device"),  # noqa: S108 (a pattern)
+        _p(
+            r"/dev/shm\S{0,200}[^\n]{0,200}No space left on device"  # noqa: S108 (a pattern)
+            r"|\b(?:running out of|ran out of|out of|no) space (?:in|on) /dev/shm"
+            r"|/dev/shm (?:is|was) full",
+            _I,
+        ),
     ),
     # ENOSPC from a semaphore or shared array: multiprocessing keeps those in /dev/shm.
     Family(
@@ -227,7 +235,10 @@ SHM: tuple[Family, ...] = (
         "sysv_shm_enospc",
         "shm_exhausted",
         "high",
-        _p(r"\bshmget\b[^\n]{0,80}?(?:error 28\b|No space left on device|ENOSPC)"),
+        _p(
+            r"\bshmget\b[^\n]{0,80}?(?:error 28\b|No space left on device|ENOSPC)"
+            r"|could not create shared memory segment: No space left on device"  # PostgreSQL
+        ),
     ),
     Family(
         "bus_error_with_workers",
@@ -265,7 +276,9 @@ HOST: tuple[Family, ...] = (
             r"|killed by the cgroup out-of-memory handler"
             r"|killed as a result of limit of|Out of memory and no killable processes"
             r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
-            r"|Cgroup OOM encountered|\bCgroupOOM\b",  # the kubelet's events for both
+            r"|Cgroup OOM encountered|\bCgroupOOM\b"  # the kubelet's events for both
+            # The OOM killer's victim line on its own (older kernels print no prefix to it).
+            r"|\bKilled process \d{1,10} \([^)\n]{1,64}\)[^\n]{0,80}?total-vm:",
             _I,
         ),
         # A list of what might have happened (Ray's "potential root causes. (1) ... OOM
@@ -346,6 +359,8 @@ HOST: tuple[Family, ...] = (
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
+            r"|^fatal error: out of memory\s*$|VirtualAlloc of \d{1,20} bytes failed"  # Go
+            r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
             r"|\bC error: out of memory"  # pandas' C parser
         ),

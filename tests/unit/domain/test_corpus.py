@@ -33,19 +33,7 @@ BLIND2_MISSES: dict[str, str] = {}
 BLIND3_MISSES: dict[str, str] = {}
 BLIND4_MISSES: dict[str, str] = {}
 BLIND5_MISSES: dict[str, str] = {}
-BLIND6_MISSES: dict[str, str] = {
-    "r-019": "ggml's 'unable to allocate CPU buffer': a refused host allocation, no family",
-    "r-042": "TensorRT-LLM's 'Executor creation failed due to insufficient GPU memory': no family",
-    "s-004": "Go's 'fatal error: out of memory' after Windows' 'VirtualAlloc … failed': the host "
-    "family knows 'runtime: out of memory' only",
-    "s-005": "the kernel's victim line 'Killed process N (node), UID …, total-vm:…' without the "
-    "'Out of memory:' prefix",
-    "s-006": "PostgreSQL's 'could not create shared memory segment: No space left on device' with "
-    "shmget on the next line",
-    "s-007": "'running out of space in /dev/shm' before a signal 7: named without ENOSPC",
-    "s-008": "mmap of a </torch_…> object refused with ENOMEM: the torch shared-memory family "
-    "reads ENOMEM as /dev/shm full, though a full /dev/shm gives ENOSPC or SIGBUS",
-}
+BLIND6_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
