@@ -131,9 +131,11 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "medium",
         _p(
-            r"(?:\bGPU\b|\bCUDA\b|\bcuda\b|cudaMalloc|device memory)[^\n]{0,80}?out of memory"
+            r"(?:\bGPU\b|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)[^\n]{0,80}?out of memory"
+            r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
-            r"|out of (?:GPU|device|video) memory"
+            r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
+            r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
             r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated"
             # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
             # cudaErrorMemoryAllocation.
@@ -237,7 +239,9 @@ SHM: tuple[Family, ...] = (
         "high",
         _p(
             r"\bshmget\b[^\n]{0,80}?(?:error 28\b|No space left on device|ENOSPC)"
-            r"|could not create shared memory segment: No space left on device"  # PostgreSQL
+            # PostgreSQL: System V segments, and dynamic shared memory in /dev/shm.
+            r"|could not (?:create|resize) shared memory segment[^\n]{0,120}?"
+            r"No space left on device"
         ),
     ),
     Family(
@@ -341,7 +345,11 @@ HOST: tuple[Family, ...] = (
         _p(
             r"task \d{1,6}: Out Of Memory|exceeded (?:job |its )?memory limit"
             r"|running beyond physical memory limits|Container killed due to memory usage"
-            r"|killed by YARN for exceeding (?:physical )?memory limits",
+            r"|killed by YARN for exceeding (?:physical )?memory limits"
+            r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
+            r"|Memory limit of [\d.]{1,12} ?[KMGT]i?B exceeded"  # Cloud Run
+            r"|Exceeded (?:soft|hard) (?:private )?memory limit"  # App Engine
+            r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
             _I,
         ),
     ),
@@ -356,6 +364,10 @@ HOST: tuple[Family, ...] = (
         _p(
             r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
             r"|\bTorch: not enough memory: you tried to allocate"  # TH's CPU allocator
+            r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
+            # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
+            # another bug).
+            r"|mach_vm_map\(size=\d{1,12}\) failed"
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go

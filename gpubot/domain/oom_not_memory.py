@@ -77,6 +77,7 @@ SIGKILL = Family(
         r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
         r"|exited (?:with )?(?:code )?137\b"
         r"|\bExited \((?:137|-9)\)"  # docker ps, docker inspect's State.Status line
+        r"|\b(?:exit|exited|terminated|killed) with (?:status|signal) (?:9|137)\b"
         r"|\b(?:rc|ret|retval)\s{0,2}[:=]\s{0,2}(?:137|-9)\b"  # a shell trace's rc=137
         # MPICH's Hydra banner gives the signal's number, not 128 + 9.
         r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"

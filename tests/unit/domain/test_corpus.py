@@ -34,25 +34,7 @@ BLIND3_MISSES: dict[str, str] = {}
 BLIND4_MISSES: dict[str, str] = {}
 BLIND5_MISSES: dict[str, str] = {}
 BLIND6_MISSES: dict[str, str] = {}
-BLIND7_MISSES: dict[str, str] = {
-    "t-001": "Rust's DriverError(CUDA_ERROR_OUT_O F_MEMORY, …): the enum is no word CUDA",
-    "t-005": "Blender Cycles' 'System is out of GPU and shared host memory'",
-    "t-012": "dlib's 'cudaMalloc(&…) in file …. code: 2, reason: out of memory': too far apart",
-    "t-015": "NVENC's 'OpenEncodeSessionEx failed: out of memory (10)' read as the ENOMEM after",
-    "t-019": "MKL's host allocator 'mkl_malloc: failed to allocate memory'",
-    "t-020": "macOS malloc's 'mach_vm_map(size=193413120) failed … can't allocate region'",
-    "t-030": "Workerman's 'worker … exit with status 9'",
-    "u-012": "Cloud Run's 'Memory limit of 512 MiB exceeded with 516 MiB used'",
-    "u-014": "LSF's 'TERM_MEMLIMIT: job killed after reaching LSF memory usage limit'",
-    "u-015": "PBS's 'job killed: mem … exceeded limit'",
-    "u-016": "App Engine's 'Exceeded soft private memory limit'",
-    "u-017": "Cloud ML's 'replica master 0 ran out-of-memory and exited … 9(SIGKILL)'",
-    "u-018": "PBS's 'job killed: mem job total … exceeded limit'",
-    "u-019": "PostgreSQL's 'could not resize shared memory segment … No space left on device'",
-    "u-020": "PostgreSQL's 'could not resize shared memory segment … No space left on device'",
-    "u-021": "PostgreSQL's 'could not resize shared memory segment … No space left on device'",
-    "u-023": "PostgreSQL's 'could not resize shared memory segment … No space left on device'",
-}
+BLIND7_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
