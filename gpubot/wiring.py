@@ -180,7 +180,7 @@ def build_app(
     )
     policy = build_policy(settings)
     loaded = load_runbooks(settings, registry=registry, policy=policy)
-    key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
+    key = _audit_key(settings)
     clusters = clusters or build_clusters(settings)  # refuse a bad config before writing
     store = store or open_store(settings.store.url, audit_key=key)
     slack_on = settings.slack.mode != "off" and settings.slack_bot_token is not None
@@ -329,8 +329,7 @@ def open_existing_store(settings: Settings) -> SqlStore:
     """The configured database for the commands that read it (audit, gpus): never created
     (StoreMissingError, one line), since reporting on an empty new database says nothing
     true."""
-    key = settings.audit_key.get_secret_value().encode() if settings.audit_key else None
-    return open_store(settings.store.url, audit_key=key, create=False)
+    return open_store(settings.store.url, audit_key=_audit_key(settings), create=False)
 
 
 def build_agent_driver(
@@ -371,3 +370,8 @@ def build_breakglass_app(settings: Settings, **overrides: Any) -> App:
 
     quiet = ConsoleNotifier(io.StringIO())
     return build_app(settings, leadership=NeverLeader(), notifier=quiet, **overrides)
+
+
+def _audit_key(settings: Settings) -> bytes | None:
+    """The key that seals the audit chain's head, when the config sets one."""
+    return settings.audit_key.get_secret_value().encode() if settings.audit_key else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from gpubot.domain.incidents import (
     AlertObservation,
@@ -14,6 +14,7 @@ from gpubot.domain.incidents import (
     label_changes,
     new_incident_id,
 )
+from gpubot.domain.instants import as_utc
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -21,12 +22,7 @@ AlertKey = tuple[str, datetime]  # (fingerprint, startsAt in UTC): one alert, as
 
 
 def alert_key(item: AlertObservation) -> AlertKey:
-    return item.fingerprint, utc(item.starts_at)
-
-
-def utc(value: datetime) -> datetime:
-    """The same instant in UTC; a naive value is taken to be UTC already."""
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return item.fingerprint, as_utc(item.starts_at)
 
 
 @dataclass(frozen=True)

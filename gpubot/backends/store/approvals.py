@@ -8,8 +8,9 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, insert, select, update
 
 from gpubot.backends.store.database import SqlDatabase
-from gpubot.backends.store.tables import approvals, as_utc
+from gpubot.backends.store.tables import approvals
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, Vote
+from gpubot.domain.instants import as_utc
 from gpubot.errors import NotFoundError
 
 

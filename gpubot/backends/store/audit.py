@@ -11,7 +11,7 @@ from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, 
 from sqlalchemy.exc import IntegrityError
 
 from gpubot.backends.store.database import SqlDatabase, json_roundtrip
-from gpubot.backends.store.tables import as_utc, audit, audit_head, runs
+from gpubot.backends.store.tables import audit, audit_head, runs
 from gpubot.domain.audit import (
     GENESIS_HASH,
     Anchor,
@@ -26,6 +26,7 @@ from gpubot.domain.audit import (
     seal_head,
     verify_trail,
 )
+from gpubot.domain.instants import as_utc
 
 # Said with every refused append: where to look, and the deliberate way back.
 _SEE = "run `gpubot audit verify`; `gpubot audit reseal` restarts the head from the last event"

@@ -8,8 +8,9 @@ from typing import Any
 from sqlalchemy import Connection, insert, or_, select
 
 from gpubot.backends.store.database import SqlDatabase
-from gpubot.backends.store.tables import as_utc, gpu_events
+from gpubot.backends.store.tables import gpu_events
 from gpubot.domain.gpu_history import SYSTEM, GpuEvent, new_event
+from gpubot.domain.instants import as_utc
 from gpubot.errors import InputError
 
 HISTORY_LIMIT = 1000  # a GPU with more events than this shows its newest ones

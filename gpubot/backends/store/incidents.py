@@ -11,7 +11,7 @@ from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, 
 
 from gpubot.backends.store.database import SqlDatabase, lock_id
 from gpubot.backends.store.grouping import GroupCommit
-from gpubot.backends.store.tables import alerts, as_utc, incidents
+from gpubot.backends.store.tables import alerts, incidents
 from gpubot.domain.incidents import (
     AlertObservation,
     AlertRecord,
@@ -19,6 +19,7 @@ from gpubot.domain.incidents import (
     IncidentStatus,
     IntakeOutcome,
 )
+from gpubot.domain.instants import as_utc
 from gpubot.domain.intake import (
     FIRING,
     RESOLVED,

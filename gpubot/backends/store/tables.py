@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     JSON,
@@ -22,11 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-
-def as_utc(value: datetime) -> datetime:
-    """The same instant in UTC; a naive value is taken to be UTC already."""
-    # A naive value is a caller bug, but guessing UTC beats storing local time silently.
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+from gpubot.domain.instants import as_utc
 
 
 class UtcDateTime(TypeDecorator[datetime]):
