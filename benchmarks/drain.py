@@ -37,7 +37,7 @@ async def _drain(standin: KubeStandin, node: str, pods: int, concurrency: int) -
     kube = KubernetesKubeApi(client_for(standin))
     sim = SimulatedCluster()
     ctx = ActionContext(
-        cluster=ClusterPorts("bench", kube, sim, sim),
+        cluster=ClusterPorts("bench", kube, sim.agent, sim.metrics),
         clock=SystemClock(),
         actor="bench",
         reason="bench",

@@ -20,7 +20,7 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.config import IdleReportSettings
 from gpubot.domain.cluster import PodInfo, Sample
 from gpubot.engine.clock import FakeClock
@@ -92,9 +92,9 @@ class CountingMetrics:
         return self.fleet.util
 
 
-class Pods(SimulatedCluster):
+class Pods(SimulatedKube):
     def __init__(self, pods: list[PodInfo]) -> None:
-        super().__init__()
+        super().__init__(SimulatedCluster())
         self._bench_pods = pods
 
     async def list_pods(
@@ -122,7 +122,7 @@ async def main(gpus: int, repeat: int) -> None:
     kube = Pods(fleet.pods)
     reporter = IdleReporter(
         IdleReportSettings(),
-        clusters={"bench": ClusterPorts("bench", kube, kube, metrics)},
+        clusters={"bench": ClusterPorts("bench", kube, kube.cluster.agent, metrics)},
         audit=NoAudit(),  # type: ignore[arg-type]
         clock=FakeClock(NOW),
     )

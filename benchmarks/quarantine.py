@@ -169,8 +169,8 @@ def heal_gpus(sim: SimulatedCluster, node: str) -> None:
 
 async def in_process(n: int, tmp: Path) -> dict[str, Any]:
     sim = SimulatedCluster.default()
-    timed = TimedKube(sim)
-    ports = ClusterPorts("sim", timed, sim, sim)  # type: ignore[arg-type]
+    timed = TimedKube(sim.kube)
+    ports = ClusterPorts("sim", timed, sim.agent, sim.metrics)  # type: ignore[arg-type]
     cordon, ack = await xid_to_cordon(
         ports,
         timed,
@@ -182,7 +182,7 @@ async def in_process(n: int, tmp: Path) -> dict[str, Any]:
     return {
         "xid_to_cordon": percentiles(cordon),
         "xid_to_2xx": percentiles(ack),
-        "baseline_bare_cordon": percentiles(await bare_cordon(sim, n)),
+        "baseline_bare_cordon": percentiles(await bare_cordon(sim.kube, n)),
     }
 
 
@@ -211,7 +211,7 @@ async def kube_cluster() -> AsyncIterator[tuple[Any, Any, Any]]:
 async def through_standin(n: int, tmp: Path) -> dict[str, Any]:
     async with kube_cluster() as (_standin, api, agent):
         timed = TimedKube(api)
-        ports = ClusterPorts("sim", timed, agent, SimulatedCluster())  # type: ignore[arg-type]
+        ports = ClusterPorts("sim", timed, agent, SimulatedCluster().metrics)  # type: ignore[arg-type]
         cordon, ack = await xid_to_cordon(
             ports,
             timed,

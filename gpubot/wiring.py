@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from gpubot.backends.console import ConsoleNotifier
@@ -49,9 +49,8 @@ def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:
             clusters[c.name] = kubernetes_cluster(settings, c)
             continue
         sim = SimulatedCluster.default(name=c.name, state_path=c.state_file)
-        clusters[c.name] = ClusterPorts(
-            name=c.name, kube=sim, agent=node_agent(settings, c, kube=sim) or sim, metrics=sim
-        )
+        agent = node_agent(settings, c, kube=sim.kube)
+        clusters[c.name] = replace(sim.ports(), agent=agent) if agent else sim.ports()
     return clusters
 
 
@@ -347,7 +346,7 @@ def build_agent_driver(
         if node not in sim.node_names():
             raise InputError(f"--node: the simulated cluster has no node {node!r} (gpu-node-01…)")
         simulated = SimulatedDriver(
-            sim, node=node, reset_seconds=settings.agent.simulated_reset_seconds
+            sim.agent, node=node, reset_seconds=settings.agent.simulated_reset_seconds
         )
         return simulated, simulated
     from gpubot.agent.dcgm import DcgmDiagnostics

@@ -13,7 +13,7 @@ from typing import Literal
 
 import httpx
 
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.simulated.scenarios import fail_diag, inject_xid, recover_node
 from gpubot.config import load_settings
 from gpubot.domain.runs import Run, RunStatus
@@ -109,8 +109,7 @@ async def demo(*, interactive: bool = False) -> int:
 
 
 async def _scenario(app: App, *, interactive: bool) -> int:
-    cluster = app.clusters["sim"].kube
-    assert isinstance(cluster, SimulatedCluster)
+    cluster = simulated_state(app.clusters["sim"])
     _say(
         f"Simulated cluster 'sim': {len(cluster.node_names())} nodes x 8 NVIDIA H100 80GB HBM3. "
         f"Injecting XID 79 on {NODE} GPU {GPU}."
@@ -182,11 +181,11 @@ async def _bad_gpu(
     )
     inject_xid(cluster, node=BAD_NODE, gpu=BAD_GPU, xid=79)
     fail_diag(cluster, node=BAD_NODE, gpu=BAD_GPU, test="memory", message=DIAG_MESSAGE)
-    uuid = (await cluster.gpus(node=BAD_NODE))[BAD_GPU].uuid
+    uuid = (await cluster.agent.gpus(node=BAD_NODE))[BAD_GPU].uuid
     await client.post("/alertmanager", json=_alert_for(body, BAD_NODE, BAD_GPU, uuid))
     run = await _wait_for(app, (RunStatus.WAITING_APPROVAL, *_FINAL), target=BAD_NODE)
     run = await _decide_gated_steps(app, run, interactive=interactive, target=BAD_NODE)
-    node = await cluster.get_node(node=BAD_NODE)
+    node = await cluster.kube.get_node(node=BAD_NODE)
     state = "cordoned and tainted" if node.unschedulable and node.taints else "released"
     _say(f"Run {run.id} ended {run.status.value}: {BAD_NODE} is {state}.")
     _say(f"GPU health ledger of {uuid} (gpubot gpus history {uuid})")

@@ -141,6 +141,6 @@ def test_sigkill_mid_run_then_restart_finishes_without_repeating(
     assert [s for s, _ in started].count("taint") == 1
     assert asyncio.run(store.verify()) == []
     sim = SimulatedCluster(state_path=state)
-    node = asyncio.run(sim.get_node(node="gpu-node-07"))
+    node = asyncio.run(sim.kube.get_node(node="gpu-node-07"))
     assert node.unschedulable
     assert any(t.key == "gpubot.io/xid" for t in node.taints)

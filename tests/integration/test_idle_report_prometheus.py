@@ -14,7 +14,7 @@ from real_prometheus import DcgmExporter, ExporterGpu, RunningPrometheus, runnin
 
 from gpubot.backends.prometheus import PrometheusMetrics
 from gpubot.backends.recording import RecordingNotifier
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.config import IdleReportSettings
 from gpubot.domain.cluster import PodInfo, Sample
 from gpubot.engine.clock import SystemClock
@@ -50,7 +50,7 @@ class Counting:
         return await self.inner.query(promql=promql)
 
 
-class Pods(SimulatedCluster):
+class Pods(SimulatedKube):
     """The pod list of the exporter's workloads (the metrics come from Prometheus)."""
 
     async def list_pods(
@@ -72,14 +72,15 @@ class Pods(SimulatedCluster):
 
 def reporter_for(prometheus: RunningPrometheus) -> tuple[IdleReporter, Counting]:
     metrics = Counting(PrometheusMetrics(url=prometheus.url, retries=0))
-    kube = Pods()
+    sim = SimulatedCluster()
+    kube = Pods(sim)
     settings = IdleReportSettings(
         window=timedelta(seconds=30),
         lookback=timedelta(minutes=1),
         step=timedelta(seconds=1),
         prices={"H100": 12.0},
     )
-    ports = ClusterPorts(name="lab", kube=kube, agent=kube, metrics=metrics)
+    ports = ClusterPorts(name="lab", kube=kube, agent=sim.agent, metrics=metrics)
     return (
         IdleReporter(settings, clusters={"lab": ports}, audit=NoAudit(), clock=SystemClock()),
         metrics,

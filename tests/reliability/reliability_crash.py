@@ -16,6 +16,7 @@ from typing import Any
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.domain.runs import StepState, StepStatus
+from gpubot.ports import ClusterPorts
 
 # Every KubeApi/NodeAgent call that changes the cluster.
 MUTATIONS = frozenset(
@@ -85,16 +86,16 @@ class CrashingStore:
 
 
 @dataclass
-class CountingCluster:
-    """KubeApi + NodeAgent + Metrics over a SimulatedCluster: counts each mutation that took
-    effect, and dies inside a step where `fate` says."""
+class CountingPort:
+    """One port of a SimulatedCluster (its kube, agent or metrics adapter): counts each
+    mutation that took effect, and dies inside a step where `fate` says."""
 
-    sim: SimulatedCluster
+    port: Any
     fate: Fate
     effects: Counter[tuple[Any, ...]] = field(default_factory=Counter)
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.sim, name)
+        attr = getattr(self.port, name)
         if name not in MUTATIONS:
             return _guarded(attr, self.fate)
 
@@ -126,3 +127,13 @@ def _guarded(attr: Any, fate: Fate) -> Any:
         return result
 
     return call
+
+
+def counting_ports(
+    sim: SimulatedCluster, fate: Fate, effects: Counter[tuple[Any, ...]]
+) -> ClusterPorts:
+    """The cluster's three ports, each counted and doomed by the same fate."""
+    kube, agent, metrics = (
+        CountingPort(port, fate, effects) for port in (sim.kube, sim.agent, sim.metrics)
+    )
+    return ClusterPorts(sim.name, kube, agent, metrics)  # type: ignore[arg-type]

@@ -363,7 +363,10 @@ async def test_two_replicas_race_for_one_approval_and_both_clicks_are_audited(db
     barrier = asyncio.Barrier(2)
     gates = [Gate(db.open(), barrier), Gate(db.open(), barrier)]
     sim = SimulatedCluster.default()
-    bots = [make_bot(store=g, kube=sim, agent=sim, metrics=sim, runbook=CORDON) for g in gates]  # type: ignore[arg-type]
+    bots = [
+        make_bot(store=g, kube=sim.kube, agent=sim.agent, metrics=sim.metrics, runbook=CORDON)
+        for g in gates
+    ]  # type: ignore[arg-type]
     _plan, run = await bots[0].service.start_command_run(
         runbook="cordon-one", args={}, requested_by="U9", cluster="sim"
     )

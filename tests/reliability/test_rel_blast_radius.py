@@ -33,7 +33,7 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / "xid79_firin
 CAP = 4  # policy defaults: 4 nodes or 25% of the fleet, whichever is fewer
 
 
-class WatchedCluster:
+class WatchedKube:
     """The simulated cluster, with the number of cordoned nodes read after every change."""
 
     def __init__(self, sim: SimulatedCluster) -> None:
@@ -41,14 +41,14 @@ class WatchedCluster:
         self.samples: list[int] = []
 
     async def cordoned(self) -> int:
-        return sum(1 for n in await self.sim.list_nodes() if n.unschedulable)
+        return sum(1 for n in await self.sim.kube.list_nodes() if n.unschedulable)
 
     async def set_unschedulable(self, **kw: Any) -> None:
-        await self.sim.set_unschedulable(**kw)
+        await self.sim.kube.set_unschedulable(**kw)
         self.samples.append(await self.cordoned())
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.sim, name)
+        return getattr(self.sim.kube, name)
 
 
 def storm_body(nodes: list[str]) -> bytes:
@@ -75,7 +75,7 @@ async def test_every_node_at_once_never_passes_the_cordon_cap(tmp_path: Path) ->
     assert len(nodes) == 16
     for node in nodes:
         inject_xid(sim, node=node, gpu=0)
-    watched = WatchedCluster(sim)
+    watched = WatchedKube(sim)
     settings = load_settings(
         None,
         store={"url": f"sqlite:///{tmp_path / 'blast.db'}"},
@@ -85,7 +85,7 @@ async def test_every_node_at_once_never_passes_the_cordon_cap(tmp_path: Path) ->
     notifier = RecordingNotifier()
     app = build_app(
         settings,
-        clusters={"sim": ClusterPorts("sim", watched, watched, watched)},  # type: ignore[arg-type]
+        clusters={"sim": ClusterPorts("sim", watched, sim.agent, sim.metrics)},  # type: ignore[arg-type]
         notifier=notifier,
         clock=FakeClock(),
     )
@@ -123,8 +123,8 @@ async def test_every_node_at_once_never_passes_the_cordon_cap(tmp_path: Path) ->
     assert summary.text.startswith(f"Blast radius: {16 - CAP} step(s) held")
 
     # A person releases one quarantined node: capacity for exactly one more.
-    released = next(n.name for n in await sim.list_nodes() if n.unschedulable)
-    await sim.set_unschedulable(node=released, value=False, actor="U1", reason="repaired")
+    released = next(n.name for n in await sim.kube.list_nodes() if n.unschedulable)
+    await sim.kube.set_unschedulable(node=released, value=False, actor="U1", reason="repaired")
     await app.service.tick()
     await app.service.wait_idle()
     assert max(watched.samples) <= CAP

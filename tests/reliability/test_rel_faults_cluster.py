@@ -70,8 +70,8 @@ async def test_kubernetes_api_500s_are_retried_until_the_step_succeeds(
     bot = make_bot(
         store=open_store(f"sqlite:///{tmp_path / 'db.sqlite'}"),
         kube=kube,
-        agent=sim,
-        metrics=sim,
+        agent=sim.agent,
+        metrics=sim.metrics,
         runbook=QUARANTINE,
         clock=clock,
     )
@@ -104,8 +104,8 @@ async def test_hung_kubernetes_api_request_times_out_and_is_retried(
     bot = make_bot(
         store=open_store(f"sqlite:///{tmp_path / 'db.sqlite'}"),
         kube=kube,
-        agent=sim,
-        metrics=sim,
+        agent=sim.agent,
+        metrics=sim.metrics,
         runbook=QUARANTINE,
         clock=clock,
     )
@@ -150,8 +150,8 @@ async def test_prometheus_down_the_agent_reading_still_drives_the_run(tmp_path: 
 
     bot = make_bot(
         store=open_store(f"sqlite:///{tmp_path / 'db.sqlite'}"),
-        kube=sim,
-        agent=sim,
+        kube=sim.kube,
+        agent=sim.agent,
         metrics=prometheus,
         runbook=HEAT,
     )
@@ -194,7 +194,7 @@ async def test_unreachable_agent_is_retried_and_the_run_resumes(tmp_path: Path) 
         mutate=node_token(master=master, node=NODE, scope="mutate"),
     )
     agent_app = create_agent_app(
-        GpuOperations(SimulatedDriver(sim, node=NODE)), tokens=tokens, node=NODE
+        GpuOperations(SimulatedDriver(sim.agent, node=NODE)), tokens=tokens, node=NODE
     )
     up = []
 
@@ -204,7 +204,7 @@ async def test_unreachable_agent_is_retried_and_the_run_resumes(tmp_path: Path) 
 
     # The simulated cluster reports 127.0.0.1 for every node; the agent listens on `port`.
     agent = HttpNodeAgent(
-        addresses=AgentAddresses(sim, AgentLocation(cluster="sim", port=port)),
+        addresses=AgentAddresses(sim.kube, AgentLocation(cluster="sim", port=port)),
         master=master,
         connect_retries=1,
         retry_delay_s=0.01,
@@ -213,9 +213,9 @@ async def test_unreachable_agent_is_retried_and_the_run_resumes(tmp_path: Path) 
     clock = HookClock({2: agent_comes_up})
     bot = make_bot(
         store=open_store(f"sqlite:///{tmp_path / 'db.sqlite'}"),
-        kube=sim,
+        kube=sim.kube,
         agent=agent,
-        metrics=sim,
+        metrics=sim.metrics,
         runbook=AGENT_CHECK,
         clock=clock,
     )
@@ -229,7 +229,7 @@ async def test_unreachable_agent_is_retried_and_the_run_resumes(tmp_path: Path) 
         assert steps["check"].attempts == 3
         assert steps["check"].output["lost_gpus"] == [3]
         assert steps["cordon"].status.value == "succeeded"
-        assert (await sim.get_node(node=NODE)).unschedulable
+        assert (await sim.kube.get_node(node=NODE)).unschedulable
         assert f"node agent on {NODE} unreachable" in bot.thread()
         assert "retrying in 5s" in bot.thread()
         assert errors.take() == []

@@ -90,7 +90,12 @@ async def test_postgres_connections_cut_mid_run_the_run_finishes(pg: PgSchema) -
     sim = SimulatedCluster.default()
     store = open_store(pg.url)
     bot = make_bot(
-        store=store, kube=sim, agent=sim, metrics=sim, runbook=SLOW_QUARANTINE, clock=SystemClock()
+        store=store,
+        kube=sim.kube,
+        agent=sim.agent,
+        metrics=sim.metrics,
+        runbook=SLOW_QUARANTINE,
+        clock=SystemClock(),
     )
     with error_log() as errors:
         await bot.alert()
@@ -106,7 +111,7 @@ async def test_postgres_connections_cut_mid_run_the_run_finishes(pg: PgSchema) -
         assert run.status.value == "succeeded", run.note
         assert await store.verify() == []
         assert errors.take() == []
-    assert (await sim.get_node(node=NODE)).unschedulable
+    assert (await sim.kube.get_node(node=NODE)).unschedulable
     await store.close()
 
 
@@ -127,7 +132,14 @@ async def test_postgres_connections_cut_during_intake_nothing_lost(pg: PgSchema)
     the periodic tick starts and finishes whatever a cut interrupted, runs included."""
     sim = SimulatedCluster.default()
     store = open_store(pg.url)
-    bot = make_bot(store=store, kube=sim, agent=sim, metrics=sim, runbook=NOTE, clock=SystemClock())
+    bot = make_bot(
+        store=store,
+        kube=sim.kube,
+        agent=sim.agent,
+        metrics=sim.metrics,
+        runbook=NOTE,
+        clock=SystemClock(),
+    )
     web = create_app(bot.service)
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=web), base_url="http://gpubot")
     bodies = [_xid_body(n) for n in range(1, 41)]
@@ -212,7 +224,9 @@ async def test_follow_up_lost_to_a_database_outage_is_picked_up_by_the_tick(
     sim = SimulatedCluster.default()
     inner = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     store = OutageStore(inner, calls=1)
-    bot = make_bot(store=store, kube=sim, agent=sim, metrics=sim, runbook=SLOW_QUARANTINE)
+    bot = make_bot(
+        store=store, kube=sim.kube, agent=sim.agent, metrics=sim.metrics, runbook=SLOW_QUARANTINE
+    )
     with pytest.raises(OperationalError):
         await bot.alert()
     [incident] = await inner.list_incidents()
@@ -222,7 +236,7 @@ async def test_follow_up_lost_to_a_database_outage_is_picked_up_by_the_tick(
     run = await bot.only_run()
     assert run.status.value == "succeeded", run.note
     assert run.incident_id == incident.id
-    assert (await sim.get_node(node=NODE)).unschedulable
+    assert (await sim.kube.get_node(node=NODE)).unschedulable
     assert "not started" not in bot.thread()
     await inner.close()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_crash import CountingCluster, Crash, CrashingStore, Fate
+from reliability_crash import Crash, CrashingStore, Fate, counting_ports
 
 from gpubot.backends.recording import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
@@ -23,7 +23,6 @@ from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.runs import RunStatus
 from gpubot.engine.clock import FakeClock
-from gpubot.ports import ClusterPorts
 from gpubot.rules import shipped_runbooks_dir
 from gpubot.wiring import build_app
 
@@ -56,7 +55,6 @@ async def _life(
     """One process: the alert arrives (first life) or recovery starts (a restart); then
     approve whatever the run asks, until it ends or the process dies. The cluster outlives
     the process, as a real one does; everything gpubot knows comes back from the store."""
-    sim = CountingCluster(cluster, fate, effects)
     store = CrashingStore(open_store(f"sqlite:///{tmp / 'gpubot.db'}"), fate)
     settings = load_settings(
         None,
@@ -69,7 +67,7 @@ async def _life(
     app = build_app(
         settings,
         store=store,  # type: ignore[arg-type]
-        clusters={"sim": ClusterPorts("sim", sim, sim, sim)},  # type: ignore[arg-type]
+        clusters={"sim": counting_ports(cluster, fate, effects)},
         notifier=RecordingNotifier(),
         clock=clock,
     )

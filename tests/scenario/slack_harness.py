@@ -18,7 +18,7 @@ import httpx
 import pytest
 from slack_standin import SlackStandin, serve_standin
 
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.config import load_settings
 from gpubot.engine.clock import FakeClock
 from gpubot.ports import Store
@@ -60,9 +60,7 @@ class SlackHarness:
 
     @property
     def sim(self) -> SimulatedCluster:
-        kube = self.app.clusters["sim"].kube
-        assert isinstance(kube, SimulatedCluster)
-        return kube
+        return simulated_state(self.app.clusters["sim"])
 
     async def settle(self) -> None:
         """Let the service finish its runs and the outbox send everything."""

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from gpubot.backends.recording import RecordingNotifier
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.config import load_settings
 from gpubot.domain.alerts import AlertmanagerPayload
@@ -421,9 +421,7 @@ async def _record_incidents(ws: Workspace) -> tuple[str, str]:
     """Through the service, as the web hook would: an XID 79 run and an unmatched alert."""
     app = build_app(load_settings(ws.config), notifier=RecordingNotifier())
     try:
-        kube = app.clusters["sim"].kube
-        assert isinstance(kube, SimulatedCluster)
-        inject_xid(kube, node=NODE, gpu=GPU)
+        inject_xid(simulated_state(app.clusters["sim"]), node=NODE, gpu=GPU)
         ids = []
         for path in (XID79, TEMPERATURE):
             payload = AlertmanagerPayload.model_validate_json(path.read_bytes())

@@ -101,7 +101,7 @@ async def test_a_second_xid79_on_a_reset_gpu_asks_for_a_reboot(h: SlackHarness) 
     )
     assert "already reset 1 time(s) in the last 7 d" in thread
     assert "Next: drain, reboot request" in thread
-    node = await h.sim.get_node(node="gpu-node-07")
+    node = await h.sim.kube.get_node(node="gpu-node-07")
     assert node.labels["gpubot.io/reboot-required"] == "true"
 
     history = await h.app.store.gpu_history(uuid=GPU_UUID)
@@ -196,7 +196,7 @@ async def test_two_reboots_send_the_gpu_to_service_and_stop_remediation(h: Slack
     assert await h.app.store.approvals_for(first.id) == []  # nothing was asked, or done
     assert "already rebooted 2 time(s) for XID 79" in thread
     assert "A human takes it from here" in thread
-    node = await h.sim.get_node(node="gpu-node-07")
+    node = await h.sim.kube.get_node(node="gpu-node-07")
     assert node.unschedulable
     assert node.labels["gpubot.io/hardware-service"] == "rma"
     await post(h, payload("xid79_resolved.json"))

@@ -197,7 +197,7 @@ async def test_run_denied_before_touching_the_node_says_nothing_was_changed(
 async def test_foreign_cordon_names_its_owner_and_escapes_their_text(h: SlackHarness) -> None:
     """A node someone else cordoned (their reason holds Slack markup): the end message names
     them, offers `kubectl uncordon`, not gpubot's release, and shows their text inert."""
-    await h.sim.set_unschedulable(
+    await h.sim.kube.set_unschedulable(
         node="gpu-node-05", value=True, actor="alice", reason="<!channel> BIOS & firmware"
     )
     run = await command_run(h, "run gpu-reset node=gpu-node-05 gpu=0", "gpu-reset")
@@ -220,7 +220,7 @@ async def test_unreadable_node_falls_back_to_the_runs_own_steps(
     async def unreachable(*, node: str, cached: bool = False) -> NodeInfo:
         raise PermanentStepError("the API server is unreachable")
 
-    monkeypatch.setattr(h.sim, "get_node", unreachable)
+    monkeypatch.setattr(h.sim.kube, "get_node", unreachable)
     await decide(h, approval, user="U2", approve=False)
     [said] = standing_messages(h)
     assert f"Could not read {NODE} live (the API server is unreachable)" in said
@@ -243,7 +243,7 @@ async def test_denied_reclaim_says_the_workload_was_not_touched(h: SlackHarness)
     [said] = standing_messages(h)
     assert "This run changed nothing: the workload keeps running as it was." in said
     assert "kubectl" not in said.split(STANDS, 1)[1]
-    deployment = await h.sim.get_workload(
+    deployment = await h.sim.kube.get_workload(
         namespace="research", kind="Deployment", name="vllm-sandbox"
     )
     assert deployment.replicas == 1

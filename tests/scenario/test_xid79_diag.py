@@ -66,7 +66,7 @@ async def steps_of(h: SlackHarness, run: Run) -> dict[str, str]:
 
 
 async def assert_quarantined(h: SlackHarness) -> None:
-    node = await h.sim.get_node(node=NODE)
+    node = await h.sim.kube.get_node(node=NODE)
     assert node.unschedulable
     assert any(t.key == "gpubot.io/xid" and t.value == "79" for t in node.taints)
 
@@ -102,7 +102,7 @@ async def test_reset_works_but_diag_fails_so_the_node_stays_quarantined_for_a_pe
 
     # The GPU's ledger keeps what happened, in order: the XID, the reset, the failed test;
     # and the thread points at it.
-    uuid = (await h.sim.gpus(node=NODE))[3].uuid
+    uuid = (await h.sim.agent.gpus(node=NODE))[3].uuid
     history = await h.app.store.gpu_history(uuid=uuid)
     assert [(e.kind, e.result) for e in history] == [("xid", ""), ("reset", "ok"), ("diag", "fail")]
     assert history[-1].detail == "level 1: failed Memory"
@@ -118,7 +118,7 @@ async def test_diag_that_cannot_run_is_a_failure_to_verify_not_a_pass(
             f"node agent on {node}: dcgmi is not installed (not on the agent's PATH)"
         )
 
-    monkeypatch.setattr(h.sim, "diag", no_dcgmi)
+    monkeypatch.setattr(h.sim.agent, "diag", no_dcgmi)
     run, thread = await run_xid79(h)
     steps = await steps_of(h, run)
     assert steps["diag"] == "failed"
@@ -127,7 +127,7 @@ async def test_diag_that_cannot_run_is_a_failure_to_verify_not_a_pass(
     await assert_quarantined(h)
     assert "DCGM diagnostics could not verify them" in thread
     assert "dcgmi is not installed" in thread
-    uuid = (await h.sim.gpus(node=NODE))[3].uuid
+    uuid = (await h.sim.agent.gpus(node=NODE))[3].uuid
     kinds = [e.kind for e in await h.app.store.gpu_history(uuid=uuid)]
     assert kinds == ["xid", "reset"]  # no diagnostics result: none was read
 
@@ -139,7 +139,7 @@ async def test_diag_passes_and_the_node_is_released(h: SlackHarness) -> None:
     assert steps["uncordon"] == "succeeded"
     assert steps["diag-handoff"] == "skipped"
     assert run.status is RunStatus.SUCCEEDED
-    node = await h.sim.get_node(node=NODE)
+    node = await h.sim.kube.get_node(node=NODE)
     assert not node.unschedulable
     assert not any(t.key == "gpubot.io/xid" for t in node.taints)
     assert "passed DCGM diagnostics level 1" in thread

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ from gpubot.actions.base import (
     ActionContext,
     ActionSpec,
     CheckResult,
-    ClusterPorts,
     Output,
     Params,
     PlanNote,
@@ -124,7 +123,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[MakeHarness]:
             store=store,
             registry=registry,
             runbooks={rb.name: rb for rb in loaded},
-            clusters={"sim": ClusterPorts("sim", cluster, agent or cluster, cluster)},
+            clusters={"sim": replace(cluster.ports(), agent=agent or cluster.agent)},
             notifier=notifier,
             clock=clock,
             policy=policy

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.simulated import simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.cli import run
 from gpubot.cli_serve import log_start, secret_values, setup_logging
@@ -261,7 +262,7 @@ async def test_recovery_and_step_outcomes_are_logged(
         policy={"groups": {"oncall": {"users": ["U1"]}}},
     )
     app = build_app(settings, notifier=RecordingNotifier(), clock=FakeClock())
-    inject_xid(app.clusters["sim"].kube, node="gpu-node-07", gpu=3)  # type: ignore[arg-type]
+    inject_xid(simulated_state(app.clusters["sim"]), node="gpu-node-07", gpu=3)
     try:
         with caplog.at_level(logging.INFO, logger="gpubot.engine"):
             summary = await app.service.ingest(AlertmanagerPayload.model_validate_json(XID79))

@@ -1,7 +1,12 @@
-"""An in-process GPU cluster for the demo and tests: KubeApi, NodeAgent and Metrics in one."""
+"""An in-process GPU cluster for the demo and tests: one shared state (SimulatedCluster) behind
+one adapter per port (SimulatedKube, SimulatedAgent, SimulatedMetrics)."""
 
-from gpubot.backends.simulated.cluster import UNSCHEDULABLE_TAINT, SimulatedCluster
+from gpubot.backends.simulated.cluster import SimulatedCluster, simulated_state
 from gpubot.backends.simulated.fleet import default_fleet
+from gpubot.backends.simulated.gpus import SimulatedAgent
+from gpubot.backends.simulated.kube import SimulatedKube
+from gpubot.backends.simulated.metrics import SimulatedMetrics
+from gpubot.backends.simulated.nodes import UNSCHEDULABLE_TAINT
 from gpubot.backends.simulated.scenarios import (
     XID_GPU_LOST,
     idle_pods,
@@ -29,12 +34,16 @@ __all__ = [
     "SimNode",
     "SimPdb",
     "SimPod",
+    "SimulatedAgent",
     "SimulatedCluster",
+    "SimulatedKube",
+    "SimulatedMetrics",
     "default_fleet",
     "idle_pods",
     "inject_xid",
     "oom_kill",
     "recover_node",
+    "simulated_state",
     "stop_kubelet",
     "thermal_runaway",
 ]

@@ -1,24 +1,35 @@
-"""Pod reads of the simulated cluster for triage: one pod, its logs, its events."""
+"""Pod reads of the simulated cluster (the PodReads port): pods, budgets, and the logs and
+events triage reads, derived from each pod's state."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
-from gpubot.backends.simulated.state import ClusterState
-from gpubot.domain.cluster import PodEvent, PodInfo
+from gpubot.backends.simulated.base import OnState
+from gpubot.domain.cluster import PodDisruptionBudget, PodEvent, PodInfo
 
 
-class SimulatedPodReads:
-    """Mixed into SimulatedCluster; the logs and events are derived from the pod's state."""
+class SimulatedPodReads(OnState):
+    async def list_pods(
+        self, *, node: str | None = None, namespace: str | None = None
+    ) -> list[PodInfo]:
+        with self._reading() as state:
+            return [
+                p.info()
+                for p in state.pods
+                if (node is None or p.node == node)
+                and (namespace is None or p.namespace == namespace)
+            ]
 
-    # Provided by SimulatedCluster.
-    _lock: threading.Lock
-    _current: Callable[[], ClusterState]
+    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
+        with self._reading() as state:
+            return [
+                state.pdb_info(b)
+                for b in state.pdbs
+                if namespace is None or b.namespace == namespace
+            ]
 
     async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
-        with self._lock:
-            return self._current().pod(namespace, name).info()
+        with self._reading() as state:
+            return state.pod(namespace, name).info()
 
     async def pod_logs(
         self,
@@ -29,8 +40,8 @@ class SimulatedPodReads:
         previous: bool = False,
         tail_lines: int = 100,
     ) -> str:
-        with self._lock:
-            pod = self._current().pod(namespace, name)
+        with self._reading() as state:
+            pod = state.pod(namespace, name)
         if previous:
             last = pod.termination()
             if last is None:
@@ -41,8 +52,8 @@ class SimulatedPodReads:
         return "\n".join(lines[-tail_lines:])
 
     async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]:
-        with self._lock:
-            pod = self._current().pod(namespace, name)
+        with self._reading() as state:
+            pod = state.pod(namespace, name)
         last = pod.termination()
         if last is None:
             return []

@@ -1,37 +1,31 @@
-"""Workloads of the simulated cluster: owner resolution, and scaling as the controllers do."""
+"""Workloads of the simulated cluster (the Workloads port): owner resolution, and scaling as
+the controllers do."""
 
 from __future__ import annotations
 
 import random
-import threading
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from gpubot.backends.simulated.base import OnState
 from gpubot.backends.simulated.state import ClusterState, SimPod, SimWorkload, name_suffix
 from gpubot.domain.workloads import SCALABLE_KINDS, Workload, owner_from_pod
 from gpubot.errors import InputError, NotFoundError
 
 
-class SimulatedWorkloads:
-    """Mixed into SimulatedCluster. Deployments and StatefulSets exist through their pods
-    (and a SimWorkload record once scaled): scaling removes or starts pods at once."""
-
-    # Provided by SimulatedCluster.
-    _lock: threading.Lock
-    _current: Callable[[], ClusterState]
-    mutation: Callable[[], AbstractContextManager[ClusterState]]
+class SimulatedWorkloads(OnState):
+    """Deployments and StatefulSets exist through their pods (and a SimWorkload record once
+    scaled): scaling removes or starts pods at once, as their controllers would."""
 
     async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
-        with self._lock:
-            state = self._current()
+        with self._reading() as state:
             kind, name = owner_from_pod(state.pod(namespace, pod).info())
             return _workload(state, namespace, kind, name)
 
     async def get_workload(self, *, namespace: str, kind: str, name: str) -> Workload:
-        with self._lock:
-            return _existing(self._current(), namespace, kind, name)
+        with self._reading() as state:
+            return _existing(state, namespace, kind, name)
 
     async def scale_workload(
         self,
@@ -50,7 +44,7 @@ class SimulatedWorkloads:
         if dry_run:
             current = await self.get_workload(namespace=namespace, kind=kind, name=name)
             return current.replicas or 0
-        with self.mutation() as state:
+        with self._mutation() as state:
             current = _existing(state, namespace, kind, name)
             pods = _pods_of(state, namespace, kind, name)
             record = state.workloads.get(f"{namespace}/{kind}/{name}") or SimWorkload(

@@ -22,7 +22,7 @@ from gpubot.ports import ClusterPorts
 def _ctx(kube: KubernetesKubeApi, *, dry_run: bool = False) -> ActionContext:
     sim = SimulatedCluster()
     return ActionContext(
-        cluster=ClusterPorts("lab", kube, sim, sim),
+        cluster=ClusterPorts("lab", kube, sim.agent, sim.metrics),
         clock=FakeClock(),
         actor="system",
         reason="gpubot incident i-1 run r-1 step cordon",

@@ -18,7 +18,7 @@ from gpubot.ports import ClusterPorts
 def _ctx(kube: KubernetesKubeApi) -> ActionContext:
     sim = SimulatedCluster()
     return ActionContext(
-        cluster=ClusterPorts("lab", kube, sim, sim),
+        cluster=ClusterPorts("lab", kube, sim.agent, sim.metrics),
         clock=FakeClock(),
         actor="planner",
         reason="plan",

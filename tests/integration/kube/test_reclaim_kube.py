@@ -53,7 +53,7 @@ def _ctx(kube: KubernetesKubeApi, *, actor: str = "U1") -> ActionContext:
     """The pods were made just now; the clock says three days later, so they are old enough."""
     sim = SimulatedCluster()
     return ActionContext(
-        cluster=ClusterPorts("lab", kube, sim, sim),
+        cluster=ClusterPorts("lab", kube, sim.agent, sim.metrics),
         clock=FakeClock(datetime.now(UTC) + timedelta(days=3)),
         actor=actor,
         reason="gpubot idle-reclaim/reclaim run=run-1",

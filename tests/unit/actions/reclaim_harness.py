@@ -27,7 +27,6 @@ from gpubot.engine.clock import FakeClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry
 from gpubot.engine.service import GpubotService
-from gpubot.ports import ClusterPorts
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNBOOK = (ROOT / "runbooks" / "idle-reclaim.yaml").read_text()
@@ -189,7 +188,7 @@ async def reclaimer(
         store=store,
         registry=builtin_registry(reclaim=policy),
         runbooks={"idle-reclaim": parse_runbook(runbook, path=tmp_path / "rb.yaml").runbook},
-        clusters={"sim": ClusterPorts("sim", cluster, cluster, cluster)},
+        clusters={"sim": cluster.ports()},
         notifier=notifier,
         clock=clock,
         policy=Policy(groups={"oncall": APPROVERS}),

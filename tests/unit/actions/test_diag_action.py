@@ -15,13 +15,12 @@ from gpubot.domain.dcgm_diag import DiagReport, TestResult
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.registry import builtin_registry
 from gpubot.errors import PermanentStepError
-from gpubot.ports import ClusterPorts
 
 NODE = "gpu-node-03"
 
 
 def ctx_for(cluster: SimulatedCluster) -> ActionContext:
-    ports = ClusterPorts(name="sim", kube=cluster, agent=cluster, metrics=cluster)
+    ports = cluster.ports()
     return ActionContext(cluster=ports, clock=FakeClock(), actor="system", reason="test")
 
 

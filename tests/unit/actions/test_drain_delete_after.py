@@ -41,7 +41,7 @@ async def test_pdb_blocked_pods_are_deleted_only_when_the_runbook_opts_in(
     assert run is not None
     await h.service.wait_idle()
     [_, drain] = await h.store.steps(run.id)
-    left = [p for p in await h.cluster.list_pods(node="gpu-node-07") if not p.is_daemonset]
+    left = [p for p in await h.cluster.kube.list_pods(node="gpu-node-07") if not p.is_daemonset]
     if option:
         assert drain.status.value == "succeeded"
         assert drain.output["deleted"]

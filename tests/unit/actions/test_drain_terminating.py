@@ -69,7 +69,7 @@ async def _drain(h: Any, node: str = NODE) -> tuple[Any, Any]:
 
 
 async def _evictable(h: Any, node: str = NODE) -> list[Any]:
-    return [p for p in await h.cluster.list_pods(node=node) if not p.is_daemonset]
+    return [p for p in await h.cluster.kube.list_pods(node=node) if not p.is_daemonset]
 
 
 async def test_pods_that_stay_terminating_are_evicted_once_and_handed_to_a_human(
@@ -79,7 +79,7 @@ async def test_pods_that_stay_terminating_are_evicted_once_and_handed_to_a_human
     stop_kubelet(h.cluster, node=NODE)
     pods = {p.ref for p in await _evictable(h)}
     assert pods
-    calls = Calls(h.cluster)
+    calls = Calls(h.cluster.kube)
     run, drain = await _drain(h)
 
     # Each pod evicted exactly once, however long the wait.
@@ -106,7 +106,7 @@ async def test_the_runbook_may_force_delete_pods_stuck_terminating(
     )
     stop_kubelet(h.cluster, node=NODE)
     pods = {p.ref for p in await _evictable(h)}
-    calls = Calls(h.cluster)
+    calls = Calls(h.cluster.kube)
     run, drain = await _drain(h)
 
     assert run.status.value == "succeeded"
@@ -142,7 +142,7 @@ async def test_terminating_pods_that_finish_end_the_drain(harness: MakeHarness) 
     ref.append(h.cluster)
     stop_kubelet(h.cluster, node=NODE)
     pods = {p.ref for p in await _evictable(h)}
-    calls = Calls(h.cluster)
+    calls = Calls(h.cluster.kube)
     run, drain = await _drain(h)
 
     assert run.status.value == "succeeded"
@@ -155,7 +155,7 @@ async def test_terminating_pods_that_finish_end_the_drain(harness: MakeHarness) 
 async def test_a_step_timeout_before_the_bound_says_the_same(harness: MakeHarness) -> None:
     h = harness(DRAIN % ("", "2m"))
     stop_kubelet(h.cluster, node=NODE)
-    calls = Calls(h.cluster)
+    calls = Calls(h.cluster.kube)
     run, drain = await _drain(h)
 
     assert run.status.value == "needs_human"
@@ -168,7 +168,7 @@ async def test_a_step_timeout_before_the_bound_says_the_same(harness: MakeHarnes
 async def test_a_drain_with_a_kubelet_empties_the_node_at_once(harness: MakeHarness) -> None:
     h = harness(DRAIN % ("", "10m"))
     pods = {p.ref for p in await _evictable(h)}
-    calls = Calls(h.cluster)
+    calls = Calls(h.cluster.kube)
     run, _drain_step = await _drain(h)
 
     assert run.status.value == "succeeded"
@@ -187,7 +187,7 @@ async def test_a_pdb_blocked_pod_beside_stuck_ones_is_asked_again_only_on_the_ba
     node = "gpu-node-07"
     h = harness(DRAIN % ("", "10m"))
     stop_kubelet(h.cluster, node=node)
-    calls = Calls(h.cluster)
+    calls = Calls(h.cluster.kube)
     run, drain = await _drain(h, node)
 
     assert set(calls.accepted.values()) == {1}
@@ -203,7 +203,7 @@ async def test_the_plan_says_which_pods_are_already_terminating(harness: MakeHar
     h = harness(DRAIN % ("", "10m"))
     stop_kubelet(h.cluster, node=NODE)
     [first, *_] = await _evictable(h)
-    await h.cluster.evict(namespace=first.namespace, name=first.name)
+    await h.cluster.kube.evict(namespace=first.namespace, name=first.name)
     plan = await h.service.plan(runbook="drain", args={"node": NODE}, cluster="sim")
     drain = next(s for s in plan.steps if s.id == "drain")
     assert f"wait for 1 already terminating ({first.ref})" in drain.summary

@@ -43,7 +43,7 @@ async def test_reset_after_drain_restores_the_lost_gpu(harness: MakeHarness) -> 
     assert run is not None
     await _approve_all(h, run.id)
     assert (await h.store.get_run(run.id)).status.value == "succeeded"
-    [gpu3] = [g for g in await h.cluster.gpus(node="gpu-node-07") if g.index == 3]
+    [gpu3] = [g for g in await h.cluster.agent.gpus(node="gpu-node-07") if g.index == 3]
     assert gpu3.healthy
     finished = [
         e for e in await h.store.events() if e.kind == "step.finished" and e.step == "reset"

@@ -14,7 +14,6 @@ from gpubot.actions.gpu_history import HistoryParams, plan_history, run_history
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
 from gpubot.engine.clock import FakeClock
-from gpubot.ports import ClusterPorts
 
 NODE = "gpu-node-07"
 
@@ -28,7 +27,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
 
 def ctx(sim: SimulatedCluster, store: SqlStore, **over: Any) -> ActionContext:
     fields: dict[str, Any] = {
-        "cluster": ClusterPorts(name="sim", kube=sim, agent=sim, metrics=sim),
+        "cluster": sim.ports(),
         "clock": FakeClock(),
         "actor": "system",
         "reason": "test",
@@ -46,7 +45,7 @@ def params(**over: Any) -> HistoryParams:
 async def test_an_alert_without_uuid_records_the_gpu_at_its_index(store: SqlStore) -> None:
     """No UUID label: the agent's GPU at the alert's index, with its bus id."""
     sim = SimulatedCluster.default()
-    gpu3 = (await sim.gpus(node=NODE))[3]
+    gpu3 = (await sim.agent.gpus(node=NODE))[3]
     out = await run_history(ctx(sim, store), params(gpu="3"))
     assert (out["uuid"], out["pci_bus_id"], out["escalation"]) == (
         gpu3.uuid,
@@ -67,8 +66,8 @@ async def test_a_uuid_from_another_node_is_not_believed(store: SqlStore) -> None
     """The alert names GPU 2 of this node but the UUID of a GPU on another node: the GPU
     recorded is this node's GPU 2 (the note says so); the other GPU's history stays empty."""
     sim = SimulatedCluster.default()
-    elsewhere = (await sim.gpus(node="gpu-node-01"))[0].uuid
-    here = (await sim.gpus(node=NODE))[2].uuid
+    elsewhere = (await sim.agent.gpus(node="gpu-node-01"))[0].uuid
+    here = (await sim.agent.gpus(node=NODE))[2].uuid
     out = await run_history(ctx(sim, store), params(gpu="2", uuid=elsewhere))
     assert out["uuid"] == here
     [event] = await store.gpu_history(node=NODE)
@@ -82,7 +81,7 @@ async def test_the_alerts_uuid_wins_over_its_index_when_the_agent_lists_it(
 ) -> None:
     """Label UUID of this node's GPU 5 with index 1 (indexes can shift): GPU 5 it is."""
     sim = SimulatedCluster.default()
-    gpu5 = (await sim.gpus(node=NODE))[5]
+    gpu5 = (await sim.agent.gpus(node=NODE))[5]
     out = await run_history(ctx(sim, store), params(gpu="1", uuid=gpu5.uuid))
     assert (out["uuid"], out["gpu"]) == (gpu5.uuid, 5)
 

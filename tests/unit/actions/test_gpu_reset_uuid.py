@@ -43,18 +43,18 @@ async def _run(h: Any, uuid: str) -> tuple[str, str, str]:
 async def test_a_reset_naming_another_gpus_uuid_is_refused(harness: MakeHarness) -> None:
     h = harness(RESET)
     inject_xid(h.cluster, node=NODE, gpu=GPU)
-    gpus = await h.cluster.gpus(node=NODE)
+    gpus = await h.cluster.agent.gpus(node=NODE)
     status, error, plan = await _run(h, gpus[GPU + 1].uuid)
     assert "will be refused" in plan
     assert status == "failed"
     assert f"{gpus[GPU].uuid}, not {gpus[GPU + 1].uuid}" in error
-    assert (await h.cluster.gpus(node=NODE))[GPU].lost  # nothing was reset
+    assert (await h.cluster.agent.gpus(node=NODE))[GPU].lost  # nothing was reset
 
 
 async def test_a_reset_naming_its_gpus_uuid_runs(harness: MakeHarness) -> None:
     h = harness(RESET)
     inject_xid(h.cluster, node=NODE, gpu=GPU)
-    uuid = (await h.cluster.gpus(node=NODE))[GPU].uuid
+    uuid = (await h.cluster.agent.gpus(node=NODE))[GPU].uuid
     status, error, _plan = await _run(h, uuid)
     assert (status, error) == ("succeeded", "")
-    assert not (await h.cluster.gpus(node=NODE))[GPU].lost
+    assert not (await h.cluster.agent.gpus(node=NODE))[GPU].lost

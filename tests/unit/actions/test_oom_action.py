@@ -8,18 +8,17 @@ from typing import Any
 
 from gpubot.actions.base import ActionContext
 from gpubot.actions.triage import OomParams, gather_oom, oom_report
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.domain.runbook_loader import parse_runbook
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.context import resolve_params
 from gpubot.errors import GpubotError
-from gpubot.ports import ClusterPorts
 
 NS, POD = "ml-train", "llama3-70b-pretrain-0"
 RUNBOOK = Path(__file__).resolve().parents[3] / "runbooks" / "oom-triage.yaml"
 
 
-class LogsGone(SimulatedCluster):
+class LogsGone(SimulatedKube):
     """The previous container's logs cannot be read (rotated away, or the pod was replaced)."""
 
     async def pod_logs(self, **kwargs: Any) -> str:
@@ -28,7 +27,7 @@ class LogsGone(SimulatedCluster):
 
 def _ctx(cluster: SimulatedCluster) -> ActionContext:
     return ActionContext(
-        cluster=ClusterPorts("sim", cluster, cluster, cluster),  # type: ignore[arg-type]
+        cluster=cluster.ports(),
         clock=FakeClock(),
         actor="system",
         reason="test",
@@ -55,7 +54,8 @@ async def test_oomkilled_last_state_with_empty_logs_is_a_memory_kill() -> None:
 
 
 async def test_the_alerts_reason_decides_when_the_pod_and_its_logs_say_nothing() -> None:
-    cluster = LogsGone.default()
+    cluster = SimulatedCluster.default()
+    cluster.kube = LogsGone(cluster)
     out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD, reason="OOMKilled"))
     assert out["class"] == "host_oom_killed"
     assert "alert reason: OOMKilled" in out["evidence"]

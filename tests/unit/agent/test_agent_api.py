@@ -33,7 +33,7 @@ def cluster() -> SimulatedCluster:
 
 @pytest.fixture
 async def client(cluster: SimulatedCluster) -> AsyncIterator[httpx.AsyncClient]:
-    ops = GpuOperations(SimulatedDriver(cluster, node=NODE))
+    ops = GpuOperations(SimulatedDriver(cluster.agent, node=NODE))
     app = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=TOKEN), node=NODE)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(
@@ -73,7 +73,7 @@ async def test_unauthenticated_calls_get_401(
         "error": f"missing or wrong bearer token for node {NODE}",
         "kind": "unauthorized",
     }
-    assert (await cluster.gpus(node=NODE))[0].power_limit_w == 700.0
+    assert (await cluster.agent.gpus(node=NODE))[0].power_limit_w == 700.0
 
 
 async def test_healthz_needs_no_token(client: httpx.AsyncClient) -> None:
@@ -105,7 +105,7 @@ async def test_power_limit_within_range(
     assert r.status_code == 200, r.text
     body = r.json()
     assert (body["previous_w"], body["limit_w"], body["range_w"]) == (700.0, 450.0, [200, 700])
-    assert (await cluster.gpus(node=NODE))[1].power_limit_w == 450.0
+    assert (await cluster.agent.gpus(node=NODE))[1].power_limit_w == 450.0
     r = await client.post("/v1/gpus/1/power-limit/restore", json={})
     assert (r.json()["previous_w"], r.json()["limit_w"]) == (450.0, 700.0)
 
@@ -120,7 +120,7 @@ async def test_power_limit_out_of_range_is_rejected_with_the_range(
         "error": f"power limit {watts:g} W is outside GPU 1's range 200-700 W",
         "kind": "out_of_range",
     }
-    assert (await cluster.gpus(node=NODE))[1].power_limit_w == 700.0
+    assert (await cluster.agent.gpus(node=NODE))[1].power_limit_w == 700.0
 
 
 async def test_dry_run_checks_preconditions_only(
@@ -129,7 +129,7 @@ async def test_dry_run_checks_preconditions_only(
     r = await client.post("/v1/gpus/1/power-limit", json={"watts": 400, "dry_run": True})
     assert r.status_code == 200
     assert r.json()["dry_run"] is True
-    assert (await cluster.gpus(node=NODE))[1].power_limit_w == 700.0
+    assert (await cluster.agent.gpus(node=NODE))[1].power_limit_w == 700.0
     r = await client.post("/v1/gpus/1/power-limit", json={"watts": 100, "dry_run": True})
     assert r.status_code == 422
     free, held = _free_and_held(cluster)
@@ -147,7 +147,7 @@ async def test_reset_refused_while_a_compute_process_holds_the_gpu(
     assert r.json()["kind"] == "in_use"
     assert "held by compute process" in r.json()["error"]
     assert "drain" in r.json()["error"]
-    assert (await cluster.gpus(node=NODE))[held].xid_errors == (48,)
+    assert (await cluster.agent.gpus(node=NODE))[held].xid_errors == (48,)
 
 
 async def test_reset_of_a_free_gpu_runs_and_checks_health(
@@ -186,7 +186,7 @@ async def test_unknown_gpu_is_404(client: httpx.AsyncClient) -> None:
 def test_the_agent_refuses_to_run_without_a_token(cluster: SimulatedCluster) -> None:
     with pytest.raises(ValueError, match="token"):
         create_agent_app(
-            GpuOperations(SimulatedDriver(cluster, node=NODE)),
+            GpuOperations(SimulatedDriver(cluster.agent, node=NODE)),
             tokens=AgentTokens(read=""),
             node=NODE,
         )
@@ -225,7 +225,7 @@ def test_nvml_reset_runs_nvidia_smi_with_an_argument_list(monkeypatch: pytest.Mo
 
 
 def _addresses() -> AgentAddresses:
-    return AgentAddresses(SimulatedCluster.default(), AgentLocation(cluster="sim"))
+    return AgentAddresses(SimulatedCluster.default().kube, AgentLocation(cluster="sim"))
 
 
 def _client_for(app_client: httpx.AsyncClient, *, master: str = MASTER) -> HttpNodeAgent:

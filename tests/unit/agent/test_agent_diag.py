@@ -58,7 +58,7 @@ def free_node(cluster: SimulatedCluster) -> None:
 def app_client(
     cluster: SimulatedCluster, diagnostics: DcgmDiagnostics | SimulatedDriver | None
 ) -> httpx.AsyncClient:
-    ops = GpuOperations(SimulatedDriver(cluster, node=NODE), diagnostics=diagnostics)
+    ops = GpuOperations(SimulatedDriver(cluster.agent, node=NODE), diagnostics=diagnostics)
     app = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=MUTATE), node=NODE)
     return httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
@@ -156,7 +156,7 @@ async def test_refused_with_409_while_a_process_holds_a_gpu_it_would_test(
     node = "gpu-node-12"  # idle pods hold GPUs 0-4
     standin(tmp_path)
     ops = GpuOperations(
-        SimulatedDriver(cluster, node=node),
+        SimulatedDriver(cluster.agent, node=node),
         diagnostics=DcgmDiagnostics(env=env_for(tmp_path, "dcgm-4.2-pass.json")),
     )
     mutate = node_token(master=MASTER, node=node, scope="mutate")
@@ -245,7 +245,7 @@ async def test_unparseable_output_is_a_clear_error_not_a_traceback(
 
 async def test_the_simulated_driver_reports_injected_failures(cluster: SimulatedCluster) -> None:
     fail_diag(cluster, node=NODE, gpu=3, test="Memory", message="DBE on GPU 3")
-    async with app_client(cluster, SimulatedDriver(cluster, node=NODE)) as c:
+    async with app_client(cluster, SimulatedDriver(cluster.agent, node=NODE)) as c:
         r = await c.post("/v1/diag", json={"level": 1})
     body = r.json()
     assert body["passed"] is False
@@ -260,7 +260,9 @@ async def test_http_node_agent_diag_and_its_errors(
         diagnostics = DcgmDiagnostics(env=env_for(tmp_path, fixture))
         async with app_client(cluster, diagnostics) as c:
             agent = HttpNodeAgent(
-                addresses=AgentAddresses(SimulatedCluster.default(), AgentLocation(cluster="sim")),
+                addresses=AgentAddresses(
+                    SimulatedCluster.default().kube, AgentLocation(cluster="sim")
+                ),
                 master=MASTER,
                 transport=c._transport,
             )
@@ -270,7 +272,7 @@ async def test_http_node_agent_diag_and_its_errors(
     down = DcgmDiagnostics(env=env_for(tmp_path, "hostengine-down"))
     async with app_client(cluster, down) as c:
         agent = HttpNodeAgent(
-            addresses=AgentAddresses(SimulatedCluster.default(), AgentLocation(cluster="sim")),
+            addresses=AgentAddresses(SimulatedCluster.default().kube, AgentLocation(cluster="sim")),
             master=MASTER,
             transport=c._transport,
         )
@@ -284,7 +286,7 @@ async def test_refused_while_a_tested_gpu_is_being_reset_or_another_diag_runs(
 ) -> None:
     standin(tmp_path)
     ops = GpuOperations(
-        SimulatedDriver(cluster, node=NODE),
+        SimulatedDriver(cluster.agent, node=NODE),
         diagnostics=DcgmDiagnostics(env=env_for(tmp_path, "dcgm-4.2-pass.json")),
     )
     app = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=MUTATE), node=NODE)

@@ -33,7 +33,7 @@ class GatedDriver(SimulatedDriver):
     """The simulated driver, whose reset of `gated` waits until the test lets it finish."""
 
     def __init__(self, cluster: SimulatedCluster, *, node: str, gated: int) -> None:
-        super().__init__(cluster, node=node)
+        super().__init__(cluster.agent, node=node)
         self.gated = gated
         self.entered = threading.Event()
         self.release = threading.Event()

@@ -39,7 +39,7 @@ def test_satisfies_the_ports(cluster: SimulatedCluster) -> None:
 
 async def test_default_fleet_shape(cluster: SimulatedCluster) -> None:
     """16 nodes x 8 H100s, named gpu-node-01..16, labelled as the GPU operator labels them."""
-    nodes = await cluster.list_nodes()
+    nodes = await cluster.kube.list_nodes()
     assert [n.name for n in nodes] == [f"gpu-node-{i:02d}" for i in range(1, 17)]
     assert cluster.node_names() == [n.name for n in nodes]
     for node in nodes:
@@ -49,7 +49,7 @@ async def test_default_fleet_shape(cluster: SimulatedCluster) -> None:
         assert node.labels["kubernetes.io/hostname"] == node.name
         assert not node.unschedulable
         assert node.ready
-        gpus = await cluster.gpus(node=node.name)
+        gpus = await cluster.agent.gpus(node=node.name)
         assert [g.index for g in gpus] == list(range(8))
         for gpu in gpus:
             assert gpu.name == H100_NAME
@@ -88,7 +88,7 @@ async def test_default_fleet_workload_mix(cluster: SimulatedCluster) -> None:
             assert all(30 <= u <= 75 for u in utils)
         elif pod.workload == "idle":
             assert all(u <= 1 for u in utils)
-    pdbs = await cluster.list_pdbs(namespace="inference")
+    pdbs = await cluster.kube.list_pdbs(namespace="inference")
     assert pdbs
     assert all(b.disruptions_allowed >= 1 for b in pdbs)
 
@@ -96,7 +96,7 @@ async def test_default_fleet_workload_mix(cluster: SimulatedCluster) -> None:
 async def test_daemonset_pods_on_every_node(cluster: SimulatedCluster) -> None:
     """Every node runs the dcgm-exporter and device-plugin DaemonSet pods, holding no GPU."""
     for name in cluster.node_names():
-        pods = await cluster.list_pods(node=name, namespace="gpu-operator")
+        pods = await cluster.kube.list_pods(node=name, namespace="gpu-operator")
         assert sorted(p.owner_name for p in pods) == [
             "nvidia-dcgm-exporter",
             "nvidia-device-plugin-daemonset",
@@ -115,15 +115,15 @@ def test_gpu_to_pod_mapping_is_unique(cluster: SimulatedCluster) -> None:
 
 async def test_cordon_sets_annotations_and_uncordon_clears_them(cluster: SimulatedCluster) -> None:
     """Cordon records who and why on the node; uncordon removes both and the node taint."""
-    await cluster.set_unschedulable(node=NODE, value=True, actor="U123", reason="XID 79")
-    node = await cluster.get_node(node=NODE)
+    await cluster.kube.set_unschedulable(node=NODE, value=True, actor="U123", reason="XID 79")
+    node = await cluster.kube.get_node(node=NODE)
     assert node.unschedulable
     assert node.annotations[CORDON_BY_ANNOTATION] == "U123"
     assert node.annotations[CORDON_REASON_ANNOTATION] == "XID 79"
     assert UNSCHEDULABLE_TAINT in node.taints
 
-    await cluster.set_unschedulable(node=NODE, value=False, actor="U123", reason="fixed")
-    node = await cluster.get_node(node=NODE)
+    await cluster.kube.set_unschedulable(node=NODE, value=False, actor="U123", reason="fixed")
+    node = await cluster.kube.get_node(node=NODE)
     assert not node.unschedulable
     assert CORDON_BY_ANNOTATION not in node.annotations
     assert CORDON_REASON_ANNOTATION not in node.annotations
@@ -133,31 +133,31 @@ async def test_cordon_sets_annotations_and_uncordon_clears_them(cluster: Simulat
 async def test_taint_add_and_remove_are_idempotent(cluster: SimulatedCluster) -> None:
     """Adding twice keeps one taint, same key+effect replaces the value, removing twice is fine."""
     taint = Taint(key="gpubot.io/xid", value="79", effect="NoSchedule")
-    await cluster.set_taint(node=NODE, taint=taint, present=True)
-    await cluster.set_taint(node=NODE, taint=taint, present=True)
-    assert (await cluster.get_node(node=NODE)).taints == (taint,)
+    await cluster.kube.set_taint(node=NODE, taint=taint, present=True)
+    await cluster.kube.set_taint(node=NODE, taint=taint, present=True)
+    assert (await cluster.kube.get_node(node=NODE)).taints == (taint,)
 
     other = Taint(key="gpubot.io/xid", value="48", effect="NoSchedule")
-    await cluster.set_taint(node=NODE, taint=other, present=True)
-    assert (await cluster.get_node(node=NODE)).taints == (other,)
+    await cluster.kube.set_taint(node=NODE, taint=other, present=True)
+    assert (await cluster.kube.get_node(node=NODE)).taints == (other,)
 
     for _ in range(2):
-        await cluster.set_taint(node=NODE, taint=taint, present=False)
-    assert (await cluster.get_node(node=NODE)).taints == ()
+        await cluster.kube.set_taint(node=NODE, taint=taint, present=False)
+    assert (await cluster.kube.get_node(node=NODE)).taints == ()
 
 
 async def test_inject_xid_79_loses_the_gpu(cluster: SimulatedCluster) -> None:
     """XID 79 shows as a lost GPU in gpus() and as the XID code in DCGM_FI_DEV_XID_ERRORS."""
     inject_xid(cluster, node=NODE, gpu=2)
-    gpu = (await cluster.gpus(node=NODE))[2]
+    gpu = (await cluster.agent.gpus(node=NODE))[2]
     assert gpu.lost
     assert gpu.xid_errors == (79,)
     assert not gpu.healthy
     assert gpu.utilization_pct == 0
     assert gpu.power_draw_w == 0
-    assert (await cluster.get_node(node=NODE)).gpu_allocatable == 7
+    assert (await cluster.kube.get_node(node=NODE)).gpu_allocatable == 7
 
-    samples = await cluster.query(promql="DCGM_FI_DEV_XID_ERRORS")
+    samples = await cluster.metrics.query(promql="DCGM_FI_DEV_XID_ERRORS")
     assert len(samples) == 16 * 8
     bad = [s for s in samples if s.value != 0]
     assert len(bad) == 1
@@ -169,27 +169,27 @@ async def test_inject_xid_79_loses_the_gpu(cluster: SimulatedCluster) -> None:
 
 async def test_recover_node_clears_the_xid(cluster: SimulatedCluster) -> None:
     """recover_node brings every GPU back healthy, with the readings it had before the fault."""
-    before = await cluster.gpus(node=NODE)
+    before = await cluster.agent.gpus(node=NODE)
     inject_xid(cluster, node=NODE, gpu=2)
     thermal_runaway(cluster, node=NODE, gpu=5)
     recover_node(cluster, node=NODE)
-    assert await cluster.gpus(node=NODE) == before
-    samples = await cluster.query(promql=f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{NODE}"}}')
+    assert await cluster.agent.gpus(node=NODE) == before
+    samples = await cluster.metrics.query(promql=f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{NODE}"}}')
     assert [s.value for s in samples] == [0.0] * 8
 
 
 async def test_thermal_runaway_and_power_cap(cluster: SimulatedCluster) -> None:
     """A runaway GPU reads hot at full power; capping its power lowers draw and temperature."""
     thermal_runaway(cluster, node=NODE, gpu=1, temperature_c=93)
-    hot = await cluster.query(promql=f'DCGM_FI_DEV_GPU_TEMP{{Hostname="{NODE}", gpu="1"}}')
+    hot = await cluster.metrics.query(promql=f'DCGM_FI_DEV_GPU_TEMP{{Hostname="{NODE}", gpu="1"}}')
     assert [s.value for s in hot] == [93.0]
 
-    capped = await cluster.set_power_limit(node=NODE, gpu=1, watts=450)
+    capped = await cluster.agent.set_power_limit(node=NODE, gpu=1, watts=450)
     assert capped.power_limit_w == 450
     assert capped.power_draw_w == 450
     assert capped.temperature_c < 93
     with pytest.raises(InputError):
-        await cluster.set_power_limit(node=NODE, gpu=1, watts=100)
+        await cluster.agent.set_power_limit(node=NODE, gpu=1, watts=100)
 
 
 async def test_oom_kill_records_last_state(cluster: SimulatedCluster) -> None:
@@ -213,7 +213,7 @@ async def test_idle_pods_drop_utilisation(cluster: SimulatedCluster) -> None:
     assert len(refs) == 2
     for ref in refs:
         _, name = ref.split("/")
-        samples = await cluster.query(promql=f'DCGM_FI_DEV_GPU_UTIL{{pod="{name}"}}')
+        samples = await cluster.metrics.query(promql=f'DCGM_FI_DEV_GPU_UTIL{{pod="{name}"}}')
         assert samples
         assert all(s.value <= 1 for s in samples)
     with pytest.raises(InputError):
@@ -225,20 +225,20 @@ async def test_state_persists_across_restart(tmp_path: Path) -> None:
     path = tmp_path / "sim" / "cluster.json"
     first = SimulatedCluster.default(state_path=path)
     taint = Taint(key="gpubot.io/quarantine", effect="NoExecute")
-    await first.set_unschedulable(node=NODE, value=True, actor="gpubot", reason="XID 79")
-    await first.set_taint(node=NODE, taint=taint, present=True)
+    await first.kube.set_unschedulable(node=NODE, value=True, actor="gpubot", reason="XID 79")
+    await first.kube.set_taint(node=NODE, taint=taint, present=True)
     inject_xid(first, node=NODE, gpu=4)
     assert [p.name for p in path.parent.iterdir()] == ["cluster.json"]  # no temp files left
 
     second = SimulatedCluster(state_path=path)
-    node = await second.get_node(node=NODE)
+    node = await second.kube.get_node(node=NODE)
     assert node.unschedulable
     assert node.annotations[CORDON_BY_ANNOTATION] == "gpubot"
     assert node.has_taint("gpubot.io/quarantine", "NoExecute")
-    assert (await second.gpus(node=NODE))[4].lost
+    assert (await second.agent.gpus(node=NODE))[4].lost
     assert second.snapshot().to_dict() == first.snapshot().to_dict()
     # default() on an existing file keeps the live state rather than a fresh fleet.
-    assert (await SimulatedCluster.default(state_path=path).get_node(node=NODE)).unschedulable
+    assert (await SimulatedCluster.default(state_path=path).kube.get_node(node=NODE)).unschedulable
 
 
 async def test_sees_changes_made_by_another_process(tmp_path: Path) -> None:
@@ -247,12 +247,12 @@ async def test_sees_changes_made_by_another_process(tmp_path: Path) -> None:
     bot = SimulatedCluster.default(state_path=path)
     demo = SimulatedCluster(state_path=path)
     inject_xid(demo, node=NODE, gpu=0)
-    assert (await bot.gpus(node=NODE))[0].lost
+    assert (await bot.agent.gpus(node=NODE))[0].lost
 
 
 async def test_metrics_label_matching(cluster: SimulatedCluster) -> None:
     """Equality matchers select series; DCGM labels and the cluster label are present."""
-    samples = await cluster.query(promql='DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-node-07"}')
+    samples = await cluster.metrics.query(promql='DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-node-07"}')
     assert len(samples) == 8
     held = [s for s in samples if "pod" in s.labels]
     assert held
@@ -261,28 +261,30 @@ async def test_metrics_label_matching(cluster: SimulatedCluster) -> None:
         s.labels["cluster"] == "sim" and s.labels["UUID"].startswith("GPU-") for s in samples
     )
 
-    one = await cluster.query(promql=' DCGM_FI_DEV_FB_USED{ Hostname = "gpu-node-07", gpu="0", } ')
-    free = await cluster.query(promql='DCGM_FI_DEV_FB_FREE{Hostname="gpu-node-07",gpu="0"}')
+    one = await cluster.metrics.query(
+        promql=' DCGM_FI_DEV_FB_USED{ Hostname = "gpu-node-07", gpu="0", } '
+    )
+    free = await cluster.metrics.query(promql='DCGM_FI_DEV_FB_FREE{Hostname="gpu-node-07",gpu="0"}')
     assert len(one) == len(free) == 1
     assert one[0].value + free[0].value == H100_MEMORY_MIB
 
-    ns = await cluster.query(promql='DCGM_FI_DEV_POWER_USAGE{namespace="research"}')
+    ns = await cluster.metrics.query(promql='DCGM_FI_DEV_POWER_USAGE{namespace="research"}')
     assert ns
     assert all(s.labels["namespace"] == "research" for s in ns)
-    unheld = await cluster.query(promql='DCGM_FI_DEV_GPU_UTIL{pod=""}')
+    unheld = await cluster.metrics.query(promql='DCGM_FI_DEV_GPU_UTIL{pod=""}')
     assert unheld
     assert all("pod" not in s.labels for s in unheld)
-    assert await cluster.query(promql='DCGM_FI_DEV_GPU_UTIL{cluster="other"}') == []
+    assert await cluster.metrics.query(promql='DCGM_FI_DEV_GPU_UTIL{cluster="other"}') == []
 
 
 async def test_unknown_node_raises_not_found(cluster: SimulatedCluster) -> None:
     """Every per-node call names the missing node instead of returning nothing."""
     with pytest.raises(NotFoundError, match="gpu-node-99"):
-        await cluster.get_node(node="gpu-node-99")
+        await cluster.kube.get_node(node="gpu-node-99")
     with pytest.raises(NotFoundError):
-        await cluster.gpus(node="gpu-node-99")
+        await cluster.agent.gpus(node="gpu-node-99")
     with pytest.raises(NotFoundError):
-        await cluster.set_unschedulable(node="gpu-node-99", value=True, actor="a", reason="r")
+        await cluster.kube.set_unschedulable(node="gpu-node-99", value=True, actor="a", reason="r")
     with pytest.raises(NotFoundError):
         inject_xid(cluster, node=NODE, gpu=8)
 
@@ -303,21 +305,23 @@ async def test_unsupported_promql_raises_input_error(
 ) -> None:
     """PromQL outside the simulated subset (test_simulated_promql.py) is refused, not guessed."""
     with pytest.raises(InputError, match="simulated metrics support only"):
-        await cluster.query(promql=promql)
+        await cluster.metrics.query(promql=promql)
 
 
 async def test_eviction_reschedules_and_frees_gpus(cluster: SimulatedCluster) -> None:
     """An evicted ReplicaSet pod comes back on a schedulable node; its old GPUs can be reset."""
     node = "gpu-node-07"
-    await cluster.set_unschedulable(node=node, value=True, actor="a", reason="r")
+    await cluster.kube.set_unschedulable(node=node, value=True, actor="a", reason="r")
     state = cluster.snapshot()
     victim = next(p for p in state.pods if p.node == node and p.labels["app"] == "llm-chat")
     with pytest.raises(PermanentStepError, match="drain"):
-        await cluster.reset_gpu(node=node, gpu=victim.gpu_indices[0])
+        await cluster.agent.reset_gpu(node=node, gpu=victim.gpu_indices[0])
 
-    await cluster.evict(namespace="inference", name=victim.name)
+    await cluster.kube.evict(namespace="inference", name=victim.name)
     chat = [
-        p for p in await cluster.list_pods(namespace="inference") if p.labels["app"] == "llm-chat"
+        p
+        for p in await cluster.kube.list_pods(namespace="inference")
+        if p.labels["app"] == "llm-chat"
     ]
     assert len(chat) == 6
     assert victim.name not in {p.name for p in chat}
@@ -327,7 +331,7 @@ async def test_eviction_reschedules_and_frees_gpus(cluster: SimulatedCluster) ->
     assert newcomer.gpu_request == 2
 
     inject_xid(cluster, node=node, gpu=victim.gpu_indices[0])
-    reset = await cluster.reset_gpu(node=node, gpu=victim.gpu_indices[0])
+    reset = await cluster.agent.reset_gpu(node=node, gpu=victim.gpu_indices[0])
     assert reset.healthy
     assert reset.utilization_pct == 0
 
@@ -335,14 +339,16 @@ async def test_eviction_reschedules_and_frees_gpus(cluster: SimulatedCluster) ->
 async def test_eviction_blocked_by_budget(cluster: SimulatedCluster) -> None:
     """With no disruptions allowed (all other nodes cordoned), eviction is refused for retry."""
     for name in cluster.node_names():
-        await cluster.set_unschedulable(node=name, value=True, actor="a", reason="r")
+        await cluster.kube.set_unschedulable(node=name, value=True, actor="a", reason="r")
     chat = [
-        p for p in await cluster.list_pods(namespace="inference") if p.labels["app"] == "llm-chat"
+        p
+        for p in await cluster.kube.list_pods(namespace="inference")
+        if p.labels["app"] == "llm-chat"
     ]
-    await cluster.evict(namespace="inference", name=chat[0].name)
+    await cluster.kube.evict(namespace="inference", name=chat[0].name)
     with pytest.raises(DisruptionBlockedError, match="PodDisruptionBudget"):
-        await cluster.evict(namespace="inference", name=chat[1].name)
+        await cluster.kube.evict(namespace="inference", name=chat[1].name)
     # The refused eviction changed nothing; the first one's replacement waits for a node.
-    after = {p.name: p for p in await cluster.list_pods(namespace="inference")}
+    after = {p.name: p for p in await cluster.kube.list_pods(namespace="inference")}
     assert chat[1].name in after
     assert [p.phase for p in after.values() if p.node == ""] == ["Pending"]

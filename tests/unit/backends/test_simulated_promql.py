@@ -32,7 +32,7 @@ async def readings(cluster: SimulatedCluster) -> dict[tuple[str, str], tuple[flo
     """(node, gpu index) -> (utilisation %, memory used MiB), read through the NodeAgent port."""
     out: dict[tuple[str, str], tuple[float, float]] = {}
     for node in cluster.node_names():
-        for gpu in await cluster.gpus(node=node):
+        for gpu in await cluster.agent.gpus(node=node):
             out[(node, str(gpu.index))] = (gpu.utilization_pct, gpu.memory_used_mib)
     return out
 
@@ -48,8 +48,8 @@ async def test_report_queries_give_one_row_per_gpu_with_its_pod(cluster: Simulat
     holders = {
         (p.node, str(i)): p for p in cluster.snapshot().pods for i in p.gpu_indices if p.node
     }
-    util = await cluster.query(promql=Q_UTIL)
-    mem = await cluster.query(promql=Q_MEM)
+    util = await cluster.metrics.query(promql=Q_UTIL)
+    mem = await cluster.metrics.query(promql=Q_MEM)
     assert len(util) == len(mem) == GPUS
     for sample in util:
         assert sample.value == truth[key(sample)][0]
@@ -72,7 +72,7 @@ async def test_idle_query_counts_the_lookback_for_gpus_below_threshold(
     """Steady state: a GPU below 5 % has been so for all 288 five-minute points of 24 h; a busy
     GPU is absent. Pods made idle by the scenario show up with the full count."""
     truth = await readings(cluster)
-    idle = await cluster.query(promql=Q_IDLE)
+    idle = await cluster.metrics.query(promql=Q_IDLE)
     assert {key(s) for s in idle} == {k for k, (u, _) in truth.items() if u < 5}
     assert {s.value for s in idle} == {288.0}
     assert all(truth[k][0] >= 5 for k in truth.keys() - {key(s) for s in idle})
@@ -80,7 +80,7 @@ async def test_idle_query_counts_the_lookback_for_gpus_below_threshold(
     refs = idle_pods(cluster, namespace="inference", count=2)
     idle_pods_seen = {
         f"{s.labels['namespace']}/{s.labels['pod']}"
-        for s in await cluster.query(promql=Q_IDLE)
+        for s in await cluster.metrics.query(promql=Q_IDLE)
         if "pod" in s.labels
     }
     assert set(refs) <= idle_pods_seen
@@ -90,7 +90,7 @@ async def test_matchers_equal_regex_and_negations(cluster: SimulatedCluster) -> 
     """=, !=, =~ and !~ select as in PromQL: regexes are anchored, a missing label is ""."""
 
     async def count(selector: str) -> int:
-        return len(await cluster.query(promql=f"DCGM_FI_DEV_GPU_UTIL{{{selector}}}"))
+        return len(await cluster.metrics.query(promql=f"DCGM_FI_DEV_GPU_UTIL{{{selector}}}"))
 
     assert await count('Hostname="gpu-node-03"') == 8
     assert await count('Hostname!="gpu-node-03"') == GPUS - 8
@@ -108,25 +108,25 @@ async def test_aggregations_by_and_without(cluster: SimulatedCluster) -> None:
     """sum/avg/max/min/count with by (…) before or after the argument, and without (…)."""
     truth = await readings(cluster)
     utils = [u for u, _ in truth.values()]
-    [everything] = await cluster.query(promql="count(DCGM_FI_DEV_GPU_UTIL)")
+    [everything] = await cluster.metrics.query(promql="count(DCGM_FI_DEV_GPU_UTIL)")
     assert everything == Sample(labels={}, value=float(GPUS))
-    [average] = await cluster.query(promql="avg(DCGM_FI_DEV_GPU_UTIL)")
+    [average] = await cluster.metrics.query(promql="avg(DCGM_FI_DEV_GPU_UTIL)")
     assert average.value == pytest.approx(sum(utils) / GPUS)
-    [top] = await cluster.query(promql="max(DCGM_FI_DEV_GPU_UTIL)")
-    [bottom] = await cluster.query(promql="min(DCGM_FI_DEV_GPU_UTIL)")
+    [top] = await cluster.metrics.query(promql="max(DCGM_FI_DEV_GPU_UTIL)")
+    [bottom] = await cluster.metrics.query(promql="min(DCGM_FI_DEV_GPU_UTIL)")
     assert (top.value, bottom.value) == (max(utils), min(utils))
 
-    per_node = await cluster.query(promql="sum(DCGM_FI_DEV_GPU_UTIL) by (Hostname)")
+    per_node = await cluster.metrics.query(promql="sum(DCGM_FI_DEV_GPU_UTIL) by (Hostname)")
     assert len(per_node) == 16
     node3 = next(s for s in per_node if s.labels == {"Hostname": "gpu-node-03"})
     assert node3.value == sum(u for (n, _), (u, _) in truth.items() if n == "gpu-node-03")
 
     # Free GPUs have no namespace: they form one group without the label.
-    by_ns = await cluster.query(promql="count by (namespace) (DCGM_FI_DEV_GPU_UTIL)")
+    by_ns = await cluster.metrics.query(promql="count by (namespace) (DCGM_FI_DEV_GPU_UTIL)")
     assert sum(s.value for s in by_ns) == GPUS
     assert {} in [dict(s.labels) for s in by_ns]
 
-    without = await cluster.query(
+    without = await cluster.metrics.query(
         promql="max without (gpu, UUID, pod, namespace, container) (DCGM_FI_DEV_GPU_TEMP)"
     )
     assert len(without) == 16
@@ -136,14 +136,14 @@ async def test_aggregations_by_and_without(cluster: SimulatedCluster) -> None:
 async def test_comparisons_filter_and_keep_the_series(cluster: SimulatedCluster) -> None:
     """`expr op N` keeps the samples that pass with their labels and values; none pass → []."""
     truth = await readings(cluster)
-    busy = await cluster.query(promql="DCGM_FI_DEV_GPU_UTIL >= 50")
+    busy = await cluster.metrics.query(promql="DCGM_FI_DEV_GPU_UTIL >= 50")
     assert {key(s) for s in busy} == {k for k, (u, _) in truth.items() if u >= 50}
     assert all(s.labels["__name__"] == "DCGM_FI_DEV_GPU_UTIL" for s in busy)
-    assert await cluster.query(promql="DCGM_FI_DEV_GPU_UTIL < -1") == []
-    band = await cluster.query(promql="(DCGM_FI_DEV_GPU_UTIL > 5) <= 50")
+    assert await cluster.metrics.query(promql="DCGM_FI_DEV_GPU_UTIL < -1") == []
+    band = await cluster.metrics.query(promql="(DCGM_FI_DEV_GPU_UTIL > 5) <= 50")
     assert {key(s) for s in band} == {k for k, (u, _) in truth.items() if 5 < u <= 50}
     for op, keep in (("==", 0), ("!=", 0)):
-        got = await cluster.query(promql=f"DCGM_FI_DEV_XID_ERRORS {op} {keep}")
+        got = await cluster.metrics.query(promql=f"DCGM_FI_DEV_XID_ERRORS {op} {keep}")
         assert len(got) == (GPUS if op == "==" else 0)
 
 
@@ -151,17 +151,17 @@ async def test_over_time_reads_the_steady_value(cluster: SimulatedCluster) -> No
     """avg/max/min/last_over_time give the current value (last keeps the metric name);
     over a subquery, count is d/s points and sum is value x d/s (default step 1m)."""
     selector = 'DCGM_FI_DEV_GPU_TEMP{Hostname="gpu-node-05", gpu="2"}'
-    [now] = await cluster.query(promql=selector)
+    [now] = await cluster.metrics.query(promql=selector)
     for func in ("avg", "max", "min"):
-        [s] = await cluster.query(promql=f"{func}_over_time({selector}[10m])")
+        [s] = await cluster.metrics.query(promql=f"{func}_over_time({selector}[10m])")
         assert s.value == now.value
         assert "__name__" not in s.labels
-    [last] = await cluster.query(promql=f"last_over_time({selector}[1h30m])")
+    [last] = await cluster.metrics.query(promql=f"last_over_time({selector}[1h30m])")
     assert last == now
-    [count] = await cluster.query(promql=f"count_over_time(({selector})[1h:])")
-    [total] = await cluster.query(promql=f"sum_over_time({selector}[2h:30m])")
+    [count] = await cluster.metrics.query(promql=f"count_over_time(({selector})[1h:])")
+    [total] = await cluster.metrics.query(promql=f"sum_over_time({selector}[2h:30m])")
     assert (count.value, total.value) == (60.0, 4 * now.value)
-    [nested] = await cluster.query(promql=f"max_over_time(avg({selector})[1d:1h])")
+    [nested] = await cluster.metrics.query(promql=f"max_over_time(avg({selector})[1d:1h])")
     assert nested.value == now.value
 
 
@@ -211,7 +211,7 @@ async def test_unsupported_promql_is_one_clear_line(
 ) -> None:
     """Anything outside the subset is refused with one line naming the problem and the query."""
     with pytest.raises(InputError, match="simulated metrics support only") as caught:
-        await cluster.query(promql=promql)
+        await cluster.metrics.query(promql=promql)
     message = str(caught.value)
     assert problem in message
     assert "\n" not in message

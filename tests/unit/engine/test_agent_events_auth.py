@@ -91,7 +91,7 @@ async def test_node_a_cannot_post_events_for_another_node(
     assert why in r.json()["error"]
     await h.service.wait_idle()
     assert await h.store.list_incidents() == []
-    assert not (await h.cluster.get_node(node=NODE_B)).unschedulable
+    assert not (await h.cluster.kube.get_node(node=NODE_B)).unschedulable
 
 
 async def test_an_event_must_name_its_node(harness: MakeHarness) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.domain.policy import BlastRadius, Policy
 from gpubot.domain.runs import RunStatus, StepStatus
 
@@ -24,12 +24,11 @@ steps:
 """
 
 
-class SlowPatchCluster(SimulatedCluster):
+class SlowPatchKube(SimulatedKube):
     """The cordon PATCH of `slow` waits until the test lets it land."""
 
-    def __init__(self, slow: str) -> None:
-        sim = SimulatedCluster.default()
-        super().__init__(sim.snapshot(), name="sim")
+    def __init__(self, cluster: SimulatedCluster, *, slow: str) -> None:
+        super().__init__(cluster)
         self.slow = slow
         self.sent = asyncio.Event()
         self.land = asyncio.Event()
@@ -59,11 +58,12 @@ async def test_the_new_leader_counts_the_old_leaders_cordon_still_landing(
     """Cap 2. The old leader's cordon of node A is recorded RUNNING and on its way when the
     new leader takes over. The new leader adopts A: of two new cordons (B, C) one runs and
     one is held, so when A's PATCH lands, two nodes are cordoned, never three."""
-    cluster = SlowPatchCluster(slow="gpu-node-01")
+    cluster = SimulatedCluster.default()
+    slow = cluster.kube = SlowPatchKube(cluster, slow="gpu-node-01")
     a, b, c = cluster.node_names()[:3]
     old = harness(CORDON, policy=cap(2), cluster=cluster)
     old_run = await start(old, a)
-    await asyncio.wait_for(cluster.sent.wait(), timeout=10)
+    await asyncio.wait_for(slow.sent.wait(), timeout=10)
     [state] = await old.store.steps(old_run)
     assert state.status is StepStatus.RUNNING  # durable before the PATCH went out
 
@@ -74,9 +74,9 @@ async def test_the_new_leader_counts_the_old_leaders_cordon_still_landing(
     statuses = sorted([(await new.store.get_run(r)).status.value for r in runs])
     assert statuses == [RunStatus.HELD.value, RunStatus.SUCCEEDED.value]
 
-    cluster.land.set()  # the old leader's PATCH lands
+    slow.land.set()  # the old leader's PATCH lands
     await old.service.wait_idle()
-    fleet = await cluster.gpu_fleet()
+    fleet = await cluster.kube.gpu_fleet()
     assert a in fleet.cordoned
     assert len(fleet.cordoned) == 2
 
@@ -84,7 +84,8 @@ async def test_the_new_leader_counts_the_old_leaders_cordon_still_landing(
 async def test_without_a_cordon_in_flight_nothing_is_adopted(harness: MakeHarness) -> None:
     """A finished cordon is the fleet view's to count: nothing is adopted, and a new leader
     fills the cap up to its limit."""
-    cluster = SlowPatchCluster(slow="none")
+    cluster = SimulatedCluster.default()
+    cluster.kube = SlowPatchKube(cluster, slow="none")
     a, b, c = cluster.node_names()[:3]
     old = harness(CORDON, policy=cap(2), cluster=cluster)
     assert (await old.run_of(await start(old, a))).status is RunStatus.SUCCEEDED

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.domain.policy import BlastRadius, Policy
 from gpubot.domain.runs import RunStatus
 
@@ -23,12 +23,11 @@ steps:
 """
 
 
-class GatedCluster(SimulatedCluster):
+class GatedKube(SimulatedKube):
     """Cordon calls wait until `expect` of them are in flight at once (or fail the test)."""
 
-    def __init__(self, *, expect: int) -> None:
-        sim = SimulatedCluster.default()
-        super().__init__(sim.snapshot(), name="sim")
+    def __init__(self, cluster: SimulatedCluster, *, expect: int) -> None:
+        super().__init__(cluster)
         self.expect = expect
         self.in_flight = 0
         self.most = 0
@@ -65,20 +64,22 @@ async def start(h: Any, node: str) -> str:
 async def test_cordons_of_different_nodes_run_at_once(harness: MakeHarness) -> None:
     """Four runs, cap four: the four cordon calls are in flight together (each waits for
     the others, so a global lock around the call would time out), and none lists nodes."""
-    cluster = GatedCluster(expect=4)
+    cluster = SimulatedCluster.default()
+    gated = cluster.kube = GatedKube(cluster, expect=4)
     h = harness(CORDON, policy=policy(4), cluster=cluster)
     nodes = cluster.node_names()[:4]
     runs = [await start(h, node) for node in nodes]
     for run_id in runs:
         assert (await h.run_of(run_id)).status is RunStatus.SUCCEEDED
-    assert cluster.most == 4
-    assert cluster.lists == 0
+    assert gated.most == 4
+    assert gated.lists == 0
 
 
 async def test_held_steps_sleep_until_a_node_comes_back(harness: MakeHarness) -> None:
     """Cap 2 and 5 runs: 3 are held, in one summary. Ticks with nothing changed re-check
     none of them; an uncordon lets exactly one go ahead, and the summary follows."""
-    cluster = GatedCluster(expect=1)
+    cluster = SimulatedCluster.default()
+    gated = cluster.kube = GatedKube(cluster, expect=1)
     h = harness(CORDON, policy=policy(2), cluster=cluster)
     nodes = cluster.node_names()[:5]
     runs = [await start(h, node) for node in nodes]
@@ -106,9 +107,11 @@ async def test_held_steps_sleep_until_a_node_comes_back(harness: MakeHarness) ->
         await h.service.tick()
         await h.service.wait_idle()
     assert advanced == []
-    assert cluster.lists == 0
+    assert gated.lists == 0
 
-    await cluster.set_unschedulable(node=cordoned[0], value=False, actor="U1", reason="repaired")
+    await cluster.kube.set_unschedulable(
+        node=cordoned[0], value=False, actor="U1", reason="repaired"
+    )
     await h.service.tick()
     await h.service.wait_idle()
     assert sorted(advanced) == sorted(r.id for r in held)
@@ -116,4 +119,4 @@ async def test_held_steps_sleep_until_a_node_comes_back(harness: MakeHarness) ->
     assert statuses.count(RunStatus.SUCCEEDED) == 3
     assert statuses.count(RunStatus.HELD) == 2
     assert h.notifier.of("summary")[-1].text.startswith("Blast radius: 2 step(s) held")
-    assert sum(1 for n in await cluster.list_nodes() if n.unschedulable) == 2
+    assert sum(1 for n in await cluster.kube.list_nodes() if n.unschedulable) == 2

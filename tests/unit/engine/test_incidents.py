@@ -45,14 +45,14 @@ async def test_xid79_quarantines_then_waits_for_drain_approval(harness: MakeHarn
         "drain": "waiting_approval",
     }
     assert status["leave-alone"] == "skipped"
-    node = await h.cluster.get_node(node="gpu-node-07")
+    node = await h.cluster.kube.get_node(node="gpu-node-07")
     assert node.unschedulable
     assert node.annotations["gpubot.io/cordoned-by"] == "system"
     assert any(t.key == "gpubot.io/xid" for t in node.taints)
     [ask] = h.notifier.of("ask_approval")
     await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
     await h.service.wait_idle()
-    left = [p for p in await h.cluster.list_pods(node="gpu-node-07") if not p.is_daemonset]
+    left = [p for p in await h.cluster.kube.list_pods(node="gpu-node-07") if not p.is_daemonset]
     assert left == []
     # Then the GPU reset, the untaint and the uncordon, each approved in turn.
     for step in ("reset", "untaint", "uncordon"):
@@ -63,7 +63,7 @@ async def test_xid79_quarantines_then_waits_for_drain_approval(harness: MakeHarn
     status = await h.step_status(run.id)
     assert status["verify"] == "succeeded"
     assert status["reboot"] == "skipped"
-    node = await h.cluster.get_node(node="gpu-node-07")
+    node = await h.cluster.kube.get_node(node="gpu-node-07")
     assert not node.unschedulable
     assert not any(t.key == "gpubot.io/xid" for t in node.taints)
     kinds = [e.kind for e in await h.store.events(incident_id=run.incident_id)]
@@ -91,7 +91,7 @@ async def test_resolved_payload_resolves_and_cancels_pending_mutations(
     h = harness(XID79)
     inject_xid(h.cluster, node="gpu-node-07", gpu=3)
     await deliver(h.service, "xid79_firing.json")
-    pods_before = await h.cluster.list_pods(node="gpu-node-07")
+    pods_before = await h.cluster.kube.list_pods(node="gpu-node-07")
     recover_node(h.cluster, node="gpu-node-07")
     await deliver(h.service, "xid79_resolved.json")
     [incident] = await h.store.list_incidents()
@@ -99,7 +99,7 @@ async def test_resolved_payload_resolves_and_cancels_pending_mutations(
     [run] = await h.store.list_runs()
     assert (await h.run_of(run.id)).status.value == "cancelled"
     assert (await h.step_status(run.id))["drain"] == "cancelled"
-    assert await h.cluster.list_pods(node="gpu-node-07") == pods_before
+    assert await h.cluster.kube.list_pods(node="gpu-node-07") == pods_before
     [ask] = h.notifier.of("ask_approval")
     with pytest.raises(Exception, match="already"):
         await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
@@ -113,7 +113,7 @@ async def test_replayed_alert_on_recovered_node_changes_nothing(harness: MakeHar
     status = await h.step_status(run.id)
     assert status["check"] == "succeeded"
     assert {status[s] for s in ("cordon", "taint", "notify", "drain")} == {"skipped"}
-    assert not (await h.cluster.get_node(node="gpu-node-07")).unschedulable
+    assert not (await h.cluster.kube.get_node(node="gpu-node-07")).unschedulable
 
 
 async def test_firing_resend_after_resolution_never_reopens(harness: MakeHarness) -> None:
@@ -130,15 +130,19 @@ async def test_firing_resend_after_resolution_never_reopens(harness: MakeHarness
 async def test_blast_radius_holds_cordon_until_capacity_returns(harness: MakeHarness) -> None:
     """With 1 node already cordoned and a cap of 1, the auto cordon is held, not run."""
     h = harness(XID79, policy=Policy(groups={}, blast=BlastRadius(max_cordoned_count=1)))
-    await h.cluster.set_unschedulable(node="gpu-node-01", value=True, actor="human", reason="x")
+    await h.cluster.kube.set_unschedulable(
+        node="gpu-node-01", value=True, actor="human", reason="x"
+    )
     inject_xid(h.cluster, node="gpu-node-07", gpu=3)
     await deliver(h.service, "xid79_firing.json")
     [run] = await h.store.list_runs()
     held = await h.run_of(run.id)
     assert held.status.value == "held"
     assert "1 of 16 GPU nodes are already cordoned" in held.note
-    assert not (await h.cluster.get_node(node="gpu-node-07")).unschedulable
-    await h.cluster.set_unschedulable(node="gpu-node-01", value=False, actor="human", reason="x")
+    assert not (await h.cluster.kube.get_node(node="gpu-node-07")).unschedulable
+    await h.cluster.kube.set_unschedulable(
+        node="gpu-node-01", value=False, actor="human", reason="x"
+    )
     await h.service.tick()
     assert (await h.step_status(run.id))["cordon"] == "succeeded"
 

@@ -45,15 +45,15 @@ class StalledClock(FakeClock):
         await asyncio.Event().wait()
 
 
-def count_evictions(cluster: Any) -> Counter[str]:
+def count_evictions(kube: Any) -> Counter[str]:
     counts: Counter[str] = Counter()
-    evict = cluster.evict
+    evict = kube.evict
 
     async def counting(*, namespace: str, name: str, **kw: Any) -> None:
         counts[f"{namespace}/{name}"] += 1
         await evict(namespace=namespace, name=name, **kw)
 
-    cluster.evict = counting
+    kube.evict = counting
     return counts
 
 
@@ -63,7 +63,7 @@ async def test_shutdown_interrupts_a_waiting_drain_and_the_next_process_resumes_
     clock = StalledClock()
     h = harness(DRAIN, clock=clock)
     stop_kubelet(h.cluster, node=NODE)
-    evictions = count_evictions(h.cluster)
+    evictions = count_evictions(h.cluster.kube)
     _plan, run = await h.service.start_command_run(
         runbook="drain", args={"node": NODE}, requested_by="U1", cluster="sim"
     )
@@ -147,7 +147,7 @@ async def test_a_replica_that_loses_the_lease_stops_its_running_drain(
     service = GpubotService(replace(h.service.e, leadership=lease))
     service.executor.leader_check_seconds = 0.01
     stop_kubelet(h.cluster, node=NODE)
-    evictions = count_evictions(h.cluster)
+    evictions = count_evictions(h.cluster.kube)
     _plan, run = await service.start_command_run(
         runbook="drain", args={"node": NODE}, requested_by="U1", cluster="sim"
     )

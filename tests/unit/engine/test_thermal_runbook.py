@@ -46,7 +46,7 @@ def thermal_alert(*, status: str = "firing") -> AlertmanagerPayload:
 
 
 async def _gpu(h: Any) -> Any:
-    return (await h.cluster.gpus(node=NODE))[GPU]
+    return (await h.cluster.agent.gpus(node=NODE))[GPU]
 
 
 async def _approve_cap(h: Any) -> None:
@@ -127,7 +127,7 @@ async def _crash_during_cool(h: Any, run_id: str) -> Any:
             replace(states[later], status=StepStatus.PENDING, output={}, args={}, attempts=0)
         )
     await h.store.update_run(run_id, status=RunStatus.RUNNING, note="", now=h.clock.now())
-    await h.cluster.set_power_limit(node=NODE, gpu=GPU, watts=490.0)
+    await h.cluster.agent.set_power_limit(node=NODE, gpu=GPU, watts=490.0)
     assert cool.started_at is not None
     return cool.started_at
 

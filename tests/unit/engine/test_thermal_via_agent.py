@@ -30,7 +30,7 @@ def fleet_of_agents(cluster: SimulatedCluster) -> Any:
     for node in cluster.node_names():
         read, mutate = (node_token(master=MASTER, node=node, scope=s) for s in ("read", "mutate"))
         app = create_agent_app(
-            GpuOperations(SimulatedDriver(cluster, node=node)),
+            GpuOperations(SimulatedDriver(cluster.agent, node=node)),
             tokens=AgentTokens(read=read, mutate=mutate),
             node=node,
         )
@@ -44,7 +44,7 @@ def fleet_of_agents(cluster: SimulatedCluster) -> Any:
 
 def agent_for(cluster: SimulatedCluster) -> HttpNodeAgent:
     return HttpNodeAgent(
-        addresses=AgentAddresses(cluster, AgentLocation(cluster="sim")),
+        addresses=AgentAddresses(cluster.kube, AgentLocation(cluster="sim")),
         master=MASTER,
         transport=httpx.ASGITransport(app=fleet_of_agents(cluster)),
     )
@@ -76,7 +76,7 @@ async def test_thermal_cap_and_revert_through_the_agent_api(harness: MakeHarness
     assert (cap.result["previous_w"], cap.result["limit_w"]) == (700.0, 420.0)
     [revert] = [e for e in events if e.kind == "step.finished" and e.step == "revert"]
     assert (revert.result["previous_w"], revert.result["limit_w"]) == (420.0, 700.0)
-    assert (await cluster.gpus(node=NODE))[GPU].power_limit_w == 700.0
+    assert (await cluster.agent.gpus(node=NODE))[GPU].power_limit_w == 700.0
     await agent.aclose()
 
 
@@ -139,5 +139,5 @@ async def test_a_limit_outside_the_range_fails_the_step_naming_the_range(
     assert step.error == (
         f"node agent on {NODE}: power limit 900 W is outside GPU {GPU}'s range 200-700 W"
     )
-    assert (await cluster.gpus(node=NODE))[GPU].power_limit_w == 700.0
+    assert (await cluster.agent.gpus(node=NODE))[GPU].power_limit_w == 700.0
     await agent.aclose()

@@ -50,7 +50,7 @@ async def test_oom_alert_posts_class_evidence_and_advice(
     thread = h.notifier.text()
     assert f"Class: {expected}" in thread
     assert step.output["advice"][0] in thread
-    assert not (await h.cluster.get_node(node=step.output["node"])).unschedulable  # read-only
+    assert not (await h.cluster.kube.get_node(node=step.output["node"])).unschedulable  # read-only
 
 
 async def test_two_pods_ooms_are_two_incidents(harness: MakeHarness) -> None:
@@ -132,5 +132,5 @@ async def test_reset_bucket_xid_runs_the_remediation_not_the_router(
     runbooks, steps = await _route(h, code)
     assert runbooks == ["xid79"]
     assert steps["xid79:taint"] == "succeeded"
-    node = await h.cluster.get_node(node="gpu-node-07")
+    node = await h.cluster.kube.get_node(node="gpu-node-07")
     assert any(t.key == "gpubot.io/xid" and t.value == str(code) for t in node.taints)

@@ -69,7 +69,7 @@ async def test_xid79_from_the_watcher_opens_an_incident_and_quarantines(
         sent.append(body)
         await sender(body)
 
-    driver = SimulatedDriver(h.cluster, node=NODE)
+    driver = SimulatedDriver(h.cluster.agent, node=NODE)
     watcher = XidWatcher(driver, node=NODE, cluster="sim", send=send, poll_s=0.05)
     assert await watcher.run_once() is None  # nothing yet
     inject_xid(h.cluster, node=NODE, gpu=3)  # the GPU falls off the bus
@@ -83,7 +83,7 @@ async def test_xid79_from_the_watcher_opens_an_incident_and_quarantines(
     status = await h.step_status(run.id)
     assert status["cordon"] == "succeeded"
     assert status["taint"] == "succeeded"
-    node = await h.cluster.get_node(node=NODE)
+    node = await h.cluster.kube.get_node(node=NODE)
     assert node.unschedulable
     assert any(t.key == "gpubot.io/xid" for t in node.taints)
     labels = sent[0]["alerts"][0]["labels"]
@@ -109,7 +109,7 @@ async def test_xid79_from_the_watcher_opens_an_incident_and_quarantines(
 async def test_agent_events_need_the_agent_token(harness: MakeHarness) -> None:
     h = harness(XID79)
     inject_xid(h.cluster, node=NODE, gpu=3)
-    driver = SimulatedDriver(h.cluster, node=NODE)
+    driver = SimulatedDriver(h.cluster.agent, node=NODE)
     for app in (create_app(h.service, agent_token=MASTER), create_app(h.service)):
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://bot"

@@ -41,7 +41,7 @@ class Metrics:
         self.queries += 1
         if self.down:
             raise MetricsUnavailableError("Prometheus at http://127.0.0.1:1: connection refused")
-        return await self.sim.query(promql=promql)
+        return await self.sim.metrics.query(promql=promql)
 
 
 class Leader:

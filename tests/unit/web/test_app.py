@@ -391,7 +391,7 @@ async def test_xid79_alert_quarantines_the_node_and_waits_for_drain_approval(
         "drain": StepStatus.WAITING_APPROVAL,
         **{s: StepStatus.PENDING for s in AFTER_DRAIN},
     }
-    node = await harness.sim.get_node(node=NODE)
+    node = await harness.sim.kube.get_node(node=NODE)
     assert node.unschedulable is True
     assert XID_TAINT in node.taints
     (request,) = await harness.app.store.approvals_for(run.id)
@@ -423,7 +423,7 @@ async def test_xid79_alert_for_a_healthy_node_changes_nothing(harness: Harness) 
             *AFTER_DRAIN,
         )
     }
-    node = await harness.sim.get_node(node=NODE)
+    node = await harness.sim.kube.get_node(node=NODE)
     assert node.unschedulable is False
     assert XID_TAINT not in node.taints
     assert await harness.app.store.approvals_for(run.id) == []

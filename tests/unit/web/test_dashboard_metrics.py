@@ -13,6 +13,7 @@ import pytest
 import yaml
 from test_metrics_state import NODE, XID79, MakeBot, make_bot
 
+from gpubot.backends.simulated import simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.errors import InputError
 
@@ -57,7 +58,7 @@ def test_the_dashboard_is_a_grafana_dashboard() -> None:
 async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: MakeBot) -> None:
     """Every gpubot_* name in a dashboard or rule query is a sample name of the scrape."""
     bot = await make_bot(webhook_token="tok-123456", attempts={"max_attempts": 1})
-    inject_xid(bot.app.clusters["sim"].kube, node=NODE, gpu=3)  # type: ignore[arg-type]
+    inject_xid(simulated_state(bot.app.clusters["sim"]), node=NODE, gpu=3)
     await bot.post(XID79, authorization="Bearer tok-123456")
     await bot.post(XID79)  # refused: no token
     with pytest.raises(InputError, match="attempt cap"):  # refused, and counted

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.simulated import simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.config import load_settings
 from gpubot.engine.clock import FakeClock
@@ -101,7 +102,7 @@ async def test_an_xid_incident_waiting_for_approval_shows_in_the_gauges(make_bot
     1 (its age follows the clock), one run waiting_approval, the steps that ran counted by
     action and result, this replica the leader, no Slack backlog."""
     bot = await make_bot()
-    inject_xid(bot.app.clusters["sim"].kube, node=NODE, gpu=GPU)  # type: ignore[arg-type]
+    inject_xid(simulated_state(bot.app.clusters["sim"]), node=NODE, gpu=GPU)
     assert (await bot.post(XID79)).status_code == 200
     bot.clock.advance(timedelta(minutes=7))
 
@@ -128,7 +129,7 @@ async def test_steps_the_blast_radius_cap_holds_are_counted(make_bot: MakeBot) -
     held, and the hold counted as an outcome of node.cordon."""
     bot = await make_bot(blast_radius={"max_cordoned_count": 1})
     for node in (NODE, "gpu-node-08"):
-        inject_xid(bot.app.clusters["sim"].kube, node=node, gpu=GPU)  # type: ignore[arg-type]
+        inject_xid(simulated_state(bot.app.clusters["sim"]), node=node, gpu=GPU)
         assert (await bot.post(xid_for(node))).status_code == 200
 
     m = await bot.metrics()
@@ -143,7 +144,7 @@ async def test_steps_the_blast_radius_cap_holds_are_counted(make_bot: MakeBot) -
 async def test_a_denied_approval_ends_the_run_and_is_counted(make_bot: MakeBot) -> None:
     """A deny: the step's outcome `denied`, the run counted as cancelled, nothing pending."""
     bot = await make_bot()
-    inject_xid(bot.app.clusters["sim"].kube, node=NODE, gpu=GPU)  # type: ignore[arg-type]
+    inject_xid(simulated_state(bot.app.clusters["sim"]), node=NODE, gpu=GPU)
     await bot.post(XID79)
     (run,) = await bot.app.store.list_runs()
     (request,) = await bot.app.store.approvals_for(run.id)
@@ -163,7 +164,7 @@ async def test_the_attempt_cap_refusal_is_counted_by_runbook(make_bot: MakeBot) 
     """With one attempt allowed per node, `/gpu run xid79` on the node the alert's run already
     acts on is refused: the refusal is counted under the runbook's name."""
     bot = await make_bot(attempts={"max_attempts": 1})
-    inject_xid(bot.app.clusters["sim"].kube, node=NODE, gpu=GPU)  # type: ignore[arg-type]
+    inject_xid(simulated_state(bot.app.clusters["sim"]), node=NODE, gpu=GPU)
     await bot.post(XID79)
 
     with pytest.raises(InputError, match="attempt cap"):

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.exc import OperationalError
 
 from gpubot.backends.recording import RecordingNotifier
-from gpubot.backends.simulated import SimulatedCluster
+from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.store import open_store
 from gpubot.config import load_settings
 from gpubot.web.app import create_app
@@ -68,9 +68,7 @@ class Harness:
 
     @property
     def sim(self) -> SimulatedCluster:
-        kube = self.app.clusters["sim"].kube
-        assert isinstance(kube, SimulatedCluster)
-        return kube
+        return simulated_state(self.app.clusters["sim"])
 
     async def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         """/metrics parsed as Prometheus text: {(sample name, sorted labels): value}."""
