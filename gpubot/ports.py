@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -21,13 +21,8 @@ from gpubot.domain.cluster import (
 )
 from gpubot.domain.dcgm_diag import DiagReport
 from gpubot.domain.gpu_history import GpuEvent
-from gpubot.domain.incidents import (
-    AlertObservation,
-    AlertRecord,
-    Incident,
-    IncidentStatus,
-    IntakeOutcome,
-)
+from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
+from gpubot.domain.intake import IntakeOutcome
 from gpubot.domain.results import Message
 from gpubot.domain.runs import Run, RunStatus, StepState
 from gpubot.domain.workloads import Workload
@@ -169,9 +164,13 @@ class Workloads(Protocol):
         ...
 
 
-class KubeApi(NodeOps, AgentAddresses, PodReads, Evictions, Workloads, Protocol):
-    """Every Kubernetes role at once: what one cluster adapter (official client, simulated,
-    fake) implements. Code that uses the cluster asks for the role it needs."""
+class KubeApi(NodeOps, AgentAddresses, PodReads, Evictions, Protocol):
+    """A cluster's API: node operations, agent addresses, pod reads and evictions, which one
+    adapter (official client, simulated, fake) implements, and the adapter of its workloads,
+    which stands on its own. Code that uses the cluster asks for the role it needs."""
+
+    @property
+    def workloads(self) -> Workloads: ...
 
 
 class NodeAgent(Protocol):
@@ -372,20 +371,15 @@ class ClusterPorts:
     kube: KubeApi
     agent: NodeAgent
     metrics: Metrics
+    # The roles of the cluster's API, each what an action or a query needs of it: the kube
+    # adapter in each role but workloads, which is its own adapter; set once here so a use
+    # is an attribute read, not a call.
+    nodes: NodeOps = field(init=False, repr=False, compare=False)
+    pods: PodReads = field(init=False, repr=False, compare=False)
+    evictions: Evictions = field(init=False, repr=False, compare=False)
+    workloads: Workloads = field(init=False, repr=False, compare=False)
 
-    # The roles of the cluster's API, each what an action or a query needs of it.
-    @property
-    def nodes(self) -> NodeOps:
-        return self.kube
-
-    @property
-    def pods(self) -> PodReads:
-        return self.kube
-
-    @property
-    def evictions(self) -> Evictions:
-        return self.kube
-
-    @property
-    def workloads(self) -> Workloads:
-        return self.kube
+    def __post_init__(self) -> None:
+        for role in ("nodes", "pods", "evictions"):
+            object.__setattr__(self, role, self.kube)
+        object.__setattr__(self, "workloads", self.kube.workloads)

@@ -3,18 +3,58 @@ what is stored, as a pure function. The store reads the state and writes the dec
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 
-from gpubot.domain.incidents import (
-    AlertObservation,
-    IntakeKind,
-    IntakeOutcome,
-    label_changes,
-    new_incident_id,
-)
+from gpubot.domain.incidents import XID_ACTION_LABEL, XID_RECOVERY_LABEL, AlertObservation
 from gpubot.domain.instants import as_utc
+
+
+class IntakeKind(StrEnum):
+    OPENED = "opened"  # a new incident was opened for this alert
+    ATTACHED = "attached"  # a new alert joined an open incident
+    DUPLICATE = "duplicate"  # a re-send of an alert already stored, same status
+    ALERT_RESOLVED = "alert_resolved"  # the alert resolved; its incident still has firing alerts
+    INCIDENT_RESOLVED = "incident_resolved"  # the alert resolved and so did its incident
+    IGNORED = (
+        "ignored"  # a stale firing re-send after resolution, or a resolve for an unknown alert
+    )
+    # A re-send with the fingerprint and start of a stored alert but other labels: the stored
+    # labels stand, and the difference is noted in the incident.
+    CONFLICT = "conflict"
+    REJECTED = "rejected"  # an alert that cannot be used (its reason in `detail`); not stored
+
+
+@dataclass(frozen=True)
+class IntakeOutcome:
+    fingerprint: str
+    kind: IntakeKind
+    incident_id: str | None
+    detail: str = ""  # why, for CONFLICT and REJECTED
+
+
+def new_incident_id() -> str:
+    return "inc-" + secrets.token_hex(5)
+
+
+def label_changes(stored: Mapping[str, str], sent: Mapping[str, str]) -> str:
+    """What differs between two label sets, as one short line ("" when nothing does)."""
+    parts = []
+    for name in sorted(set(stored) | set(sent)):
+        before, after = stored.get(name), sent.get(name)
+        if before == after or name in (XID_ACTION_LABEL, XID_RECOVERY_LABEL):
+            continue
+        if before is None:
+            parts.append(f"{name} added ({after!r:.60})")
+        elif after is None:
+            parts.append(f"{name} missing (stored {before!r:.60})")
+        else:
+            parts.append(f"{name}: stored {before!r:.60}, sent {after!r:.60}")
+    return "; ".join(parts[:8]) + (f" (and {len(parts) - 8} more)" if len(parts) > 8 else "")
+
 
 FIRING = "firing"
 RESOLVED = "resolved"

@@ -11,13 +11,8 @@ from typing import Any, Literal
 from gpubot.domain import messages
 from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
-from gpubot.domain.incidents import (
-    Incident,
-    IncidentStatus,
-    IntakeKind,
-    IntakeOutcome,
-    observations,
-)
+from gpubot.domain.incidents import Incident, IncidentStatus, observations
+from gpubot.domain.intake import IntakeKind, IntakeOutcome
 from gpubot.domain.plans import Plan
 from gpubot.domain.policy import check_attempts
 from gpubot.domain.results import Message

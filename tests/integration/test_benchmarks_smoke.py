@@ -23,6 +23,7 @@ RUNS = {
     "quarantine": ["--n", "3"],
     "storm": ["--n", "20"],
     "footprint": ["--n", "50", "--runs", "1"],
+    "module_hops": [],
 }
 
 
@@ -102,6 +103,24 @@ def test_footprint_stores_every_incident_and_times_help(printed: Any) -> None:
     assert timed == {f"{c}_wall_s" for c in commands}
     assert all(record[name] > 0 for name in timed)
     assert set(record["targets"]) == {"rss_after_incidents_mb", *timed}
+
+
+def test_module_hops_reads_the_flow_here_and_at_the_baseline(printed: Any) -> None:
+    """The XID 79 flow traced in this checkout and in a worktree of the baseline commit: the
+    window closes at the drain in both, the baseline was imported from its worktree, and the
+    change is the difference of the two."""
+    record = line(printed, "module_hops")
+    here, base = record["here"], record["baseline"]
+    for side in (here, base):
+        assert side["window_closed_at_drain"] is True
+        assert side["walk_hops"] > side["walk_revisits"] > 0
+        assert side["hops"] > 0
+        assert side["modules"] > 0
+    assert base["resolved"] == base["commit"] == "d241402"
+    assert "/base/gpubot" in base["source"]
+    assert here["xid79_runbook_sha256"] == base["xid79_runbook_sha256"]
+    assert record["change"]["walk_hops"] == here["walk_hops"] - base["walk_hops"]
+    assert set(record["targets"]) == {"walk_hops", "walk_revisits"}
 
 
 def test_fleet_runs_against_a_real_api_server() -> None:

@@ -14,12 +14,8 @@ from gpubot.backends.store import SqlStore, open_store
 from gpubot.domain.alerts import Alert
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, Vote
 from gpubot.domain.audit import AuditDraft
-from gpubot.domain.incidents import (
-    AlertObservation,
-    IncidentStatus,
-    IntakeKind,
-    observe,
-)
+from gpubot.domain.incidents import AlertObservation, IncidentStatus, observe
+from gpubot.domain.intake import IntakeKind
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.errors import ConfigError, GpubotError, NotFoundError
 

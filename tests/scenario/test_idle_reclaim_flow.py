@@ -214,7 +214,7 @@ async def test_idle_deployment_is_reclaimed_after_the_grace_period_with_approval
     await h.app.service.wait_idle()
     await h.slack.notifier.outbox.flush()
 
-    deployment = await h.sim.kube.get_workload(
+    deployment = await h.sim.kube.workloads.get_workload(
         namespace="research", kind="Deployment", name=SANDBOX
     )
     assert (deployment.replicas, deployment.pods) == (0, 0)
@@ -276,7 +276,7 @@ async def test_the_owner_objects_and_keeps_the_workload(h: SlackHarness) -> None
         e for e in await h.app.store.events(run_id=run.id) if e.kind == "reclaim.objection"
     ]
     assert objection.actor == OWNER
-    deployment = await h.sim.kube.get_workload(
+    deployment = await h.sim.kube.workloads.get_workload(
         namespace="research", kind="Deployment", name=SANDBOX
     )
     assert (deployment.replicas, deployment.gpus) == (1, 4)

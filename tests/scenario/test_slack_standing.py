@@ -243,7 +243,7 @@ async def test_denied_reclaim_says_the_workload_was_not_touched(h: SlackHarness)
     [said] = standing_messages(h)
     assert "This run changed nothing: the workload keeps running as it was." in said
     assert "kubectl" not in said.split(STANDS, 1)[1]
-    deployment = await h.sim.kube.get_workload(
+    deployment = await h.sim.kube.workloads.get_workload(
         namespace="research", kind="Deployment", name="vllm-sandbox"
     )
     assert deployment.replicas == 1

@@ -30,7 +30,6 @@ from gpubot.domain.cluster import (
     PodInfo,
     Taint,
 )
-from gpubot.domain.workloads import Workload
 from gpubot.errors import NotFoundError, TemporaryStepError
 
 T = TypeVar("T")
@@ -79,7 +78,8 @@ class KubernetesKubeApi:
         self.apps = client.AppsV1Api(api_client)
         self._dry = "All" if dry_run else None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube")
-        self._workloads = KubeWorkloads(
+        # The Workloads role: its own adapter, on this one's thread pool, pacing and errors.
+        self.workloads = KubeWorkloads(
             api_client, call=self._call, scale=self.scale, dry_run=dry_run
         )
         self.nodes = NodeCache(self.core, request_timeout=request_timeout)
@@ -416,33 +416,6 @@ class KubernetesKubeApi:
                 resource="poddisruptionbudgets",
             )
         return [convert.pdb_info(b) for b in pdbs.items]
-
-    # -- workloads ------------------------------------------------------------------------
-
-    async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
-        return await self._workloads.get_workload_owner(namespace=namespace, pod=pod)
-
-    async def get_workload(self, *, namespace: str, kind: str, name: str) -> Workload:
-        return await self._workloads.get_workload(namespace=namespace, kind=kind, name=name)
-
-    async def scale_workload(
-        self,
-        *,
-        namespace: str,
-        kind: str,
-        name: str,
-        replicas: int,
-        annotations: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> int:
-        return await self._workloads.scale_workload(
-            namespace=namespace,
-            kind=kind,
-            name=name,
-            replicas=replicas,
-            annotations=annotations,
-            dry_run=dry_run,
-        )
 
     async def scale(
         self,

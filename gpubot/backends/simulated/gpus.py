@@ -20,7 +20,7 @@ class SimulatedAgent(OnState):
         return self._cluster.snapshot()
 
     async def gpus(self, *, node: str) -> list[GpuState]:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return list(state.node(node).gpus)
 
     async def set_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
@@ -28,7 +28,7 @@ class SimulatedAgent(OnState):
 
     def apply_power_limit(self, *, node: str, gpu: int, watts: float) -> GpuState:
         """set_power_limit() for synchronous callers (the agent's simulated driver)."""
-        with self._mutation() as state:
+        with self._cluster.mutation() as state:
             sim_node = state.node(node)
             current = sim_node.gpu(gpu)
             if not current.power_min_w <= watts <= current.power_max_w:
@@ -55,7 +55,7 @@ class SimulatedAgent(OnState):
 
     def apply_reset(self, *, node: str, gpu: int, uuid: str | None = None) -> GpuState:
         """reset_gpu() for synchronous callers (the agent's simulated driver)."""
-        with self._mutation() as state:
+        with self._cluster.mutation() as state:
             sim_node = state.node(node)
             current = sim_node.gpu(gpu)
             if uuid is not None and current.uuid != uuid:
@@ -79,5 +79,5 @@ class SimulatedAgent(OnState):
 
     def run_diag(self, *, node: str, level: int, gpus: Sequence[int] = ()) -> DiagReport:
         """diag() for synchronous callers (the agent's simulated driver)."""
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return simulated_diag(state, node=node, level=level, gpus=gpus)

@@ -25,7 +25,7 @@ class SimulatedMetrics(OnState):
     async def query(self, *, promql: str) -> list[Sample]:
         """A PromQL subset (see promql.py) over every GPU's current DCGM readings."""
         expr = promql_subset.parse(promql, metrics=_METRICS)
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             series = self._gpu_series(state)
 
         def source(metric: str) -> list[tuple[dict[str, str], float]]:

@@ -35,16 +35,16 @@ class SimulatedNodes(OnState):
         self._became: dict[str, int] = {}  # times each node was seen becoming cordoned
 
     async def list_nodes(self) -> list[NodeInfo]:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return [n.info() for n in state.nodes.values()]
 
     async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return state.node(node).info()
 
     async def gpu_fleet(self) -> FleetView:
         """Read from the state itself: always current (`live`)."""
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             infos = [n.info() for n in state.nodes.values()]
             gpu = frozenset(n.name for n in infos if n.is_gpu_node)
             cordoned = frozenset(n.name for n in infos if n.is_gpu_node and n.unschedulable)
@@ -85,7 +85,7 @@ class SimulatedNodes(OnState):
         if dry_run:
             await self.get_node(node=node)  # the only check this API server makes
             return
-        with self._mutation() as state:
+        with self._cluster.mutation() as state:
             sim_node = state.node(node)
             sim_node.unschedulable = value
             sim_node.taints = [t for t in sim_node.taints if t != UNSCHEDULABLE_TAINT]
@@ -103,7 +103,7 @@ class SimulatedNodes(OnState):
         if dry_run:
             await self.get_node(node=node)
             return
-        with self._mutation() as state:
+        with self._cluster.mutation() as state:
             sim_node = state.node(node)
             # Key and effect identify a taint; adding it again replaces its value.
             kept = [t for t in sim_node.taints if (t.key, t.effect) != (taint.key, taint.effect)]
@@ -116,7 +116,7 @@ class SimulatedNodes(OnState):
         labels: Mapping[str, str | None] | None = None,
         annotations: Mapping[str, str | None] | None = None,
     ) -> None:
-        with self._mutation() as state:
+        with self._cluster.mutation() as state:
             sim_node = state.node(node)
             for target, changes in ((sim_node.labels, labels), (sim_node.annotations, annotations)):
                 for key, value in (changes or {}).items():
@@ -133,6 +133,6 @@ class SimulatedNodes(OnState):
         message: str,
         event_type: Literal["Normal", "Warning"] = "Normal",
     ) -> None:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             state.node(node)  # NotFoundError for an unknown node, as the API says
             self._cluster.node_events.append((node, event_type, reason, message))

@@ -11,7 +11,7 @@ class SimulatedPodReads(OnState):
     async def list_pods(
         self, *, node: str | None = None, namespace: str | None = None
     ) -> list[PodInfo]:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return [
                 p.info()
                 for p in state.pods
@@ -20,7 +20,7 @@ class SimulatedPodReads(OnState):
             ]
 
     async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return [
                 state.pdb_info(b)
                 for b in state.pdbs
@@ -28,7 +28,7 @@ class SimulatedPodReads(OnState):
             ]
 
     async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return state.pod(namespace, name).info()
 
     async def pod_logs(
@@ -40,7 +40,7 @@ class SimulatedPodReads(OnState):
         previous: bool = False,
         tail_lines: int = 100,
     ) -> str:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             pod = state.pod(namespace, name)
         if previous:
             last = pod.termination()
@@ -52,7 +52,7 @@ class SimulatedPodReads(OnState):
         return "\n".join(lines[-tail_lines:])
 
     async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             pod = state.pod(namespace, name)
         last = pod.termination()
         if last is None:

@@ -1,11 +1,12 @@
-"""The simulated cluster's mutable state (nodes, GPUs, pods, budgets) and its JSON form."""
+"""The simulated cluster's mutable state (nodes, GPUs, pods, budgets), what its API server and
+controllers do to it (scheduling, evictions, replacements), and its JSON form."""
 
 from __future__ import annotations
 
 import pickle
 import random
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpubot.domain.cluster import (
@@ -17,7 +18,7 @@ from gpubot.domain.cluster import (
     PodInfo,
     Taint,
 )
-from gpubot.errors import ConfigError, NotFoundError
+from gpubot.errors import ConfigError, DisruptionBlockedError, NotFoundError
 
 # What a pod does to the GPUs it holds; "idle" holds GPUs and leaves them at ~0 % utilisation.
 Workload = Literal["training", "inference", "idle", "system"]
@@ -229,6 +230,92 @@ class ClusterState:
             selector=dict(pdb.selector),
             disruptions_allowed=max(0, healthy - pdb.min_available),
         )
+
+    # What the API server and the controllers do when a pod is evicted or deleted.
+
+    def evict(self, namespace: str, name: str, grace_seconds: int | None) -> None:
+        """Evict as the Eviction API does: refused while a budget allows no disruption.
+
+        The pod is gone at once whatever `grace_seconds` says: nothing here runs to shut down,
+        unless its node's kubelet is gone: then it stays, terminating, as on a real cluster.
+        A pod already terminating is not checked against budgets again.
+        """
+        pod = self.pod(namespace, name)
+        if pod.deletion_timestamp:
+            return
+        for pdb in self.pdbs_for(pod):
+            if self.pdb_info(pdb).disruptions_allowed < 1:
+                raise DisruptionBlockedError(
+                    f"evicting {pod.ref} would violate PodDisruptionBudget "
+                    f"{pdb.namespace}/{pdb.name}",
+                    budget=pdb.name,
+                )
+        if pod.node and not self.node(pod.node).kubelet:
+            self._start_terminating(pod, grace_seconds)
+            return
+        self._remove(pod)
+
+    def delete(self, namespace: str, name: str, grace_seconds: int | None) -> None:
+        """Delete as the API does: no budget is consulted; a controller recreates the pod.
+        On a node without a kubelet only grace period 0 removes it; otherwise it terminates."""
+        try:
+            pod = self.pod(namespace, name)
+        except NotFoundError:
+            return  # already gone: what the caller wanted
+        if pod.node and not self.node(pod.node).kubelet and grace_seconds != 0:
+            self._start_terminating(pod, grace_seconds)
+            return
+        self._remove(pod)
+
+    def _start_terminating(self, pod: SimPod, grace_seconds: int | None) -> None:
+        """Deletion began but no kubelet confirms it: the pod stays listed with a
+        deletionTimestamp. A ReplicaSet or Job replaces it at once (a terminating pod is not
+        active); a StatefulSet waits until the name is free."""
+        if pod.deletion_timestamp:
+            return
+        pod.deletion_timestamp = datetime.now(UTC).isoformat()
+        # The API's default terminationGracePeriodSeconds when the request names none.
+        pod.deletion_grace_seconds = 30 if grace_seconds is None else grace_seconds
+        if pod.owner_kind and pod.owner_kind not in ("StatefulSet", "DaemonSet"):
+            self._recreate(pod)
+
+    def _remove(self, pod: SimPod) -> None:
+        """The pod is gone: its GPUs go quiet, and its controller (if any) makes a new one."""
+        self.pods.remove(pod)
+        for index in pod.gpu_indices:
+            self.settle(pod.node, index)
+        replaced = pod.deletion_timestamp and pod.owner_kind not in ("StatefulSet", "DaemonSet")
+        if pod.owner_kind and not replaced:
+            self._recreate(pod)
+
+    def _recreate(self, gone: SimPod) -> None:
+        """What the pod's controller does after an eviction: start a replacement."""
+        rng = random.Random(f"{self.seed}/{gone.ref}/{len(self.pods)}")  # noqa: S311 (names, not secrets)
+        name = gone.name  # a StatefulSet pod comes back under its own name
+        if gone.owner_kind != "StatefulSet":
+            name = f"{gone.name.rsplit('-', 1)[0]}-{name_suffix(rng)}"
+        pod = replace(
+            gone,
+            name=name,
+            node="",
+            phase="Pending",
+            created_at=datetime.now(UTC),
+            labels=dict(gone.labels),
+            annotations=dict(gone.annotations),
+            restart_count=0,
+            last_state=None,
+        )
+        if gone.owner_kind == "DaemonSet":
+            pod.node, pod.phase = gone.node, "Running"
+        else:
+            placement = self.schedulable_node(gpus=len(gone.gpu_indices))
+            pod.gpu_indices = []
+            if placement is not None:
+                pod.node, pod.gpu_indices = placement
+                pod.phase = "Running"
+        self.pods.append(pod)
+        for index in pod.gpu_indices:
+            self.settle(pod.node, index)
 
     def to_dict(self) -> dict[str, Any]:
         pods = [{**asdict(p), "created_at": p.created_at.isoformat()} for p in self.pods]

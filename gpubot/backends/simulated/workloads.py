@@ -19,12 +19,12 @@ class SimulatedWorkloads(OnState):
     scaled): scaling removes or starts pods at once, as their controllers would."""
 
     async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             kind, name = owner_from_pod(state.pod(namespace, pod).info())
             return _workload(state, namespace, kind, name)
 
     async def get_workload(self, *, namespace: str, kind: str, name: str) -> Workload:
-        with self._reading() as state:
+        with self._cluster.reading() as state:
             return _existing(state, namespace, kind, name)
 
     async def scale_workload(
@@ -44,7 +44,7 @@ class SimulatedWorkloads(OnState):
         if dry_run:
             current = await self.get_workload(namespace=namespace, kind=kind, name=name)
             return current.replicas or 0
-        with self._mutation() as state:
+        with self._cluster.mutation() as state:
             current = _existing(state, namespace, kind, name)
             pods = _pods_of(state, namespace, kind, name)
             record = state.workloads.get(f"{namespace}/{kind}/{name}") or SimWorkload(

@@ -12,17 +12,12 @@ from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, 
 from gpubot.backends.store.database import SqlDatabase, lock_id
 from gpubot.backends.store.grouping import GroupCommit
 from gpubot.backends.store.tables import alerts, incidents
-from gpubot.domain.incidents import (
-    AlertObservation,
-    AlertRecord,
-    Incident,
-    IncidentStatus,
-    IntakeOutcome,
-)
+from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
 from gpubot.domain.instants import as_utc
 from gpubot.domain.intake import (
     FIRING,
     RESOLVED,
+    IntakeOutcome,
     IntakeState,
     IntakeWrites,
     Payload,

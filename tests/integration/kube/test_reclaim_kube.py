@@ -66,7 +66,7 @@ async def test_a_deployment_pod_resolves_through_its_replicaset(
 ) -> None:
     """The owner chain is read from the API, and the GPUs of every replica are counted."""
     _, ns = _serving(cluster)
-    w = await kube.get_workload_owner(namespace=ns, pod="chat-7d9f-abcde")
+    w = await kube.workloads.get_workload_owner(namespace=ns, pod="chat-7d9f-abcde")
     assert (w.kind, w.name, w.replicas, w.pods, w.gpus) == ("Deployment", "chat", 2, 2, 8)
     assert cluster.calls_of("GET", f"/apis/apps/v1/namespaces/{ns}/replicasets/chat-7d9f")
     assert cluster.calls_of("GET", "labelSelector=app%3Dchat")
@@ -92,14 +92,14 @@ async def test_statefulset_bare_pod_job_and_orphan_replicaset(
         owner=("ReplicaSet", "loose", loose),
         labels={"app": "loose"},
     )
-    llm = await kube.get_workload_owner(namespace=ml, pod="llm-0")
+    llm = await kube.workloads.get_workload_owner(namespace=ml, pod="llm-0")
     assert (llm.ref, llm.replicas, llm.gpus) == ("StatefulSet/llm", 1, 8)
-    bare = await kube.get_workload_owner(namespace=ml, pod="notebook")
+    bare = await kube.workloads.get_workload_owner(namespace=ml, pod="notebook")
     assert (bare.ref, bare.bare_pod, bare.gpus) == ("Pod/notebook", True, 1)
-    job = await kube.get_workload_owner(namespace=ml, pod="sweep-x1")
+    job = await kube.workloads.get_workload_owner(namespace=ml, pod="sweep-x1")
     assert (job.ref, job.scalable, job.bare_pod) == ("Job/sweep", False, False)
     assert not [c for c in cluster.calls if "/jobs" in c.path]
-    orphan = await kube.get_workload_owner(namespace=ml, pod="loose-q")
+    orphan = await kube.workloads.get_workload_owner(namespace=ml, pod="loose-q")
     assert (orphan.ref, orphan.scalable) == ("ReplicaSet/loose", False)
 
 
@@ -108,7 +108,7 @@ async def test_scale_records_the_replicas_then_scales_through_the_subresource(
 ) -> None:
     """The annotation lands before /scale, so a crash in between leaves the way back."""
     _, ns = _serving(cluster)
-    was = await kube.scale_workload(
+    was = await kube.workloads.scale_workload(
         namespace=ns,
         kind="Deployment",
         name="chat",
@@ -121,7 +121,7 @@ async def test_scale_records_the_replicas_then_scales_through_the_subresource(
         (f"/apis/apps/v1/namespaces/{ns}/deployments/chat", 200),
         (f"/apis/apps/v1/namespaces/{ns}/deployments/chat/scale", 200),
     ]
-    w = await kube.get_workload(namespace=ns, kind="Deployment", name="chat")
+    w = await kube.workloads.get_workload(namespace=ns, kind="Deployment", name="chat")
     assert (w.replicas, w.recorded_replicas) == (0, 2)
     assert cluster.apps.read_namespaced_deployment("chat", ns).spec.replicas == 0
 
@@ -131,7 +131,7 @@ async def test_a_dry_run_sends_dry_run_all_and_changes_nothing(
 ) -> None:
     _, ns = _serving(cluster)
     before = cluster.apps.read_namespaced_deployment("chat", ns).metadata.resource_version
-    was = await kube.scale_workload(
+    was = await kube.workloads.scale_workload(
         namespace=ns,
         kind="Deployment",
         name="chat",
@@ -143,7 +143,7 @@ async def test_a_dry_run_sends_dry_run_all_and_changes_nothing(
     patches = [c for c in cluster.calls if c.method == "PATCH"]
     assert len(patches) == 2
     assert all("dryRun=All" in c.path and c.status == 200 for c in patches)
-    w = await kube.get_workload(namespace=ns, kind="Deployment", name="chat")
+    w = await kube.workloads.get_workload(namespace=ns, kind="Deployment", name="chat")
     assert (w.replicas, w.recorded_replicas) == (2, None)
     after = cluster.apps.read_namespaced_deployment("chat", ns).metadata.resource_version
     assert after == before
@@ -152,7 +152,7 @@ async def test_a_dry_run_sends_dry_run_all_and_changes_nothing(
 async def test_a_missing_workload_is_not_found(cluster: Cluster, kube: KubernetesKubeApi) -> None:
     _, ns = _serving(cluster)
     with pytest.raises(NotFoundError, match="gone"):
-        await kube.get_workload(namespace=ns, kind="Deployment", name="gone")
+        await kube.workloads.get_workload(namespace=ns, kind="Deployment", name="gone")
 
 
 async def test_a_forbidden_scale_is_a_one_line_rbac_error(rbac_cluster: Cluster) -> None:
@@ -173,7 +173,9 @@ async def test_a_forbidden_scale_is_a_one_line_rbac_error(rbac_cluster: Cluster)
     kube = KubernetesKubeApi(c.client(token))
     try:
         with pytest.raises(PermanentStepError, match=r"RBAC: .* may not patch deployments/scale"):
-            await kube.scale_workload(namespace=ns, kind="Deployment", name="chat", replicas=0)
+            await kube.workloads.scale_workload(
+                namespace=ns, kind="Deployment", name="chat", replicas=0
+            )
     finally:
         kube.close()
     assert c.apps.read_namespaced_deployment("chat", ns).spec.replicas == 2
@@ -251,7 +253,7 @@ async def test_the_shipped_clusterrole_allows_every_call_of_a_reclamation(
     kube = KubernetesKubeApi(c.client(token))
     try:
         steps, ctx = Reclaim(ReclaimPolicy()), _ctx(kube)
-        await kube.get_workload_owner(namespace=ns, pod="chat-7d9f-abcde")
+        await kube.workloads.get_workload_owner(namespace=ns, pod="chat-7d9f-abcde")
         await steps.plan(ctx, ReclaimParams(namespace=ns, pod="chat-7d9f-abcde"))
         await steps.run(ctx, ReclaimParams(namespace=ns, pod="chat-7d9f-abcde"))
         await steps.run(ctx, ReclaimParams(namespace=ns, pod="notebook"))

@@ -24,7 +24,9 @@ async def _sandbox_in_grace(r: Reclaimer) -> str:
 
 
 async def _replicas(r: Reclaimer) -> int | None:
-    w = await r.cluster.kube.get_workload(namespace="research", kind="Deployment", name=SANDBOX)
+    w = await r.cluster.kube.workloads.get_workload(
+        namespace="research", kind="Deployment", name=SANDBOX
+    )
     return w.replicas
 
 

@@ -73,7 +73,7 @@ async def test_an_opted_out_pod_is_left_alone(tmp_path: Path, where: str) -> Non
             f"({kind} gpubot.io/reclaim=false)"
         )
         assert f"Not reclaiming: research/{pod} has opted out" in r.notifier.text()
-        sandbox = await r.cluster.kube.get_workload(
+        sandbox = await r.cluster.kube.workloads.get_workload(
             namespace="research", kind="Deployment", name=SANDBOX
         )
         assert (sandbox.replicas, sandbox.gpus) == (1, 4)

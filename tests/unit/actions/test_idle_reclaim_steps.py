@@ -36,7 +36,9 @@ async def test_a_deployment_is_scaled_to_zero_and_its_gpus_freed(tmp_path: Path)
         run = await r.alert(pod)
         await _approved(r, run.id)
         assert (await r.store.get_run(run.id)).status is RunStatus.SUCCEEDED
-        w = await r.cluster.kube.get_workload(namespace="research", kind="Deployment", name=SANDBOX)
+        w = await r.cluster.kube.workloads.get_workload(
+            namespace="research", kind="Deployment", name=SANDBOX
+        )
         assert (w.replicas, w.pods, w.gpus) == (0, 0, 0)
         assert w.annotations["gpubot.io/reclaimed-from-replicas"] == "1"
         assert w.annotations["gpubot.io/reclaimed-by"].startswith("U1: gpubot idle-reclaim")
@@ -50,12 +52,12 @@ async def test_a_deployment_is_scaled_to_zero_and_its_gpus_freed(tmp_path: Path)
         assert "`kubectl -n research scale deployment/vllm-sandbox --replicas=1`" in text
         # The recorded way back works: one replica again, on GPUs the scheduler finds.
         assert (
-            await r.cluster.kube.scale_workload(
+            await r.cluster.kube.workloads.scale_workload(
                 namespace="research", kind="Deployment", name=SANDBOX, replicas=1
             )
             == 0
         )
-        again = await r.cluster.kube.get_workload(
+        again = await r.cluster.kube.workloads.get_workload(
             namespace="research", kind="Deployment", name=SANDBOX
         )
         assert (again.replicas, again.pods, again.gpus) == (1, 1, 4)
@@ -149,7 +151,7 @@ async def _crash_in_reclaim(r: Reclaimer, run_id: str, *, took_effect: bool) -> 
     await r.store.save_step(replace(states["done"], status=StepStatus.PENDING, output={}, args={}))
     await r.store.update_run(run_id, status=RunStatus.RUNNING, note="", now=r.clock.now())
     if not took_effect:
-        await r.cluster.kube.scale_workload(
+        await r.cluster.kube.workloads.scale_workload(
             namespace="research", kind="Deployment", name=SANDBOX, replicas=1
         )
 
@@ -181,7 +183,9 @@ async def test_after_a_crash_before_the_scale_it_runs_again(tmp_path: Path) -> N
         assert (await r.store.get_run(run.id)).status is RunStatus.SUCCEEDED
         [recovered] = await r.events(run.id, "step.recovered")
         assert recovered.result["check"] == "not_done"
-        w = await r.cluster.kube.get_workload(namespace="research", kind="Deployment", name=SANDBOX)
+        w = await r.cluster.kube.workloads.get_workload(
+            namespace="research", kind="Deployment", name=SANDBOX
+        )
         assert w.replicas == 0
 
 
@@ -208,6 +212,8 @@ async def test_a_dry_run_plans_every_step_and_changes_nothing(tmp_path: Path) ->
         }
         assert r.buttons() == []
         assert r.clock.slept == []
-        w = await r.cluster.kube.get_workload(namespace="research", kind="Deployment", name=SANDBOX)
+        w = await r.cluster.kube.workloads.get_workload(
+            namespace="research", kind="Deployment", name=SANDBOX
+        )
         assert w.replicas == 1
         assert "scale Deployment/vllm-sandbox in research from 1 to 0" in r.notifier.text()

@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gpubot.domain.alerts import Alert
-from gpubot.domain.incidents import AlertObservation, IntakeKind, observe
+from gpubot.domain.incidents import AlertObservation, observe
 from gpubot.domain.intake import (
     FIRING,
     RESOLVED,
+    IntakeKind,
     IntakeState,
     StoredAlert,
     alert_key,

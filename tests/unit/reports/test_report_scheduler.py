@@ -63,7 +63,7 @@ class Rig:
         self.schedulers: list[ReportScheduler] = []
 
     def make(self) -> ReportScheduler:
-        ports = ClusterPorts(name="sim", kube=self.sim, agent=self.sim, metrics=self.metrics)
+        ports = ClusterPorts(name="sim", kube=self.sim.kube, agent=self.sim.agent, metrics=self.metrics)
         reporter = IdleReporter(
             self.settings, clusters={"sim": ports}, audit=_NoAudit(), clock=SystemClock()
         )
