@@ -63,7 +63,9 @@ class Rig:
         self.schedulers: list[ReportScheduler] = []
 
     def make(self) -> ReportScheduler:
-        ports = ClusterPorts(name="sim", kube=self.sim.kube, agent=self.sim.agent, metrics=self.metrics)
+        ports = ClusterPorts(
+            name="sim", kube=self.sim.kube, agent=self.sim.agent, metrics=self.metrics
+        )
         reporter = IdleReporter(
             self.settings, clusters={"sim": ports}, audit=_NoAudit(), clock=SystemClock()
         )
