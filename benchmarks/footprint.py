@@ -99,8 +99,7 @@ async def store_incidents(n: int) -> dict[str, Any]:
         try:
             for first in range(0, n, PER_PAYLOAD):
                 body = payload(first, min(PER_PAYLOAD, n - first))
-                summary = await app.service.ingest(AlertmanagerPayload.model_validate_json(body))
-                app.service.spawn(app.service.process(summary))
+                await app.service.receive(AlertmanagerPayload.model_validate_json(body))
             await app.service.wait_idle()
             stored = len(await app.store.list_incidents(limit=n + 1))
             elapsed = time.perf_counter() - started

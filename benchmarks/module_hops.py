@@ -21,7 +21,10 @@ store call in a worker thread, the benchmark's vote) enters its module, no hop (
 The hook is paused while the benchmark reads the store (the run's status, the approval to
 vote on), which it does only after service.wait_idle(), when no run work is in flight.
 
-Figures, first the reading walk, the path a maintainer follows reading the code: each
+Figures, first following the flow (follow_hops, follow_modules, follow_revisits): the
+reading walk's calls alone, between the flow's own modules (web, engine, actions, the store,
+the console), the domain's types and rules, errors, ports and the simulated cluster read as
+known. Then the reading walk, the path a maintainer follows reading the code: each
 function is read once, at its first call, and only from a function being read (a function
 read before, or called from one read before, is known: nothing inside it is followed); a
 call that crosses into another module is a hop, and so is its final return back to the
@@ -58,6 +61,7 @@ import httpx
 
 FLOW = "xid79 webhook to approved drain"
 SIMULATED = "gpubot.backends.simulated"
+KNOWN = ("gpubot.domain", "gpubot.errors", "gpubot.ports", SIMULATED)
 JSON = {"content-type": "application/json"}
 RESUME = dis.opmap["RESUME"]
 RETURNS = {dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap}
@@ -80,6 +84,7 @@ class Tracer:
         self.frames: dict[int, tuple[bool, str | None]] = {}  # id -> (read, module it returns to)
         self.walked: set[str] = set()
         self.walk: list[tuple[str, str, bool]] = []
+        self.followed: list[tuple[str, str]] = []  # the walk's calls, in order, no returns
 
     def resume(self) -> None:
         self.active = not self.done
@@ -125,10 +130,25 @@ class Tracer:
         self.read.add(frame.f_code)
         if source is not None and source != module:
             self.walk.append((source, module, module in self.walked))
+            self.followed.append((source, module))
         self.walked.update(m for m in (source, module) if m is not None)
+
+    def follow(self) -> dict[str, int]:
+        """The walk's calls alone, between the flow's own modules: the domain's types and
+        rules, errors, ports and the simulated cluster are read as known."""
+        seen: set[str] = set()
+        hops = revisits = 0
+        for source, module in self.followed:
+            if source.startswith(KNOWN) or module.startswith(KNOWN):
+                continue
+            hops += 1
+            revisits += module in seen
+            seen.update((source, module))
+        return {"follow_hops": hops, "follow_modules": len(seen), "follow_revisits": revisits}
 
     def figures(self) -> dict[str, Any]:
         return {
+            **self.follow(),
             "walk_hops": len(self.walk),
             "walk_modules": len(self.walked),
             "walk_revisits": sum(r for _a, _b, r in self.walk),
@@ -291,13 +311,16 @@ def main() -> None:
     if not args.only_here:
         base = baseline(args.baseline_commit, edges=args.edges)
         record["baseline"] = base
-        keys = ("walk_hops", "walk_modules", "walk_revisits", "hops", "modules", "revisits")
+        keys = (
+            *("follow_hops", "follow_modules", "follow_revisits"),
+            *("walk_hops", "walk_modules", "walk_revisits", "hops", "modules", "revisits"),
+        )
         record["change"] = {k: here[k] - base[k] for k in keys}
         # Reading the flow must take fewer hops, and fewer returns to a module already read,
         # than the baseline did.
         record["targets"] = {
             k: {"at_most": base[k] - 1, "met": here[k] < base[k]}
-            for k in ("walk_hops", "walk_revisits")
+            for k in ("follow_hops", "follow_revisits", "walk_hops", "walk_revisits")
         }
         record["all_met"] = all(t["met"] for t in record["targets"].values())
     print(json.dumps(record), flush=True)

@@ -107,6 +107,13 @@ class GpubotService:
             outcomes.append(IntakeOutcome(bad.fingerprint, IntakeKind.REJECTED, None, bad.reason))
         return IntakeSummary(tuple(outcomes))
 
+    async def receive(self, webhook: ParsedWebhook | AlertmanagerPayload) -> IntakeSummary:
+        """ingest(), then process() in the background: what the webhook does, answering as
+        soon as the alerts are stored."""
+        summary = await self.ingest(webhook)
+        self.spawn(self.process(summary))
+        return summary
+
     async def process(self, summary: IntakeSummary) -> None:
         """Follow-up after intake: threads, plans, runs. Recovery redoes it after a crash."""
         for outcome in summary.outcomes:

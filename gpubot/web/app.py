@@ -86,13 +86,12 @@ def create_app(
         except ValidationError as exc:
             return _error(400, first_problem(exc))
         try:
-            summary = await service.ingest(webhook)
+            summary = await service.receive(webhook)
         except Exception:  # the edge: Alertmanager retries on 5xx, so nothing is lost
             log.exception("could not store alerts")
             return _error(503, "alerts could not be stored; retry")
         for outcome in summary.outcomes:
             metrics.alerts.labels(outcome.kind.value).inc()
-        service.spawn(service.process(summary))
         answer: dict[str, object] = {"status": "stored", **summary.as_json()}
         if webhook.rejected:
             answer["rejected_alerts"] = [r.reason for r in webhook.rejected[:20]]

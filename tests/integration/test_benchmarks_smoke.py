@@ -120,7 +120,14 @@ def test_module_hops_reads_the_flow_here_and_at_the_baseline(printed: Any) -> No
     assert "/base/gpubot" in base["source"]
     assert here["xid79_runbook_sha256"] == base["xid79_runbook_sha256"]
     assert record["change"]["walk_hops"] == here["walk_hops"] - base["walk_hops"]
-    assert set(record["targets"]) == {"walk_hops", "walk_revisits"}
+    assert set(record["targets"]) == {
+        "follow_hops",
+        "follow_revisits",
+        "walk_hops",
+        "walk_revisits",
+    }
+    for side in (here, base):
+        assert side["follow_hops"] > side["follow_revisits"] > 0
 
 
 def test_fleet_runs_against_a_real_api_server() -> None:
