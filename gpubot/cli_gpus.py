@@ -46,7 +46,7 @@ def add_parsers(sub: Any, config_arg: Any) -> None:
 
 def _target(text: str) -> tuple[str | None, str | None]:
     """(uuid, node) from what was typed; InputError with one line otherwise."""
-    from gpubot.domain.gpu_history import is_gpu_uuid
+    from gpubot.domain.codes import is_gpu_uuid
     from gpubot.domain.names import check_node_name
 
     if is_gpu_uuid(text):

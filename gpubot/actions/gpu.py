@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
-from gpubot.actions.gpu_history import lenient_xid, named, record_for
+from gpubot.actions.gpu_history import named, record_for
 from gpubot.domain.actions import Action
 from gpubot.domain.cluster import GpuState
+from gpubot.domain.hints import GpuUuid, XidHint
 from gpubot.domain.names import NodeName
 from gpubot.errors import NotFoundError, PermanentStepError
 
@@ -23,10 +24,8 @@ class GpuParams(Params):
 class ResetParams(GpuParams):
     # The GPU the alert named (DCGM's UUID label): the agent refuses when GPU `gpu` is not it.
     # Empty means unknown (an alert without the label, or an index chosen from the live state).
-    uuid: str = Field("", pattern=r"^((GPU|MIG)-[0-9A-Za-z-]{1,64})?$")
-    xid: int | None = None  # the XID that led here, for the GPU's ledger
-
-    _xid = field_validator("xid", mode="before")(lenient_xid)
+    uuid: GpuUuid = ""
+    xid: XidHint = None  # the XID that led here, for the GPU's ledger
 
     @property
     def expected_uuid(self) -> str | None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from gpubot.actions.base import (
     ActionContext,
@@ -20,36 +20,19 @@ from gpubot.actions.base import (
 )
 from gpubot.domain.actions import Action
 from gpubot.domain.cluster import GpuState
+from gpubot.domain.codes import is_gpu_uuid
 from gpubot.domain.gpu_escalation import Escalation, decide
 from gpubot.domain.gpu_history import (
     GpuEvent,
-    is_gpu_uuid,
     open_service_mark,
     recent_lines,
     summary,
 )
+from gpubot.domain.hints import BusIdHint, GpuIndexHint, UuidHint
 from gpubot.domain.names import NodeName
-from gpubot.domain.pci import normalise_bus_id
 from gpubot.errors import GpubotError
 
 log = logging.getLogger(__name__)
-UUID_PATTERN = r"^((GPU|MIG)-[0-9A-Za-z-]{1,64})?$"
-
-
-def _blank_is_none(value: Any) -> Any:
-    return None if value in ("", None, "None") else value
-
-
-def lenient_xid(value: Any) -> int | None:
-    """An XID for the ledger from a rendered label: not a code (absent, or hostile text)
-    means unknown, never a failed step."""
-    text = str(value).strip() if value is not None else ""
-    return int(text) if text.isascii() and text.isdigit() and int(text) <= 65535 else None
-
-
-def lenient_uuid(value: Any) -> str:
-    """A label's UUID as a hint: anything not shaped like one is no hint at all."""
-    return value if isinstance(value, str) and is_gpu_uuid(value) else ""
 
 
 class HistoryParams(Params):
@@ -57,20 +40,12 @@ class HistoryParams(Params):
     xid: int = Field(ge=0, le=65535)
     # The index and UUID the alert names (DCGM's gpu and UUID labels): only hints; the GPU
     # recorded is the one the node agent reports.
-    gpu: int | None = Field(None, ge=0, le=63)
-    uuid: str = Field("", pattern=UUID_PATTERN)
-    pci_bus_id: str = Field("", max_length=40)
+    gpu: GpuIndexHint = None
+    uuid: UuidHint = ""
+    pci_bus_id: BusIdHint = ""
     remedy: Literal["reset", "route"] = "reset"
     record: bool = True  # append the XID to the ledger (run only; a plan records nothing)
     recent: int = Field(5, ge=0, le=20)
-
-    _gpu = field_validator("gpu", mode="before")(_blank_is_none)
-    _uuid = field_validator("uuid", mode="before")(lenient_uuid)
-
-    @field_validator("pci_bus_id", mode="before")
-    @classmethod
-    def _bus(cls, value: Any) -> str:
-        return (normalise_bus_id(value) or "") if isinstance(value, str) and value else ""
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.actions.gpu_history import UUID_PATTERN, involved_gpus, lenient_xid, record_for
+from gpubot.actions.gpu_history import involved_gpus, record_for
 from gpubot.actions.node import note
 from gpubot.domain.actions import Action
+from gpubot.domain.hints import GpuUuid, XidHint
 from gpubot.domain.names import NodeName
 from gpubot.errors import NeedsHumanError
 
@@ -47,19 +48,15 @@ class RebootParams(Params):
     node: NodeName
     # For the GPU health ledger: the GPU this is for (default: the node's unhealthy GPUs)
     # and the XID that led here.
-    uuid: str = Field("", pattern=UUID_PATTERN)
-    xid: int | None = None
-
-    _xid = field_validator("xid", mode="before")(lenient_xid)
+    uuid: GpuUuid = ""
+    xid: XidHint = None
 
 
 class ServiceParams(Params):
     node: NodeName
     reason: str = Field(default="repeated GPU failure", max_length=200)
-    uuid: str = Field("", pattern=UUID_PATTERN)
-    xid: int | None = None
-
-    _xid = field_validator("xid", mode="before")(lenient_xid)
+    uuid: GpuUuid = ""
+    xid: XidHint = None
 
 
 async def plan_reboot(ctx: ActionContext, p: RebootParams) -> PlanNote:

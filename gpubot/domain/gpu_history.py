@@ -3,26 +3,20 @@ service marks), and pure reads over its history."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from gpubot.domain.codes import is_gpu_uuid
 from gpubot.domain.names import check_node_name
 from gpubot.domain.pci import normalise_bus_id
 
 GpuEventKind = Literal["xid", "reset", "reboot", "diag", "service", "service_cleared"]
 EVENT_KINDS: tuple[str, ...] = get_args(GpuEventKind)
-# GPU UUIDs as NVML and DCGM print them (MIG instances too); the same shape gpu.reset takes.
-_UUID = re.compile(r"(GPU|MIG)-[0-9A-Za-z-]{1,64}", re.ASCII)
 DETAIL_MAX = 200  # a short line: "fail: memory, pcie", a reason for a service mark
 RESULT_MAX = 16
 SYSTEM = "system"
-
-
-def is_gpu_uuid(text: str) -> bool:
-    return _UUID.fullmatch(text) is not None
 
 
 def check_gpu_uuid(text: str) -> str:

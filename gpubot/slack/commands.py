@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gpubot.domain.gpu_history import is_gpu_uuid
+from gpubot.domain.codes import is_gpu_uuid
 from gpubot.domain.names import check_namespace, check_node_name
 
 USAGE = """\
