@@ -5,6 +5,7 @@ A plan is read-only: nothing it does changes the cluster or the store."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -124,21 +125,55 @@ def cluster_named(e: Engine, name: str) -> ClusterPorts:
     return e.clusters[name]
 
 
-async def plan_command(e: Engine, *, runbook: str, args: Mapping[str, str], cluster: str) -> Plan:
-    """`/gpu plan` and `gpubot plan`: a runbook with typed arguments, from live state."""
-    rb = runbook_named(e, runbook)
-    base = alert_context(None)
-    params = resolve_params(rb, base=base, given=args)
+@dataclass(frozen=True)
+class RunInputs:
+    """What a run of a runbook starts from: its cluster's ports, the alert's variables, the
+    typed parameters (rendered from the alert, or as typed) and the node they target."""
+
+    runbook: Runbook
+    cluster: ClusterPorts
+    base: dict[str, Any]
+    params: dict[str, Any]
+    target: str | None
+
+
+def run_inputs(
+    e: Engine,
+    runbook: Runbook,
+    *,
+    incident: Incident | None,
+    given: Mapping[str, str],
+    cluster: str,
+) -> RunInputs:
+    """InputError, one line, for an unknown cluster or parameters that do not fit."""
+    ports = cluster_named(e, cluster)
+    base = alert_context(incident)
+    params = resolve_params(runbook, base=base, given=given)
+    value = params.get(runbook.target) if runbook.target else None
+    target = str(value) if value else None
+    return RunInputs(runbook, ports, base, params, target)
+
+
+async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = None) -> Plan:
+    """The plan of a run from live state, with the engine's registry, clock, ledger and
+    escalation policy."""
     return await make_plan(
-        rb,
-        base=base,
-        params=params,
-        cluster=cluster_named(e, cluster),
+        inputs.runbook,
+        base=inputs.base,
+        params=inputs.params,
+        cluster=inputs.cluster,
         registry=e.registry,
         clock=e.clock,
+        incident_id=incident_id,
         ledger=e.store,
         escalation=e.policy.escalation,
     )
+
+
+async def plan_command(e: Engine, *, runbook: str, args: Mapping[str, str], cluster: str) -> Plan:
+    """`/gpu plan` and `gpubot plan`: a runbook with typed arguments, from live state."""
+    rb = runbook_named(e, runbook)
+    return await plan_run(e, run_inputs(e, rb, incident=None, given=args, cluster=cluster))
 
 
 async def plan_alerts(e: Engine, payload: AlertmanagerPayload) -> list[Plan]:
@@ -164,18 +199,6 @@ async def plan_alerts(e: Engine, payload: AlertmanagerPayload) -> list[Plan]:
             updated_at=now,
         )
         for rb in match_alert(list(e.runbooks.values()), item.labels):
-            base = alert_context(incident)
-            params = resolve_params(rb, base=base, given={})
-            plans.append(
-                await make_plan(
-                    rb,
-                    base=base,
-                    params=params,
-                    cluster=cluster_named(e, item.cluster),
-                    registry=e.registry,
-                    clock=e.clock,
-                    ledger=e.store,
-                    escalation=e.policy.escalation,
-                )
-            )
+            inputs = run_inputs(e, rb, incident=incident, given={}, cluster=item.cluster)
+            plans.append(await plan_run(e, inputs))
     return plans

@@ -19,7 +19,6 @@ from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine.audit_trail import AuditTrail
-from gpubot.engine.context import alert_context, resolve_params
 from gpubot.engine.deps import Engine
 from gpubot.engine.executor import Executor
 from gpubot.engine.interventions import (
@@ -30,16 +29,15 @@ from gpubot.engine.interventions import (
 )
 from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planning import (
-    cluster_named,
-    make_plan,
     match_alert,
     plan_alerts,
     plan_command,
+    plan_run,
+    run_inputs,
     runbook_named,
 )
 from gpubot.engine.queries import Queries
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
-from gpubot.ports import ClusterPorts
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
@@ -207,11 +205,9 @@ class GpubotService:
         quiet: bool = False,
     ) -> tuple[Plan, Run | None]:
         """`quiet` (a retry by recover or tick): a refusal is neither logged nor counted again."""
-        ports = self._cluster(cluster)
+        inputs = run_inputs(self.e, rb, incident=incident, given=given, cluster=cluster)
+        base, params, target = inputs.base, inputs.params, inputs.target
         dry_run = dry_run or self.dry_run
-        base = alert_context(incident)
-        params = resolve_params(rb, base=base, given=given)
-        target = str(params[rb.target]) if rb.target and params.get(rb.target) else None
         now = self.e.clock.now()
         recent: list[Run] = []
         if target and not dry_run:
@@ -230,17 +226,7 @@ class GpubotService:
                         "%s", refusal, extra={"event": "attempt_cap.refused", "runbook": rb.name}
                     )
                 raise InputError(refusal)
-        plan = await make_plan(
-            rb,
-            base=base,
-            params=params,
-            cluster=ports,
-            registry=self.e.registry,
-            clock=self.e.clock,
-            incident_id=incident.id if incident else None,
-            ledger=self.e.store,
-            escalation=self.e.policy.escalation,
-        )
+        plan = await plan_run(self.e, inputs, incident_id=incident.id if incident else None)
         run = Run(
             id=new_run_id(),
             runbook=rb.name,
@@ -541,9 +527,6 @@ class GpubotService:
 
     def _runbook(self, name: str) -> Runbook:
         return runbook_named(self.e, name)
-
-    def _cluster(self, name: str) -> ClusterPorts:
-        return cluster_named(self.e, name)
 
     async def _note_conflict(self, outcome: IntakeOutcome) -> None:
         """A re-send whose labels differ from the stored alert's: logged, audited, posted."""
