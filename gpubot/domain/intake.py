@@ -36,6 +36,19 @@ class IntakeOutcome:
     detail: str = ""  # why, for CONFLICT and REJECTED
 
 
+@dataclass(frozen=True)
+class IntakeSummary:
+    """What one webhook's alerts came to, as the webhook's answer counts them."""
+
+    outcomes: tuple[IntakeOutcome, ...]
+
+    def count(self, kind: IntakeKind) -> int:
+        return sum(1 for o in self.outcomes if o.kind is kind)
+
+    def as_json(self) -> dict[str, int]:
+        return {kind.value: self.count(kind) for kind in IntakeKind if self.count(kind)}
+
+
 def new_incident_id() -> str:
     return "inc-" + secrets.token_hex(5)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -132,3 +132,8 @@ class Runbook(_Strict):
     @property
     def commands(self) -> tuple[str, ...]:
         return tuple(t.command for t in self.triggers if t.command)
+
+
+def runbooks_for_alert(runbooks: Iterable[Runbook], labels: Mapping[str, str]) -> list[Runbook]:
+    """The runbooks an alert starts, in the order given."""
+    return [rb for rb in runbooks if rb.matches_alert(labels)]

@@ -14,11 +14,11 @@ from pydantic import BaseModel, ValidationError
 from gpubot.actions.base import ActionContext, ActionSpec, Output
 from gpubot.domain import messages
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
-from gpubot.domain.audit import SYSTEM_ACTOR
 from gpubot.domain.problems import first_problem
-from gpubot.domain.runbooks import Runbook, Step
+from gpubot.domain.runbooks import Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
+from gpubot.domain.variables import run_variables
 from gpubot.engine.deps import Engine
 from gpubot.engine.gates import (
     CordonSlots,
@@ -148,19 +148,14 @@ class Executor:
         stale = state.status in _WAITING and spec.mutating and not run.dry_run
         if stale and (reason := await stale_reason(self.e, run, runbook)):
             return await self.record.cancel(run, reason)
-        variables = self.record.variables(run, states)
+        variables = run_variables(run, states)
         try:
             if (
                 state.status is StepStatus.PENDING
                 and step.when
                 and not evaluate(step.when, variables)
             ):
-                await self.record.save(
-                    replace(state, status=StepStatus.SKIPPED, error=f"when: {step.when}"),
-                    event=self.record.event(
-                        run, "step.skipped", step=step, result={"when": step.when}
-                    ),
-                )
+                await self.record.skipped(run, step, state)
                 return "next"
             args = (
                 render_value(step.args, variables)
@@ -169,24 +164,15 @@ class Executor:
             )
             params = spec.params.model_validate(args)
         except (TemplateError, ValidationError) as exc:
-            return await self._fail(run, runbook, step, state, _one_line(exc))
-        ctx = self.record.ctx(run, step, actor=SYSTEM_ACTOR)
+            return await self._fail(run, step, state, _one_line(exc))
+        ctx = await self.record.context(run, step, state)
         if state.status is StepStatus.RUNNING:
-            return await self._recover(run, runbook, step, spec, state, params, ctx)
+            return await self._recover(run, step, spec, state, params, ctx)
         if state.status is StepStatus.PENDING:
             state = replace(state, args=dict(args))
             if run.dry_run:
                 note = await spec.plan(ctx, params)
-                done = replace(state, status=StepStatus.SUCCEEDED, output={"dry_run": note.summary})
-                await self.record.save(
-                    done,
-                    event=self.record.event(
-                        run, "step.dry_run", step=step, args=args, result=done.output
-                    ),
-                )
-                await self.record.say(
-                    run, messages.step_message(run, done, action=step.action, text=note.summary)
-                )
+                await self.record.dry_run(run, step, state, note.summary)
                 return "next"
             if step.approval != "auto":
                 return await self._ask(run, step, spec, state, params, ctx)
@@ -196,11 +182,9 @@ class Executor:
             if decided is None:
                 return "wait"
             state = decided
-        actor = await self.record.actor(run, step)
-        ctx = self.record.ctx(run, step, actor=actor)
         node = gated_node(spec, params)
         if node is None:
-            return await self._execute(run, runbook, step, spec, state, params, ctx)
+            return await self._execute(run, step, spec, state, params, ctx)
         # Read before the check, so that a slot freed after the check wakes the step.
         key = await self.wake_key(run.cluster, spec.blast or "")
         if spec.blast == "cordon":
@@ -217,7 +201,7 @@ class Executor:
                 )
             await self._unhold(run.id)
             try:
-                return await self._execute(run, runbook, step, spec, state, params, ctx)
+                return await self._execute(run, step, spec, state, params, ctx)
             finally:
                 slots.done(node, now=self.e.clock.now())
         # Check and mark as one: without the lock, two runs could each see no drain going on
@@ -233,7 +217,7 @@ class Executor:
             )
             await self.record.save(state)
         try:
-            return await self._execute(run, runbook, step, spec, state, params, ctx)
+            return await self._execute(run, step, spec, state, params, ctx)
         finally:
             self._released()
 
@@ -361,7 +345,6 @@ class Executor:
     async def _execute(
         self,
         run: Run,
-        runbook: Runbook,
         step: Step,
         spec: ActionSpec[Any],
         state: StepState,
@@ -387,16 +370,7 @@ class Executor:
                 error="",
             )
             ctx = replace(ctx, started_at=state.started_at)
-            # Durable before acting: after a crash, RUNNING means "check live state first".
-            started = self.record.event(
-                run,
-                "step.started",
-                step=step,
-                args=state.args,
-                actor=ctx.actor,
-                result={"attempt": attempts},
-            )
-            await self.record.save(state, event=started)
+            await self.record.started(run, step, state, actor=ctx.actor)
             try:
                 output = await self._action(spec.run(ctx, params), limit=step.timeout)
             except _Interrupted:
@@ -425,15 +399,15 @@ class Executor:
                     except _Interrupted:
                         return "wait"  # as above: RUNNING, resumed by the next leader
                     continue
-                return await self._fail(run, runbook, step, state, str(exc))
+                return await self._fail(run, step, state, str(exc))
             except TimeoutError:
                 error = f"timed out after {step.timeout:g}s"
                 if spec.mutating:
                     check = await spec.check(ctx, params)
                     if check.state == "done":
-                        return await self._succeed(run, step, state, dict(check.output), ctx.actor)
+                        return await self._succeed(run, step, state, dict(check.output), ctx)
                     error += f": {check.detail}"
-                return await self._fail(run, runbook, step, state, error)
+                return await self._fail(run, step, state, error)
             except NeedsHumanError as exc:
                 return await self.record.needs_human(run, step, state, str(exc))
             except StopRunError as exc:  # nothing (more) to do: a clean end, not a failure
@@ -442,11 +416,11 @@ class Executor:
                 )
                 return await self.record.cancel(run, str(exc))
             except GpubotError as exc:
-                return await self._fail(run, runbook, step, state, str(exc))
+                return await self._fail(run, step, state, str(exc))
             except Exception as exc:  # a bug in one action must not leave the run hanging
                 log.exception("step %s of run %s raised", step.id, run.id)
-                return await self._fail(run, runbook, step, state, f"unexpected error: {exc!r}")
-            return await self._succeed(run, step, state, output, ctx.actor)
+                return await self._fail(run, step, state, f"unexpected error: {exc!r}")
+            return await self._succeed(run, step, state, output, ctx)
 
     async def _action(self, work: Awaitable[T], *, limit: float | None) -> T:
         """Run an action (or a retry's wait) in a task of its own, so that shutdown, or the
@@ -478,7 +452,6 @@ class Executor:
     async def _recover(
         self,
         run: Run,
-        runbook: Runbook,
         step: Step,
         spec: ActionSpec[Any],
         state: StepState,
@@ -486,10 +459,8 @@ class Executor:
         ctx: ActionContext,
     ) -> Next:
         """A step was RUNNING when the process died: read live state before doing anything."""
-        actor = await self.record.actor(run, step)
-        ctx = replace(ctx, actor=actor)
         if not spec.mutating:
-            return await self._execute(run, runbook, step, spec, state, params, ctx)
+            return await self._execute(run, step, spec, state, params, ctx)
         check = await spec.check(ctx, params)
         await self.record.audit(
             run,
@@ -506,7 +477,7 @@ class Executor:
                     check.detail,
                 ),
             )
-            return await self._succeed(run, step, state, dict(check.output), actor)
+            return await self._succeed(run, step, state, dict(check.output), ctx)
         if check.state == "not_done":
             await self.record.say(
                 run,
@@ -515,7 +486,7 @@ class Executor:
                     check.detail,
                 ),
             )
-            return await self._execute(run, runbook, step, spec, state, params, ctx)
+            return await self._execute(run, step, spec, state, params, ctx)
         reason = f"step {step.id} was interrupted and its effect is unknown: {check.detail}"
         await self.record.save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
         await self.record.set_run(run, RunStatus.NEEDS_HUMAN, reason)
@@ -528,63 +499,20 @@ class Executor:
     # -- outcomes -------------------------------------------------------------------------
 
     async def _succeed(
-        self, run: Run, step: Step, state: StepState, output: Output, actor: str
+        self, run: Run, step: Step, state: StepState, output: Output, ctx: ActionContext
     ) -> Next:
-        done = replace(
-            state, status=StepStatus.SUCCEEDED, output=output, finished_at=self.e.clock.now()
-        )
-        finished = self.record.event(
-            run,
-            "step.finished",
-            step=step,
-            args=state.args,
-            actor=actor,
-            result={"ok": True, **output},
-        )
-        await self.record.save(done, event=finished)
-        await self.record.say(
-            run,
-            messages.step_message(run, done, action=step.action, text=messages._short(output, 300)),
-        )
+        await self.record.succeeded(run, step, state, output, actor=ctx.actor)
         return "next"
 
-    async def _fail(
-        self, run: Run, runbook: Runbook, step: Step, state: StepState, error: str
-    ) -> Next:
-        failed = replace(
-            state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
-        )
-        result = {"ok": False, "error": error, "on_failure": step.on_failure}
-        event = self.record.event(run, "step.failed", step=step, args=state.args, result=result)
-        await self.record.save(failed, event=event)
-        await self.record.say(
-            run, messages.step_message(run, failed, action=step.action, text=error)
-        )
+    async def _fail(self, run: Run, step: Step, state: StepState, error: str) -> Next:
+        """Recorded, then the step's `on_failure` decides: go on, jump to `goto`, or stop."""
+        await self.record.failed(run, step, state, error)
         if step.on_failure == "continue":
             return "next"
-        if (target := step.goto) is not None:
-            states = await self.e.store.steps(run.id)
-            start = next(s.position for s in states if s.step_id == step.id)
-            stop = next(s.position for s in states if s.step_id == target)
-            for s in states:
-                if start < s.position < stop and not s.status.finished:
-                    await self.record.save(
-                        replace(
-                            s,
-                            status=StepStatus.SKIPPED,
-                            error=f"skipped: {step.id} failed, goto:{target}",
-                        )
-                    )
+        if step.goto is not None:
+            await self.record.skip_to(run, step, step.goto)
             return "next"
-        states = await self.e.store.steps(run.id)
-        for s in states:
-            if not s.status.finished:
-                await self.record.save(
-                    replace(s, status=StepStatus.CANCELLED, error=f"{step.id} failed")
-                )
-        await self.record.set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
-        await self.record.close_approvals(run)
-        await self.record.finish(*await self.e.store.run_with_steps(run.id))
+        await self.record.run_failed(run, step, error)
         return "wait"
 
 

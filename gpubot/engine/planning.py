@@ -1,10 +1,10 @@
-"""Planning: match runbooks to alerts and commands, and plan each step from live state.
+"""Planning: the inputs of a run, and the plan of each step from live state.
 
 A plan is read-only: nothing it does changes the cluster or the store."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,17 +16,13 @@ from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.incidents import Incident, IncidentStatus, observations
 from gpubot.domain.plans import Plan, PlannedStep
 from gpubot.domain.problems import first_problem
-from gpubot.domain.runbooks import Runbook
+from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.templating import evaluate, render_value
-from gpubot.engine.context import alert_context, resolve_params
+from gpubot.domain.variables import alert_context, resolve_params
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import Registry
 from gpubot.errors import GpubotError, InputError, TemplateError
 from gpubot.ports import Clock, ClusterPorts, GpuLedger
-
-
-def match_alert(runbooks: Sequence[Runbook], labels: Mapping[str, str]) -> list[Runbook]:
-    return [rb for rb in runbooks if rb.matches_alert(labels)]
 
 
 async def make_plan(
@@ -198,7 +194,7 @@ async def plan_alerts(e: Engine, payload: AlertmanagerPayload) -> list[Plan]:
             created_at=now,
             updated_at=now,
         )
-        for rb in match_alert(list(e.runbooks.values()), item.labels):
+        for rb in runbooks_for_alert(e.runbooks.values(), item.labels):
             inputs = run_inputs(e, rb, incident=incident, given={}, cluster=item.cluster)
             plans.append(await plan_run(e, inputs))
     return plans

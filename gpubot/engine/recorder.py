@@ -15,7 +15,6 @@ from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine.audit_trail import AuditTrail
-from gpubot.engine.context import steps_context
 from gpubot.engine.deps import Engine
 from gpubot.engine.observe import run_finished, step_recorded
 from gpubot.engine.standing import standing_blocks
@@ -35,6 +34,7 @@ class RunRecorder:
         self.trail = AuditTrail(engine.store, engine.clock)
 
     async def actor(self, run: Run, step: Step) -> str:
+        """Who a step acts for: its approvers once approved, gpubot itself otherwise."""
         if step.approval == "auto":
             return SYSTEM_ACTOR
         for request in reversed(await self.e.store.approvals_for(run.id)):
@@ -42,15 +42,12 @@ class RunRecorder:
                 return "+".join(request.approvers)
         return SYSTEM_ACTOR
 
-    def variables(self, run: Run, states: list[StepState]) -> dict[str, Any]:
-        return {
-            **run.context,
-            "params": dict(run.context.get("params", {})),
-            "steps": steps_context(states),
-            "run": {"id": run.id, "requested_by": run.requested_by, "dry_run": run.dry_run},
-        }
+    async def context(self, run: Run, step: Step, state: StepState) -> ActionContext:
+        """What a step's action runs with. It acts for whoever approved it; a step that has
+        not asked yet acts for gpubot (its plan is read-only)."""
+        pending = state.status is StepStatus.PENDING
+        actor = SYSTEM_ACTOR if pending else await self.actor(run, step)
 
-    def ctx(self, run: Run, step: Step, *, actor: str) -> ActionContext:
         async def say(text: str, mentions: tuple[str, ...]) -> None:
             await self.say(run, messages.progress(run, step.id, text, mentions=mentions))
 
@@ -76,6 +73,72 @@ class RunRecorder:
             escalation=self.e.policy.escalation,
             incident_id=run.incident_id,
         )
+
+    # -- a step's transitions: its state, its audit event (one transaction), its message --
+
+    async def skipped(self, run: Run, step: Step, state: StepState) -> None:
+        """A step whose `when` is false."""
+        skipped = replace(state, status=StepStatus.SKIPPED, error=f"when: {step.when}")
+        event = self.event(run, "step.skipped", step=step, result={"when": step.when})
+        await self.save(skipped, event=event)
+
+    async def dry_run(self, run: Run, step: Step, state: StepState, summary: str) -> None:
+        """A dry run's step: what it would do, as its output."""
+        done = replace(state, status=StepStatus.SUCCEEDED, output={"dry_run": summary})
+        event = self.event(run, "step.dry_run", step=step, args=state.args, result=done.output)
+        await self.save(done, event=event)
+        await self.say(run, messages.step_message(run, done, action=step.action, text=summary))
+
+    async def started(self, run: Run, step: Step, state: StepState, *, actor: str) -> None:
+        """Durable before acting: after a crash, RUNNING means "check live state first"."""
+        result = {"attempt": state.attempts}
+        event = self.event(
+            run, "step.started", step=step, args=state.args, actor=actor, result=result
+        )
+        await self.save(state, event=event)
+
+    async def succeeded(
+        self, run: Run, step: Step, state: StepState, output: Mapping[str, Any], *, actor: str
+    ) -> None:
+        done = replace(
+            state, status=StepStatus.SUCCEEDED, output=dict(output), finished_at=self.e.clock.now()
+        )
+        result = {"ok": True, **output}
+        event = self.event(
+            run, "step.finished", step=step, args=state.args, actor=actor, result=result
+        )
+        await self.save(done, event=event)
+        text = messages._short(output, 300)
+        await self.say(run, messages.step_message(run, done, action=step.action, text=text))
+
+    async def failed(self, run: Run, step: Step, state: StepState, error: str) -> None:
+        failed = replace(
+            state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
+        )
+        result = {"ok": False, "error": error, "on_failure": step.on_failure}
+        event = self.event(run, "step.failed", step=step, args=state.args, result=result)
+        await self.save(failed, event=event)
+        await self.say(run, messages.step_message(run, failed, action=step.action, text=error))
+
+    async def skip_to(self, run: Run, step: Step, target: str) -> None:
+        """A failed step's `goto`: the unfinished steps between it and `target` are skipped."""
+        states = await self.e.store.steps(run.id)
+        start = next(s.position for s in states if s.step_id == step.id)
+        stop = next(s.position for s in states if s.step_id == target)
+        why = f"skipped: {step.id} failed, goto:{target}"
+        for s in states:
+            if start < s.position < stop and not s.status.finished:
+                await self.save(replace(s, status=StepStatus.SKIPPED, error=why))
+
+    async def run_failed(self, run: Run, step: Step, error: str) -> None:
+        """A failed step stops its run: the rest is cancelled, no button stays live, and the
+        thread gets the run's summary."""
+        for s in await self.e.store.steps(run.id):
+            if not s.status.finished:
+                await self.save(replace(s, status=StepStatus.CANCELLED, error=f"{step.id} failed"))
+        await self.set_run(run, RunStatus.FAILED, f"step {step.id} failed: {error}")
+        await self.close_approvals(run)
+        await self.finish(*await self.e.store.run_with_steps(run.id))
 
     async def save(self, state: StepState, *, event: AuditDraft | None = None) -> None:
         """Record a step's state; with `event`, its audit event in the same transaction."""

@@ -13,10 +13,8 @@ from pydantic import ValidationError
 
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.template_refs import Path
+from gpubot.domain.variables import STEP_FIELDS
 from gpubot.engine.registry import Registry
-
-# What `steps.<id>` holds (engine/context.py steps_context).
-STEP_FIELDS = ("status", "output", "error")
 
 
 def _templated(value: Any) -> bool:

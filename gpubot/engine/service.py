@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpubot.domain import messages
 from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
 from gpubot.domain.incidents import Incident, IncidentStatus, observations
-from gpubot.domain.intake import IntakeKind, IntakeOutcome
+from gpubot.domain.intake import IntakeKind, IntakeOutcome, IntakeSummary
 from gpubot.domain.plans import Plan
 from gpubot.domain.policy import check_attempts
 from gpubot.domain.results import Message
-from gpubot.domain.runbooks import Runbook
+from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
@@ -29,7 +28,6 @@ from gpubot.engine.interventions import (
 )
 from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planning import (
-    match_alert,
     plan_alerts,
     plan_command,
     plan_run,
@@ -52,17 +50,6 @@ _FOR_THE_LEADER = (
     CANCELLED_KIND,
     RESUMED_KIND,
 )
-
-
-@dataclass(frozen=True)
-class IntakeSummary:
-    outcomes: tuple[IntakeOutcome, ...]
-
-    def count(self, kind: IntakeKind) -> int:
-        return sum(1 for o in self.outcomes if o.kind is kind)
-
-    def as_json(self) -> dict[str, Any]:
-        return {kind.value: self.count(kind) for kind in IntakeKind if self.count(kind)}
 
 
 class GpubotService:
@@ -138,7 +125,7 @@ class GpubotService:
     # -- runs -----------------------------------------------------------------------------
 
     async def start_incident_runs(self, incident: Incident, *, quiet: bool = False) -> list[Run]:
-        runbooks = match_alert(list(self.e.runbooks.values()), incident.labels)
+        runbooks = runbooks_for_alert(self.e.runbooks.values(), incident.labels)
         if not runbooks and not quiet:
             await self._post(
                 incident.id,

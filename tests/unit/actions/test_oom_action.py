@@ -10,8 +10,8 @@ from gpubot.actions.base import ActionContext
 from gpubot.actions.triage import OomParams, gather_oom, oom_report
 from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.domain.runbook_loader import parse_runbook
+from gpubot.domain.variables import resolve_params
 from gpubot.engine.clock import FakeClock
-from gpubot.engine.context import resolve_params
 from gpubot.errors import GpubotError
 
 NS, POD = "ml-train", "llama3-70b-pretrain-0"

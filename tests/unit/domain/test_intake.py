@@ -13,7 +13,9 @@ from gpubot.domain.intake import (
     FIRING,
     RESOLVED,
     IntakeKind,
+    IntakeOutcome,
     IntakeState,
+    IntakeSummary,
     StoredAlert,
     alert_key,
     decide,
@@ -172,3 +174,17 @@ def test_each_payload_keeps_its_own_time() -> None:
     assert [a.at for a in writes.new_alerts] == [NOW, later]
     assert writes.new_incidents[0].at == NOW
     assert writes.touched == {"inc-1": later}
+
+
+def test_the_webhook_answer_counts_each_kind_and_leaves_out_the_absent() -> None:
+    summary = IntakeSummary(
+        (
+            IntakeOutcome("a", IntakeKind.OPENED, "inc-1"),
+            IntakeOutcome("b", IntakeKind.ATTACHED, "inc-1"),
+            IntakeOutcome("c", IntakeKind.ATTACHED, "inc-1"),
+            IntakeOutcome("d", IntakeKind.REJECTED, None, "bad label"),
+        )
+    )
+    assert summary.count(IntakeKind.ATTACHED) == 2
+    assert summary.count(IntakeKind.DUPLICATE) == 0
+    assert summary.as_json() == {"opened": 1, "attached": 2, "rejected": 1}

@@ -8,7 +8,7 @@ from typing import Any
 from gpubot.domain.incidents import Incident
 from gpubot.domain.names import check_namespace, check_node_name
 from gpubot.domain.runbooks import Param, Runbook
-from gpubot.domain.runs import StepState
+from gpubot.domain.runs import Run, StepState
 from gpubot.domain.templating import render_value
 from gpubot.errors import InputError, TemplateError
 
@@ -69,8 +69,20 @@ def resolve_params(
     return resolved
 
 
-def steps_context(states: list[StepState]) -> dict[str, Any]:
+# What `steps.<id>` holds: runbook validation checks templates against these names.
+STEP_FIELDS = ("status", "output", "error")
+
+
+def step_variables(state: StepState) -> dict[str, Any]:
+    return {"status": state.status.value, "output": dict(state.output), "error": state.error}
+
+
+def run_variables(run: Run, states: list[StepState]) -> dict[str, Any]:
+    """What a running step's `when` and args see: the run's alert variables and params,
+    every step's status, output and error so far, and the run itself."""
     return {
-        s.step_id: {"status": s.status.value, "output": dict(s.output), "error": s.error}
-        for s in states
+        **run.context,
+        "params": dict(run.context.get("params", {})),
+        "steps": {s.step_id: step_variables(s) for s in states},
+        "run": {"id": run.id, "requested_by": run.requested_by, "dry_run": run.dry_run},
     }
