@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, RowMapping, bindparam, func, insert, select, update
 
 from gpubot.backends.store.database import SqlDatabase, lock_id
 from gpubot.backends.store.grouping import GroupCommit
@@ -33,15 +33,15 @@ _Key = TypeVar("_Key", str, int)
 class SqlIncidents(SqlDatabase):
     """IncidentStore: one transaction per webhook payload, the point it is durable."""
 
-    _intake: GroupCommit[Payload, list[IntakeOutcome]] | None = None
+    def __init__(self, *, engine: Engine, audit_key: bytes | None = None) -> None:
+        super().__init__(engine=engine, audit_key=audit_key)
+        self._intake: GroupCommit[Payload, list[IntakeOutcome]] = GroupCommit(self._ingest_group)
 
     async def ingest(
         self, items: Sequence[AlertObservation], *, now: datetime
     ) -> list[IntakeOutcome]:
         """Durable when this returns. Payloads that arrive while another is being written
         share the next transaction (group commit): in a storm, one commit serves many."""
-        if self._intake is None:
-            self._intake = GroupCommit(self._ingest_group)
         return await self._intake.submit((list(items), now))
 
     async def _ingest_group(self, group: Sequence[Payload]) -> list[list[IntakeOutcome]]:
