@@ -301,8 +301,9 @@ async def _serve(args: argparse.Namespace) -> int:
     log_start(app)  # what this process serves, in the log: clusters, Slack, runbooks
     # The chain head, in the log: at start, after each run, at shutdown.
     await log_head(app.store, "serve starting")
+    left = s.web.shutdown_grace_seconds
     try:
-        await serve(
+        left = await serve(
             app.service,
             server,
             companions=app.companions(),
@@ -310,7 +311,8 @@ async def _serve(args: argparse.Namespace) -> int:
         )
     finally:
         await log_head(app.store, "serve stopping")
-        await app.aclose()
+        # Slack gets what is left of the grace (a second kept for the exit), at most 10 s.
+        await app.aclose(flush_seconds=min(10.0, max(0.5, left - 1.0)))
     return 0
 
 

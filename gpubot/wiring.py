@@ -156,10 +156,12 @@ class App:
         the report scheduler (after the Lease, so it knows whether it leads)."""
         return [c for c in (self.lease, self.slack, self.scheduler) if c is not None]
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, flush_seconds: float = 10.0) -> None:
+        """Wait for the service's work, send what is still queued for Slack (for at most
+        `flush_seconds`: serve gives what is left of its shutdown grace), close the store."""
         await self.service.wait_idle()
         if self.slack is not None:
-            await self.slack.aclose()  # sends what is still queued
+            await self.slack.aclose(grace=flush_seconds)
         await self.store.close()
 
 

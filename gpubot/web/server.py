@@ -136,13 +136,14 @@ async def serve(
     *,
     companions: Sequence[Companion] = (),
     shutdown_grace_s: float = 20.0,
-) -> None:
+) -> float:
     """Recover interrupted runs, then serve until stopped.
 
     On SIGTERM: the web server stops, no step starts, running steps are interrupted at
     their next await and left RUNNING for the next leader, and only then the companions
     stop (the Lease is released, so another replica takes over at once), all within
-    `shutdown_grace_s`.
+    `shutdown_grace_s`. Returns the seconds left of that grace, for what the process still
+    does before it exits (sending the messages queued for Slack).
     """
     for warning in service.start_up_warnings():
         log.warning("%s: gpubot will hold every such step for a human", warning)
@@ -150,9 +151,11 @@ async def serve(
         await companion.start()
     await service.recover()
     ticker = asyncio.create_task(_ticker(service))
+    loop = asyncio.get_running_loop()
     try:
         await server.serve()
     finally:
+        stop_by = loop.time() + shutdown_grace_s
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await ticker
@@ -161,3 +164,4 @@ async def serve(
         await service.shutdown(grace_seconds=max(1.0, shutdown_grace_s - 3.0))
         for companion in companions:
             await companion.stop()
+    return max(0.0, stop_by - loop.time())

@@ -40,7 +40,8 @@ def served(tmp_path: Path, procs: Procs) -> Served:
         tmp_path / "gpubot.yaml",
         slack={"mode": "http", "channel": "C0INCIDENT", "api_url": "http://127.0.0.1:9/api/"},
         store={"url": f"sqlite:///{db}"},
-        web={"body_timeout_seconds": 1, "header_timeout_seconds": 1},
+        # Slack on a closed port: the short grace bounds the unsent messages' wait at exit.
+        web={"body_timeout_seconds": 1, "header_timeout_seconds": 1, "shutdown_grace_seconds": 3},
     )
     port = free_port()
     serve(

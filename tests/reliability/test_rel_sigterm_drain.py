@@ -1,6 +1,7 @@
 """SIGTERM to a real `gpubot serve` whose drain is waiting on pods that never finish
 terminating (the node's kubelet is gone): it exits within its grace period, leaves the step
-RUNNING for the next process, and the next `serve` resumes the drain to the end."""
+RUNNING for the next process, and the next `serve` resumes the drain to the end. And SIGTERM
+to one whose Slack does not answer: the queued messages do not stretch the grace."""
 
 from __future__ import annotations
 
@@ -169,3 +170,41 @@ def test_sigterm_during_a_stuck_drain_exits_in_time_and_the_next_serve_resumes_i
     runs, steps, kinds = read(url)
     assert "step.recovered" in kinds
     assert steps["drain"].status.value == "succeeded"
+
+
+def test_sigterm_with_slack_unreachable_still_exits_within_the_grace(
+    tmp_path: Path, procs: Procs
+) -> None:
+    """Messages queued for a Slack that does not answer get what is left of the grace, not
+    a fixed wait on top of it: the process is gone before Kubernetes would SIGKILL it, and
+    says in one line how many messages it could not send (the store keeps the record)."""
+    url = f"sqlite:///{tmp_path / 'gpubot.db'}"
+    config = write_config(
+        tmp_path / "gpubot.yaml",
+        store={"url": url},
+        # Port 9 on loopback: nothing listens, every call to Slack fails and is retried.
+        slack={"mode": "http", "channel": "C0INCIDENT", "api_url": "http://127.0.0.1:9/api/"},
+        web={"shutdown_grace_seconds": GRACE},
+    )
+    port = free_port()
+    p = serve(
+        procs,
+        config,
+        port=port,
+        SLACK_BOT_TOKEN="xoxb-test",
+        SLACK_SIGNING_SECRET="signing-secret-for-tests",
+    )
+    reply = httpx.post(f"http://127.0.0.1:{port}/alertmanager", json=alert(), timeout=10)
+    assert reply.status_code == 200, reply.text
+    # Stored before the 200; the incident's thread root is what waits for Slack.
+    assert json.loads(reply.text)["opened"] == 1
+
+    began = time.monotonic()
+    os.kill(p.pid, signal.SIGTERM)
+    p.wait(timeout=GRACE + 15)
+    took = time.monotonic() - began
+    assert took < GRACE, f"serve took {took:.1f}s to stop after SIGTERM\n{procs.tail()}"
+    assert p.returncode == 0, procs.tail()
+    log = (tmp_path / "gpubot.log").read_text()
+    assert "messages unsent at shutdown" in log
+    assert "Traceback" not in log

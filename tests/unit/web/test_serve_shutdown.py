@@ -72,3 +72,15 @@ async def test_the_default_policy_logs_no_blast_radius_warning(
     finally:
         await app.aclose()
     assert not [r for r in caplog.records if "blast-radius" in r.getMessage()]
+
+
+async def test_serve_returns_what_is_left_of_the_grace_for_the_exit(tmp_path: Path) -> None:
+    """What the process does after serve() (sending queued Slack messages) gets the rest of
+    the shutdown grace, not a wait of its own on top of it."""
+    settings = load_settings(None, store={"url": f"sqlite:///{tmp_path}/t.db"})
+    app = build_app(settings, notifier=RecordingNotifier())
+    try:
+        left = await serve(app.service, StoppedServer(), shutdown_grace_s=30)  # type: ignore[arg-type]
+    finally:
+        await app.aclose(flush_seconds=1.0)
+    assert 0 < left <= 30  # nothing ran: almost all of it
