@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -15,21 +15,14 @@ from gpubot.actions.base import ActionContext, ActionSpec, Output
 from gpubot.domain import messages
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
 from gpubot.domain.problems import first_problem
-from gpubot.domain.runbooks import Step
+from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.templating import evaluate, render_value
 from gpubot.domain.variables import run_variables
+from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
-from gpubot.engine.gates import (
-    CordonSlots,
-    cordons_in_flight,
-    drain_hold_reason,
-    gated_node,
-    stale_reason,
-)
-from gpubot.engine.holds import HeldStep, Holds, WakeKey
 from gpubot.engine.observe import step_outcome
-from gpubot.engine.recorder import RunRecorder
+from gpubot.engine.recorder import Next, RunRecorder
 from gpubot.engine.standing import standing_blocks
 from gpubot.errors import (
     GpubotError,
@@ -40,7 +33,6 @@ from gpubot.errors import (
 )
 
 log = logging.getLogger(__name__)
-Next = Literal["next", "wait"]
 T = TypeVar("T")
 _WAITING = (StepStatus.PENDING, StepStatus.WAITING_APPROVAL, StepStatus.APPROVED, StepStatus.HELD)
 
@@ -50,17 +42,11 @@ class Executor:
 
     leader_check_seconds = 1.0  # how often a running action checks that we still lead
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, gate: BlastRadiusGate) -> None:
         self.e = engine
         self.record = RunRecorder(engine)
+        self.gate = gate  # the blast-radius caps, shared with the service that wakes holds
         self._locks: dict[str, asyncio.Lock] = {}
-        self._blast_lock = asyncio.Lock()  # drains only: cordons reserve CordonSlots
-        self._slots: dict[str, CordonSlots] = {}  # by cluster
-        self.holds = Holds()
-        self._ended = 0  # runs and drain steps that ended here: each may free a slot
-        # Called when something in this process may have freed a slot (the service wakes
-        # the held runs); an uncordon seen by the fleet view is noticed on the next tick.
-        self.on_release: Callable[[], None] | None = None
         self._stopping = False
         self._actions: set[asyncio.Task[Any]] = set()  # actions running now
 
@@ -86,42 +72,9 @@ class Executor:
         """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly."""
         run = await self._advance(run_id)
         if run.status.finished:
-            await self._unhold(run.id)  # cancelled while held, say
-            self._released()
+            await self.gate.unhold(run.id)  # cancelled while held, say
+            self.gate.released()
         return run
-
-    def _released(self) -> None:
-        self._ended += 1
-        if self.on_release is not None and len(self.holds):
-            self.on_release()
-
-    async def wake_key(self, cluster: str, blast: str) -> WakeKey:
-        """What a held step waits on to change: cheap (the fleet view is cached). A cordon
-        waits for a slot of the fleet (a node back in service, a reservation dropped), a
-        drain for a drain or run here to end."""
-        if blast != "cordon":
-            return (self._ended, 0)
-        view = await self.e.clusters[cluster].nodes.gpu_fleet()
-        slots = self._slots.get(cluster)
-        if slots is not None:
-            slots.expire(view, now=self.e.clock.now())
-        return (view.released, slots.released if slots else 0)
-
-    async def adopt_cordons_in_flight(self) -> int:
-        """On becoming the leader (or starting): count the cordons another process may still
-        have landing against the cap (CordonSlots.adopt); how many were adopted."""
-        found = await cordons_in_flight(self.e)
-        for cluster, node in found:
-            slots = self._slots.setdefault(cluster, CordonSlots())
-            nodes = self.e.clusters[cluster].nodes
-            await slots.adopt(nodes=nodes, node=node, now=self.e.clock.now())
-        return len(found)
-
-    async def due(self, run: Run) -> bool:
-        """Whether a HELD run is worth re-checking now: not held here (held by another
-        replica, or before a restart), or what it waits on has changed since."""
-        held = self.holds.get(run.id)
-        return held is None or held.key != await self.wake_key(run.cluster, held.blast)
 
     async def _advance(self, run_id: str) -> Run:
         lock = self._locks.setdefault(run_id, asyncio.Lock())
@@ -146,7 +99,7 @@ class Executor:
         step = runbook.step(state.step_id)
         spec = self.e.registry.get(step.action)
         stale = state.status in _WAITING and spec.mutating and not run.dry_run
-        if stale and (reason := await stale_reason(self.e, run, runbook)):
+        if stale and (reason := await self._stale_reason(run, runbook)):
             return await self.record.cancel(run, reason)
         variables = run_variables(run, states)
         try:
@@ -182,94 +135,19 @@ class Executor:
             if decided is None:
                 return "wait"
             state = decided
-        node = gated_node(spec, params)
-        if node is None:
-            return await self._execute(run, step, spec, state, params, ctx)
-        # Read before the check, so that a slot freed after the check wakes the step.
-        key = await self.wake_key(run.cluster, spec.blast or "")
-        if spec.blast == "cordon":
-            # A slot is reserved atomically, then the cordon runs outside any lock, so the
-            # cordons of a storm go out side by side and the cap stays exact (CordonSlots).
-            slots = self._slots.setdefault(run.cluster, CordonSlots())
-            now = self.e.clock.now()
-            nodes = self.e.clusters[run.cluster].nodes
-            if hold := await slots.take(
-                nodes=nodes, policy=self.e.policy.blast, node=node, now=now
-            ):
-                return await self._hold_step(
-                    run, step, state, hold, node=node, spec_blast="cordon", key=key
-                )
-            await self._unhold(run.id)
-            try:
-                return await self._execute(run, step, spec, state, params, ctx)
-            finally:
-                slots.done(node, now=self.e.clock.now())
-        # Check and mark as one: without the lock, two runs could each see no drain going on
-        # and both start one. A drain holds it until recorded RUNNING, which the next counts.
-        async with self._blast_lock:
-            if hold := await drain_hold_reason(self.e, run, node):
-                return await self._hold_step(
-                    run, step, state, hold, node=node, spec_blast="drain", key=key
-                )
-            await self._unhold(run.id)
-            state = replace(
-                state, status=StepStatus.RUNNING, started_at=state.started_at or self.e.clock.now()
-            )
-            await self.record.save(state)
-        try:
-            return await self._execute(run, step, spec, state, params, ctx)
-        finally:
-            self._released()
+        async with self.gate.admit(run, step, spec, state, params) as admitted:
+            if admitted is None:
+                return "wait"  # held by a blast-radius cap until a slot frees
+            return await self._execute(run, step, spec, admitted, params, ctx)
 
-    async def _hold_step(
-        self,
-        run: Run,
-        step: Step,
-        state: StepState,
-        reason: str,
-        *,
-        node: str,
-        spec_blast: str,
-        key: WakeKey,
-    ) -> Next:
-        """Held by the cap: recorded on the run, and told in the one storm summary."""
-        await self.record.hold(run, step, state, reason)
-        before = self.holds.changes
-        self.holds.hold(
-            HeldStep(
-                run_id=run.id,
-                incident_id=run.incident_id,
-                cluster=run.cluster,
-                runbook=run.runbook,
-                step=step.id,
-                node=node,
-                blast=spec_blast,
-                reason=reason,
-                key=key,
-            )
-        )
-        if self.holds.changes != before:
-            await self._post_holds()
-        return "wait"
-
-    async def _unhold(self, run_id: str) -> None:
-        before = self.holds.changes
-        self.holds.clear(run_id)
-        if self.holds.changes != before:
-            await self._post_holds()
-
-    async def _post_holds(self) -> None:
-        message = messages.held_summary(
-            [
-                (h.node, f"{h.runbook} > {h.step}", h.incident_id or "-", h.reason)
-                for h in self.holds.held()
-            ],
-            cap=self.e.policy.blast,
-        )
-        try:
-            await self.e.notifier.post_summary(key="blast-radius", message=message)
-        except Exception:  # chat is best effort; each run's note and audit trail say it
-            log.exception("could not post the summary of held steps")
+    async def _stale_reason(self, run: Run, runbook: Runbook) -> str | None:
+        """An alert that resolved (or was replayed after recovery) must not drive a mutation."""
+        if run.incident_id is None or runbook.on_resolve == "continue":
+            return None
+        incident = await self.e.store.get_incident(run.incident_id)
+        if incident.is_open:
+            return None
+        return f"incident {incident.id} resolved before the remaining steps ran; nothing more done"
 
     async def _ask(
         self,

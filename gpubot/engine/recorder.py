@@ -22,6 +22,7 @@ from gpubot.engine.standing import standing_blocks
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
 Wait = Literal["wait"]  # a run that ended or paused: the executor stops advancing it
+Next = Literal["next", "wait"]  # after a step: go on to the next, or stop advancing
 # Endings whose thread message says what the run left on its node or workload.
 _STOPPED = (RunStatus.FAILED, RunStatus.CANCELLED)
 

@@ -18,6 +18,7 @@ from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.engine.audit_trail import AuditTrail
+from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
 from gpubot.engine.executor import Executor
 from gpubot.engine.interventions import (
@@ -58,8 +59,9 @@ class GpubotService:
         self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
         self.read = Queries(engine)  # what the interfaces in front of the service may read
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
-        self.executor = Executor(engine)
-        self.executor.on_release = self._wake_soon
+        self.gate = BlastRadiusGate(engine)  # the caps: held steps, and what wakes them
+        self.gate.on_release = self._wake_soon
+        self.executor = Executor(engine, self.gate)
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
@@ -380,7 +382,7 @@ class GpubotService:
     async def recover(self) -> None:
         """After a start: finish what a crash interrupted, from the store and live state."""
         unfinished = await self.e.store.list_runs(statuses=_ACTIVE)
-        await self.executor.adopt_cordons_in_flight()  # a PATCH sent before the crash
+        await self.gate.adopt_cordons_in_flight()  # a PATCH sent before the crash
         for run in unfinished:
             self.spawn(self.executor.advance(run.id))
         log.info(
@@ -401,7 +403,7 @@ class GpubotService:
             if self.executor.busy(run.id):
                 continue
             # A held step sleeps until something it waits on changed (no LIST per tick).
-            if run.status is RunStatus.HELD and not await self.executor.due(run):
+            if run.status is RunStatus.HELD and not await self.gate.due(run):
                 continue
             self.spawn(self.executor.advance(run.id))
         # The follow-up after intake may have failed (the database went away after the
@@ -424,7 +426,7 @@ class GpubotService:
         if self._followed is None:
             self._followed = seq
             # The last leader's cordons may still be landing: count them before any new one.
-            await self.executor.adopt_cordons_in_flight()
+            await self.gate.adopt_cordons_in_flight()
             await self.tick()
             return
         if seq == self._followed:
@@ -447,7 +449,7 @@ class GpubotService:
         """Re-check the held runs whose slot may have freed (a run or drain ended here)."""
         self._waking = False  # what ends from here on asks for another pass
         for run in await self.e.store.list_runs(statuses=(RunStatus.HELD,)):
-            if not self.executor.busy(run.id) and await self.executor.due(run):
+            if not self.executor.busy(run.id) and await self.gate.due(run):
                 self.spawn(self.executor.advance(run.id))
 
     async def _start_missing_runs(self, *, record_opened: bool = False) -> None:

@@ -68,7 +68,7 @@ async def test_the_new_leader_counts_the_old_leaders_cordon_still_landing(
     assert state.status is StepStatus.RUNNING  # durable before the PATCH went out
 
     new = harness(CORDON, policy=cap(2), cluster=cluster, store=old.store)
-    assert await new.service.executor.adopt_cordons_in_flight() == 1
+    assert await new.service.gate.adopt_cordons_in_flight() == 1
     runs = [await start(new, node) for node in (b, c)]
     await new.service.wait_idle()
     statuses = sorted([(await new.store.get_run(r)).status.value for r in runs])
@@ -90,7 +90,7 @@ async def test_without_a_cordon_in_flight_nothing_is_adopted(harness: MakeHarnes
     old = harness(CORDON, policy=cap(2), cluster=cluster)
     assert (await old.run_of(await start(old, a))).status is RunStatus.SUCCEEDED
     new = harness(CORDON, policy=cap(2), cluster=cluster, store=old.store)
-    assert await new.service.executor.adopt_cordons_in_flight() == 0
+    assert await new.service.gate.adopt_cordons_in_flight() == 0
     runs = [await start(new, node) for node in (b, c)]
     await new.service.wait_idle()
     statuses = sorted([(await new.store.get_run(r)).status.value for r in runs])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from gpubot.domain.cluster import FleetView
 from gpubot.domain.policy import BlastRadius
-from gpubot.engine.gates import SETTLE, CordonSlots
+from gpubot.engine.blast_radius import SETTLE, CordonSlots
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 NODES = [f"n{i:02d}" for i in range(10)]
