@@ -118,6 +118,13 @@ class Executor:
             params = spec.params.model_validate(args)
         except (TemplateError, ValidationError) as exc:
             return await self._fail(run, step, state, _one_line(exc))
+        if state.status is StepStatus.WAITING_APPROVAL:
+            # Decided before anything else reads the step: PENDING again when its request is
+            # gone, so the PENDING branch below asks again rather than running it unapproved.
+            decided = await self._decision(run, step, state)
+            if decided is None:
+                return "wait"
+            state = decided
         ctx = await self.record.context(run, step, state)
         if state.status is StepStatus.RUNNING:
             return await self._recover(run, step, spec, state, params, ctx)
@@ -130,11 +137,6 @@ class Executor:
             if step.approval != "auto":
                 return await self._ask(run, step, spec, state, params, ctx)
             state = replace(state, status=StepStatus.APPROVED)
-        if state.status is StepStatus.WAITING_APPROVAL:
-            decided = await self._decision(run, step, state)
-            if decided is None:
-                return "wait"
-            state = decided
         async with self.gate.admit(run, step, spec, state, params) as admitted:
             if admitted is None:
                 return "wait"  # held by a blast-radius cap until a slot frees
@@ -195,10 +197,8 @@ class Executor:
 
     async def _decision(self, run: Run, step: Step, state: StepState) -> StepState | None:
         requests = [r for r in await self.e.store.approvals_for(run.id) if r.step_id == step.id]
-        if not requests:
-            return replace(
-                state, status=StepStatus.PENDING
-            )  # crashed before the request: ask again
+        if not requests:  # no request stored (lost to a crash, or removed): ask again
+            return replace(state, status=StepStatus.PENDING)
         request = requests[-1]
         current = expire_if_due(request, now=self.e.clock.now())
         if current.status is ApprovalStatus.PENDING:

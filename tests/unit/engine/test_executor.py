@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gpubot.backends.store.tables import approvals
 from gpubot.errors import ApprovalError, InputError
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
@@ -49,6 +50,29 @@ async def test_required_step_waits_for_one_approver_then_runs(harness: MakeHarne
     assert h.probe.calls == {"first": 1, "second": 1, "third": 1}
     started = [e for e in await h.store.events() if e.kind == "step.started" and e.step == "second"]
     assert [e.actor for e in started] == ["U1"]  # the approver is recorded as who acted
+
+
+async def test_a_waiting_step_whose_request_is_gone_is_asked_again_not_run(
+    harness: MakeHarness,
+) -> None:
+    """A step recorded as waiting for approval, with no approval request in the store (lost
+    to a crash, or removed by hand), is asked for again; it never runs unapproved."""
+    h = harness(PROBES % "required")
+    run = await _start(h)
+    assert await h.step_status(run.id) == {
+        "first": "succeeded",
+        "second": "waiting_approval",
+        "third": "pending",
+    }
+    with h.store._engine.begin() as conn:
+        conn.execute(approvals.delete())
+    await h.service.executor.advance(run.id)
+    await h.service.wait_idle()
+    assert h.probe.calls == {"first": 1}  # the gated step did not run
+    assert (await h.step_status(run.id))["second"] == "waiting_approval"
+    assert len(h.notifier.of("ask_approval")) == 2  # a new request in the thread
+    [request] = await h.store.approvals_for(run.id)
+    assert request.status.value == "pending"
 
 
 async def test_two_person_needs_two_distinct_approvers(
