@@ -21,6 +21,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gpubot.domain.durations import parse_duration
+from gpubot.domain.incidents import unlabelled_cluster
 from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
 from gpubot.errors import ConfigError
@@ -477,6 +478,12 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     clusters: list[ClusterSettings] = Field(default_factory=_default_clusters, min_length=1)
+    default_cluster: str | None = Field(
+        None,
+        description="the cluster of an alert without a `cluster` label and of a command "
+        "without cluster=; unset: the only cluster, and with several, such an alert is "
+        "refused (logged, counted, said in the channel)",
+    )
     policy: PolicySettings = Field(default_factory=PolicySettings)
     web: WebSettings = Field(default_factory=WebSettings)
     log: LogSettings = Field(default_factory=LogSettings)
@@ -534,6 +541,27 @@ class Settings(BaseSettings):
 
     def cluster(self, name: str) -> ClusterSettings | None:
         return next((c for c in self.clusters if c.name == name), None)
+
+    @property
+    def fallback_cluster(self) -> str | None:
+        """Where an alert without a `cluster` label goes: `default_cluster`, else the only
+        configured cluster; None when several are configured and none is the default."""
+        return unlabelled_cluster(
+            default=self.default_cluster, configured=[c.name for c in self.clusters]
+        )
+
+    @model_validator(mode="after")
+    def _known_default_cluster(self) -> Settings:
+        names = [c.name for c in self.clusters]
+        if self.default_cluster is not None and self.default_cluster not in names:
+            raise ValueError(
+                f"default_cluster: {self.default_cluster!r} is not a configured cluster "
+                f"(clusters: {', '.join(names)})"
+            )
+        duplicate = next((n for n in names if names.count(n) > 1), None)
+        if duplicate is not None:
+            raise ValueError(f"clusters: {duplicate!r} is configured twice")
+        return self
 
 
 def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:

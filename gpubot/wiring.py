@@ -204,6 +204,7 @@ def build_app(
         notifier=notifier,
         clock=clock or SystemClock(),
         policy=policy,
+        default_cluster=settings.default_cluster,
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
     reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -24,7 +24,18 @@ RECOVERY_SOURCE_LABEL = "recovery_action"
 # An alert rule can choose with the label `gpubot_scope: pod | node`.
 SCOPE_LABEL = "gpubot_scope"
 POD_SCOPED_ALERTS = frozenset({"GPUIdleAllocated", "PodOOMKilled"})
-DEFAULT_CLUSTER = "sim"
+# The cluster of an alert with no `cluster` label when no cluster is the default (several
+# are configured and none is named `default_cluster`): matches no configured cluster, so the
+# service says so instead of acting.
+NO_CLUSTER = ""
+
+
+def unlabelled_cluster(*, default: str | None, configured: Sequence[str]) -> str | None:
+    """The cluster of an alert without a `cluster` label: the configured default, else the
+    only cluster; None when several are configured and none is the default."""
+    if default is not None:
+        return default
+    return configured[0] if len(configured) == 1 else None
 
 
 class IncidentStatus(StrEnum):
@@ -67,12 +78,18 @@ class AlertObservation:
         return f"{self.cluster}/{self.alertname}/{subject or '-'}"
 
 
-def observations(payload: AlertmanagerPayload) -> list[AlertObservation]:
-    """Flatten a webhook payload into per-alert observations."""
-    return [observe(alert, group_key=payload.group_key) for alert in payload.alerts]
+def observations(
+    payload: AlertmanagerPayload, *, default_cluster: str | None
+) -> list[AlertObservation]:
+    """Flatten a webhook payload into per-alert observations. An alert without a `cluster`
+    label belongs to `default_cluster` (None: to no cluster)."""
+    return [
+        observe(alert, group_key=payload.group_key, default_cluster=default_cluster)
+        for alert in payload.alerts
+    ]
 
 
-def observe(alert: Alert, *, group_key: str) -> AlertObservation:
+def observe(alert: Alert, *, group_key: str, default_cluster: str | None) -> AlertObservation:
     labels = dict(alert.labels)
     annotations = dict(alert.annotations)
     if (action := xid_action(labels.get("xid", ""))) is not None:
@@ -90,7 +107,7 @@ def observe(alert: Alert, *, group_key: str) -> AlertObservation:
         ends_at=alert.ends_at,
         status=alert.status,
         alertname=alert.alertname,
-        cluster=labels.get("cluster", DEFAULT_CLUSTER),
+        cluster=labels.get("cluster") or default_cluster or NO_CLUSTER,
         node=node,
         severity=labels.get("severity", "warning"),
         summary=summary,

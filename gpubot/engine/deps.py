@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpubot.domain.incidents import unlabelled_cluster
 from gpubot.domain.policy import Policy
 from gpubot.domain.runbooks import Runbook
 from gpubot.engine.leader import AlwaysLeader
@@ -26,3 +27,9 @@ class Engine:
     policy: Policy
     leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
     tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
+    default_cluster: str | None = None  # config default_cluster: see alert_cluster
+
+    @property
+    def alert_cluster(self) -> str | None:
+        """The cluster of an alert without a `cluster` label (None: it names none)."""
+        return unlabelled_cluster(default=self.default_cluster, configured=list(self.clusters))

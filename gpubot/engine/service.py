@@ -76,7 +76,9 @@ class GpubotService:
         now = self.e.clock.now()
         outcomes: list[IntakeOutcome] = []
         if webhook.payload is not None:
-            outcomes = await self.e.store.ingest(observations(webhook.payload), now=now)
+            outcomes = await self.e.store.ingest(
+                observations(webhook.payload, default_cluster=self.e.alert_cluster), now=now
+            )
         for bad in webhook.rejected:
             log.warning(
                 "alert rejected: %s (alertname %r)",
@@ -127,6 +129,10 @@ class GpubotService:
     # -- runs -----------------------------------------------------------------------------
 
     async def start_incident_runs(self, incident: Incident, *, quiet: bool = False) -> list[Run]:
+        if incident.cluster not in self.e.clusters:
+            if not quiet:  # a retry (recover, tick) must not say it again
+                await self._unknown_cluster(incident)
+            return []
         runbooks = runbooks_for_alert(self.e.runbooks.values(), incident.labels)
         if not runbooks and not quiet:
             await self._post(
@@ -549,6 +555,33 @@ class GpubotService:
             result={"status": incident.status.value},
             reason=f"alert {incident.alertname} {why}",
         )
+
+    async def _unknown_cluster(self, incident: Incident) -> None:
+        """An alert for a cluster the bot does not know (or with no `cluster` label when
+        several are configured and none is the default): nothing runs, and the log, the
+        metrics, the audit trail and the channel all say so."""
+        known = ", ".join(sorted(self.e.clusters))
+        named = f"cluster {incident.cluster!r}" if incident.cluster else "no `cluster` label"
+        why = (
+            f"{named}, and no configured cluster matches (configured: {known}; an alert "
+            "without the label goes to `default_cluster`, or to the only cluster)"
+        )
+        log.warning(
+            "alert %s for an unknown cluster: %s; no action taken",
+            incident.alertname,
+            why,
+            extra={"event": "alert.unknown_cluster", "incident": incident.id},
+        )
+        self.e.tally.alert_unrouted()
+        await self.trail.record(
+            "alert.unknown_cluster",
+            actor="alertmanager",
+            incident_id=incident.id,
+            target=incident.node,
+            args={"cluster": incident.cluster},
+            reason=why,
+        )
+        await self._post(incident.id, messages.text("No action taken: unknown cluster", why))
 
     async def _post(self, incident_id: str | None, message: Message) -> None:
         await self._notify(self.e.notifier.post(incident_id=incident_id, message=message))
