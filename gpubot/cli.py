@@ -23,7 +23,9 @@ def _config_arg(p: argparse.ArgumentParser) -> None:
         "--config",
         type=Path,
         metavar="FILE",
-        help="YAML config (same file as serve); default: simulated cluster, SQLite",
+        help="YAML config (same file as serve); default: $GPUBOT_CONFIG, else "
+        "/etc/gpubot/config/config.yaml if present, else the built-in defaults "
+        "(simulated cluster, SQLite ./gpubot.db)",
     )
 
 
@@ -189,11 +191,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _settings(path: Path | None):  # type: ignore[no-untyped-def]
-    from gpubot.config import load_settings
+    from gpubot.config import find_config, load_settings
 
-    if path is not None and not path.is_file():
-        raise InputError(f"{path}: no such config file")
-    return load_settings(path)
+    return load_settings(find_config(path))
 
 
 def _app(path: Path | None) -> App:
@@ -389,10 +389,28 @@ async def _report(args: argparse.Namespace) -> int:
 
 
 async def _ops(args: argparse.Namespace) -> int:
-    from gpubot.cli_ops import build_cli_app, run_ops
+    from gpubot.backends.store.database import StoreMissingError
+    from gpubot.cli_ops import READ_COMMANDS, build_cli_app, run_ops
+    from gpubot.config import find_config, load_settings
+    from gpubot.wiring import open_existing_store
 
-    app = build_cli_app(_settings(args.config))
+    found = find_config(args.config)
+    settings = load_settings(found)
     try:
+        # Break-glass reads and decides over the bot's database: never a new, empty one.
+        store = open_existing_store(settings)
+    except StoreMissingError as exc:
+        if found is not None:
+            raise
+        raise StoreMissingError(
+            f"{exc}; no config file was found: pass --config FILE or set GPUBOT_CONFIG"
+        ) from exc
+    app = build_cli_app(settings, store=store)
+    try:
+        if args.command not in READ_COMMANDS:
+            # A vote under another audit key (or none) than serve's would split the chain:
+            # one line, exit 2, before anything is written.
+            await app.service.read.audit_key_matches()
         return await run_ops(args, app=app)
     finally:
         await app.aclose()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # The views (and the domain models under them) load with the commands, not with --help.
 
 COMMANDS = ("incidents", "runs", "approve", "deny", "cancel", "resume")
+READ_COMMANDS = ("incidents", "runs")  # the others write: a vote, a cancel, a resume
 REFUSED = 1  # refused by policy: one line why; usage and config errors exit 2 (cli.main)
 _PICKED_UP = "the running gpubot acts on it within about a second"
 _WHO = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -577,6 +578,29 @@ def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:
     if not token:
         raise ConfigError(f"{key}: {path} is empty")
     return token
+
+
+# Where the Helm chart mounts the config in the bot's pod, so `kubectl exec deploy/gpubot --
+# gpubot runs` reads the same file as serve without --config.
+DEFAULT_CONFIG = Path("/etc/gpubot/config/config.yaml")
+CONFIG_ENV = "GPUBOT_CONFIG"
+
+
+def find_config(given: Path | None) -> Path | None:
+    """The config file a command reads, found as kubectl finds its kubeconfig: `--config`,
+    else $GPUBOT_CONFIG, else DEFAULT_CONFIG when it exists; None: no file (built-in
+    defaults). A file named by the flag or the variable must exist (ConfigError)."""
+    if given is not None:
+        if not given.is_file():
+            raise ConfigError(f"{given}: no such config file")
+        return given
+    named = os.environ.get(CONFIG_ENV, "")
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_ENV}={named}: no such config file")
+        return path
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
 
 
 def load_settings(path: Path | None = None, **overrides: Any) -> Settings:

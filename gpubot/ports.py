@@ -317,6 +317,10 @@ class AuditLog(Protocol):
 
     async def verify(self) -> list[ChainProblem]: ...
 
+    async def check_key(self) -> None:
+        """AuditKeyError when this process's audit key is not the chain's (checked before
+        writing, and by the readiness probe)."""
+
     async def head(self) -> ChainHead | None:
         """The chain head as stored (None if missing): what the thread and log anchor."""
         ...

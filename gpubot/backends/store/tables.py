@@ -180,6 +180,9 @@ audit_head = Table(
     # HMAC of seq and hash under GPUBOT_AUDIT_KEY ("" without a key), so the head cannot be
     # moved back without the key. Added in place to databases from before it (ADD COLUMN).
     Column("seal", String(64), nullable=False, server_default=""),
+    # key_id of the key that sealed the head ("" without a key), never the key: an appender
+    # holding another key (or none) refuses before it writes. Added in place like `seal`.
+    Column("key_id", String(64), nullable=False, server_default=""),
 )
 
 # Where the bot's chat messages are (Slack channel id and ts), by key: "thread:<incident id>",
