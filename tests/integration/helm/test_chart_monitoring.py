@@ -51,7 +51,7 @@ def test_monitoring_labels_reach_the_objects() -> None:
             "prometheusRule": {"enabled": True, "labels": labels},
         }
     )
-    for kind in ("ServiceMonitor", "PrometheusRule"):
+    for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule"):
         assert rendered.one(kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
@@ -65,6 +65,24 @@ def test_service_monitor_selects_the_bot_service_and_its_metrics_port() -> None:
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["path"] == "/metrics"
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+
+
+def test_pod_monitor_scrapes_each_agent_pod_on_its_metrics_route() -> None:
+    """The agents have no Service: a PodMonitor selects their pods and the http port."""
+    rendered = render_case("monitoring")
+    monitor = rendered.one("PodMonitor")
+    agents = rendered.one("DaemonSet")
+    pod_labels = agents["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "agent"
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["path"] == "/metrics"
+    ports = agents["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert endpoint["port"] in {p["name"] for p in ports}
+    assert (
+        render({"serviceMonitor": {"enabled": True}, "agent": {"enabled": False}}).all("PodMonitor")
+        == []
+    )
 
 
 def _receiver_block(notes: str) -> str:
