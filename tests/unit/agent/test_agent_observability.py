@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import re
 import signal
 import socket
 import threading
@@ -437,6 +438,15 @@ def test_readyz_on_the_real_bindings_follows_the_fake_nvml(tmp_path: Path) -> No
     assert down[0] == 503
     assert down[1].startswith("NVML: ")
     assert "\n" not in down[1]
+
+
+def test_readme_lists_every_agent_metric_and_no_other(metrics: AgentMetrics) -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(gpubot_agent_[a-z_]+)` \|", readme, flags=re.M))
+    exported = {
+        m.name + ("_total" if m.type == "counter" else "") for m in metrics.registry.collect()
+    }
+    assert documented == exported
 
 
 # -- start and SIGTERM ------------------------------------------------------------------------
