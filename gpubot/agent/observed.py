@@ -68,7 +68,7 @@ class ObservedOperations:
             result = self._ops.reset(index=index, uuid=uuid, dry_run=dry_run)
         except GpuDriverError as exc:
             self._metrics.reset(outcome=exc.kind)
-            _refused("reset", index, exc)
+            _refused("reset", "reset", index, exc)
             raise
         outcome = "dry_run" if dry_run else "healthy" if result.get("healthy") else "unhealthy"
         self._metrics.reset(outcome=outcome)
@@ -92,7 +92,7 @@ class ObservedOperations:
             result = self._ops.diag(level=level, gpus=gpus)
         except GpuDriverError as exc:
             self._metrics.diagnostic(result=exc.kind)
-            _refused("diag", None, exc)
+            _refused("diag", "DCGM diagnostic", None, exc)
             raise
         outcome = "passed" if result.get("passed") else "failed"
         self._metrics.diagnostic(result=outcome)
@@ -115,7 +115,7 @@ class ObservedOperations:
             result = run()
         except GpuDriverError as exc:
             self._metrics.power_limit(action=action, outcome=exc.kind)
-            _refused(f"power-limit {action}", index, exc)
+            _refused(f"power_limit.{action}", f"power limit {action}", index, exc)
             raise
         outcome = "dry_run" if dry_run else "changed"
         self._metrics.power_limit(action=action, outcome=outcome)
@@ -136,21 +136,23 @@ class ObservedOperations:
         return result
 
 
-def _refused(action: str, index: int | None, exc: GpuDriverError) -> None:
+def _refused(action: str, words: str, index: int | None, exc: GpuDriverError) -> None:
+    """One WARNING line for an action that was not done, as the request's only line."""
     logged_elsewhere()  # this line is the request's: the request log adds none
     target = f"GPU {index}" if index is not None else "this node"
+    reason = _line(str(exc))
     log.warning(
         "%s on %s not done: %s (%s)",
-        action,
+        words,
         target,
-        _line(str(exc)),
+        reason,
         exc.kind,
         extra={
-            "event": f"agent.{action.split()[0].replace('-', '_')}",
-            "action": action.replace(" ", "."),
+            "event": "agent." + action.split(".")[0],
+            "action": action,
             "gpu": index,
             "result": exc.kind,
-            "reason": _line(str(exc)),
+            "reason": reason,
         },
     )
 
