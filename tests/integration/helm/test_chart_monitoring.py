@@ -85,6 +85,27 @@ def test_pod_monitor_scrapes_each_agent_pod_on_its_metrics_route() -> None:
     )
 
 
+def test_agent_rules_are_the_deploy_file_behind_self_monitoring(tmp_path: Path) -> None:
+    """prometheusRule.selfMonitoring with the agent on adds the agents' rules too: the chart's
+    copy is the deploy file, the spec that file, and promtool accepts it; none without agents."""
+    deploy = REPO / "deploy" / "prometheus" / "gpubot-agent-rules.yaml"
+    assert (CHART / "files" / "gpubot-agent-rules.yaml").read_bytes() == deploy.read_bytes()
+    on = render({"prometheusRule": {"enabled": True, "selfMonitoring": True}})
+    rule = on.one("PrometheusRule", name="gpubot-agent")
+    assert rule["spec"] == yaml.safe_load(deploy.read_text())
+    extracted = tmp_path / "agent-rules.yaml"
+    extracted.write_text(yaml.safe_dump(rule["spec"]), encoding="utf-8")
+    result = _run(binary("promtool"), "check", "rules", str(extracted))
+    assert result.returncode == 0, result.stdout + result.stderr
+    no_agents = render(
+        {"prometheusRule": {"enabled": True, "selfMonitoring": True}, "agent": {"enabled": False}}
+    )
+    assert {r["metadata"]["name"] for r in no_agents.all("PrometheusRule")} == {
+        "gpubot",
+        "gpubot-self",
+    }
+
+
 def _receiver_block(notes: str) -> str:
     match = re.search(
         r"^# --- gpubot receiver: begin ---\n(.*?)^# --- gpubot receiver: end ---$",
