@@ -108,7 +108,8 @@ def create_agent_app(
     """The agent's routes. A read token is required: an agent is never open.
 
     `/healthz`, `/readyz` and `/metrics` need no token: probes and Prometheus send none, and
-    they tell nothing about the GPUs (see README, Node agent: logs, metrics and probes).
+    they tell no GPU's state, only how many NVML sees and counts of what the agent did (see
+    README, Node agent: logs, metrics and probes).
     """
     if not tokens.read:
         raise ValueError("the agent needs its node's read token")

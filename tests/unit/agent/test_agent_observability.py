@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import re
 import signal
 import socket
 import threading
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from fake_nvml_build import build_fake_nvml, run_with_fake_nvml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpubot.agent.api import AgentTokens
 from gpubot.agent.driver import GpuDriverError, SystemInfo
@@ -197,6 +201,9 @@ async def test_metrics_count_a_refused_request_and_a_reset(
     [done] = _lines(text_log, "agent.reset")[:1]
     assert "GPU 5 reset; it reads healthy again" in done
     assert "result=healthy" in done
+    # The refused reset is its action's line only: the one agent.refused line is the 401.
+    [refusal] = _lines(text_log, "agent.refused")
+    assert "401" in refusal
     refused = [line for line in _lines(text_log, "agent.reset") if "result=in_use" in line]
     assert len(refused) == 1
     assert "GPU 0" in refused[0]
@@ -492,3 +499,63 @@ async def test_sigterm_logs_the_shutdown_and_the_agent_stops(
         f"127.0.0.1:{port}, mutating, bot unset (XID events not forwarded)"
     )
     assert stopping.getMessage().startswith("SIGTERM received: stopping")
+
+
+# -- hostile requests, generated ------------------------------------------------------------
+
+_PATHS = st.one_of(
+    st.sampled_from(
+        [
+            "/v1/gpus/{i}/reset",
+            "/v1/gpus/{i}/power-limit",
+            "/v1/gpus/{i}/power-limit/restore",
+            "/v1/diag",
+            "/v1/gpus/{i}/processes",
+            "/metrics",
+        ]
+    ).flatmap(lambda p: st.integers(0, 99).map(lambda i: p.replace("{i}", str(i)))),
+    st.text(st.characters(codec="utf-8"), max_size=40).map(
+        lambda t: "/v1/" + urllib.parse.quote(t, safe="")
+    ),
+)
+_BODIES = st.one_of(
+    st.binary(max_size=64),
+    st.dictionaries(
+        st.sampled_from(["watts", "uuid", "dry_run", "level", "gpus", "x\n\x1b"]),
+        st.one_of(st.integers(-5, 900), st.text(max_size=20), st.booleans(), st.none()),
+        max_size=3,
+    ).map(lambda d: json.dumps(d).encode()),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=_PATHS, body=_BODIES, token=st.sampled_from([MUTATE, READ, WRONG, ""]))
+def test_any_post_is_answered_without_a_5xx_and_logged_in_at_most_one_line(
+    path: str, body: bytes, token: str
+) -> None:
+    cluster = SimulatedCluster.default()
+    stream = io.StringIO()
+    handler = configure_logging(fmt="text", level="info", secrets=[READ, MUTATE], stream=stream)
+    app = build_agent_app(
+        SimulatedDriver(cluster.agent, node=NODE), _opts(), metrics=AgentMetrics()
+    )
+
+    async def post() -> httpx.Response:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://agent"
+        ) as client:
+            headers = {"authorization": f"Bearer {token}"} if token else {}
+            return await client.post(path, content=body, headers=headers)
+
+    try:
+        r = asyncio.run(post())
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert r.status_code < 500, r.text
+    lines = stream.getvalue().splitlines()
+    assert len(lines) <= 1, stream.getvalue()  # one record, one line: nothing forged
+    if r.status_code >= 400:
+        assert len(lines) == 1, stream.getvalue()  # every refusal is in the log
+    assert "\x1b" not in stream.getvalue()
+    for secret in (READ, MUTATE, WRONG):
+        assert secret not in stream.getvalue()
