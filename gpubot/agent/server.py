@@ -76,7 +76,7 @@ class AgentServer(uvicorn.Server):
             except ValueError:
                 name = str(sig)
             log.info(
-                "%s received: stopping (open requests get 3 s)",
+                "%s received: stopping once the open requests are answered",
                 name,
                 extra={"event": "agent.stopping", "reason": name},
             )
@@ -114,7 +114,8 @@ def build_agent_server(
         log_config=None,  # uvicorn's records go to gpubot's handler, in the same format
         access_log=False,
         lifespan="off",
-        timeout_graceful_shutdown=3,
+        # No graceful-shutdown timeout: a reset or a diagnostic under way finishes and is
+        # answered (the pod's termination grace period bounds the wait).
     )
     return AgentServer(config)
 

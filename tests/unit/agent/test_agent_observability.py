@@ -559,3 +559,46 @@ def test_any_post_is_answered_without_a_5xx_and_logged_in_at_most_one_line(
     assert "\x1b" not in stream.getvalue()
     for secret in (READ, MUTATE, WRONG):
         assert secret not in stream.getvalue()
+
+
+async def test_sigterm_during_a_reset_lets_it_finish_and_answer_before_the_agent_stops(
+    cluster: SimulatedCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    entered, go = threading.Event(), threading.Event()
+
+    class SlowReset(SimulatedDriver):
+        def reset(self, *, index: int, timeout_s: float, uuid: str | None = None) -> str:
+            entered.set()
+            go.wait(10)  # nvidia-smi -r under way
+            return super().reset(index=index, timeout_s=timeout_s, uuid=uuid)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    caplog.set_level(logging.INFO, logger="gpubot")
+    driver = SlowReset(cluster.agent, node=NODE)
+    task = asyncio.create_task(serve_agent(driver, driver, _opts(port=port), sock=sock))
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", headers={"authorization": f"Bearer {MUTATE}"}
+    ) as client:
+        for _ in range(200):  # until it answers (it binds in a moment)
+            try:
+                if (await client.get("/healthz")).status_code == 200:
+                    break
+            except httpx.TransportError:
+                await asyncio.sleep(0.02)
+        reset = asyncio.create_task(client.post("/v1/gpus/6/reset", json={}, timeout=10))
+        assert await asyncio.to_thread(entered.wait, 5)
+        signal.raise_signal(signal.SIGTERM)
+        assert any(getattr(r, "event", "") == "agent.stopping" for r in caplog.records)
+        go.set()
+        answer = await reset
+    await asyncio.wait_for(task, timeout=10)
+    assert answer.status_code == 200
+    assert answer.json()["healthy"] is True
+    events = [e for r in caplog.records if (e := getattr(r, "event", "")).startswith("agent.")]
+    assert (
+        events.index("agent.stopping") < events.index("agent.reset") < events.index("agent.stopped")
+    )
