@@ -18,6 +18,21 @@ if TYPE_CHECKING:
 # so `gpubot --help` stays fast.
 
 
+def _log_args(p: argparse.ArgumentParser) -> None:
+    """--log-format and --log-level, shared by serve and agent (they win over `log.*`)."""
+    p.add_argument(
+        "--log-format",
+        choices=["auto", "json", "text"],
+        help="log lines on stderr: json, text, or auto (text on a terminal, else JSON; "
+        "default from config log.format: auto)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="gpubot's records at this level and above (default from config log.level: info)",
+    )
+
+
 def _config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
@@ -61,17 +76,7 @@ def parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default from config: 8080)")
-    p.add_argument(
-        "--log-format",
-        choices=["auto", "json", "text"],
-        help="log lines on stderr: json, text, or auto (text on a terminal, else JSON; "
-        "default from config log.format: auto)",
-    )
-    p.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        help="gpubot's records at this level and above (default from config log.level: info)",
-    )
+    _log_args(p)
 
     p = sub.add_parser(
         "agent",
@@ -81,7 +86,11 @@ def parser() -> argparse.ArgumentParser:
         "forwards critical XID events to the bot (agent.bot_url). It holds only its own "
         "node's tokens: GPUBOT_AGENT_READ_TOKEN (or agent.read_token_file) to be read, and "
         "GPUBOT_AGENT_MUTATE_TOKEN (or agent.mutate_token_file) to act; without a mutate "
-        "token it is read-only. Print them with `gpubot agent-token --node NAME`.",
+        "token it is read-only. Print them with `gpubot agent-token --node NAME`. Without a "
+        "token: /healthz (alive), /readyz (200 when NVML answers, else 503 with the reason) and "
+        "/metrics (Prometheus counters of requests, resets, power limits, diagnostics, XID "
+        "events, NVML errors). Logs one line per start, refusal, action, XID event and "
+        "shutdown, in serve's formats (log.format, log.level, or the flags below).",
     )
     _config_arg(p)
     p.add_argument(
@@ -92,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--listen", metavar="HOST:PORT", help="bind (default from config: 0.0.0.0:9400)")
     p.add_argument("--node", help="this node's name (default: agent.node, else the host name)")
+    _log_args(p)
 
     p = sub.add_parser(
         "agent-token",
@@ -321,6 +331,7 @@ async def _agent(args: argparse.Namespace) -> int:
 
     from gpubot.agent.api import AgentTokens
     from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
+    from gpubot.cli_serve import setup_logging
     from gpubot.config import load_settings
     from gpubot.errors import ConfigError
 
@@ -334,6 +345,8 @@ async def _agent(args: argparse.Namespace) -> int:
         )
     host, port = parse_listen(args.listen or s.agent.listen)
     node = args.node or s.agent.node or socket.gethostname()
+    # Before anything logs; the node's own tokens are redacted like the config's secrets.
+    setup_logging(s, fmt=args.log_format, level=args.log_level, extra_secrets=(read, mutate))
     from gpubot.wiring import build_agent_driver
 
     driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
@@ -347,6 +360,7 @@ async def _agent(args: argparse.Namespace) -> int:
         xid_window_s=s.agent.xid_window_seconds,
         reset_timeout_s=s.agent.reset_timeout_seconds,
         diagnostics=diagnostics,
+        driver_name=args.driver,
     )
     await serve_agent(driver, driver, opts)
     return 0

@@ -402,7 +402,8 @@ class WebSettings(_Section):
 
 
 class LogSettings(_Section):
-    """What `gpubot serve` writes to stderr (`--log-format`, `--log-level` override these)."""
+    """What `gpubot serve` and `gpubot agent` write to stderr (`--log-format`, `--log-level`
+    override these)."""
 
     format: Literal["auto", "json", "text"] = Field(
         "auto", description="json, text, or auto: text on a terminal, JSON otherwise"
@@ -411,7 +412,8 @@ class LogSettings(_Section):
         "info", description="gpubot's own records at this level and above"
     )
     access_log: bool = Field(
-        False, description="one line per HTTP request (uvicorn's access log, same format)"
+        False,
+        description="serve only: one line per HTTP request (uvicorn's access log, same format)",
     )
 
 
