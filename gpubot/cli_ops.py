@@ -1,27 +1,30 @@
 """Break-glass CLI: incidents, runs, approve, deny, cancel, resume, over the shared store.
 
-For when Slack is down. Decisions go through the same service methods as Slack's buttons
-(the same approver groups, two-person rule and expiry) and land in the shared store; the
-running `gpubot serve`'s leader reads them from the audit trail within about a second
-(GpubotService.follow) and carries them out. This process never starts a step itself.
-Who decides is the local account running the command, mapped to an approver identity by
-`policy.operators` in the config: never something typed on the command line.
+For when Slack is down. A decision is a vote signed with the operator's own SSH key
+(`ssh-keygen -Y sign -n gpubot-vote`), stored in the shared store; the running `gpubot
+serve`'s leader checks the signature against the operator keys of its own config, and only
+then decides as the identity that key stands for, through the same service methods as Slack's
+buttons (approver groups, two-person rule, expiry). This process decides nothing and never
+starts a step: its environment and its --config cannot make anyone someone else.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpubot.errors import ApprovalError, InputError
 
 if TYPE_CHECKING:
     from gpubot.cli_ops_view import RunView
-    from gpubot.config import OperatorSettings, Settings
+    from gpubot.config import Settings
+    from gpubot.domain.signed_votes import Action, VoteMessage
     from gpubot.wiring import App
 
 # The views (and the domain models under them) load with the commands, not with --help.
@@ -30,9 +33,13 @@ COMMANDS = ("incidents", "runs", "approve", "deny", "cancel", "resume")
 REFUSED = 1  # refused by policy: one line why; usage and config errors exit 2 (cli.main)
 _PICKED_UP = "the running gpubot acts on it within about a second"
 _WHO = (
-    "Who decides is the local account running this command (its uid), as policy.operators "
-    "in the config maps it to an approver identity; an unmapped account is refused. "
-    "Exit codes: 0 done, 1 refused by policy, 2 usage or config error."
+    "Who decides is the holder of an SSH key listed in policy.operator_keys of the config "
+    "`gpubot serve` runs with: the vote is signed with it (ssh-keygen -Y sign -n gpubot-vote; "
+    "--key, else ~/.ssh/id_ed25519, id_ecdsa or id_rsa), and the running server checks the "
+    "signature against its own keys before it counts the vote; the environment and this "
+    "command's --config change nobody's identity. An unsigned vote, or one signed by a key "
+    "the server does not list, is refused. Exit codes: 0 done (or stored, not yet counted), "
+    "1 refused, 2 usage or config error."
 )
 
 
@@ -78,6 +85,7 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
         p.add_argument("id", metavar="ID", help="approval id (apr-…) or run id (run-…)")
         if verb == "deny":
             p.add_argument("--reason", default="", help="why, recorded in the audit trail")
+        _signing_args(p)
 
     p = sub.add_parser(
         "cancel",
@@ -89,6 +97,7 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
     config_arg(p)
     p.add_argument("run", metavar="RUN", help="run id (run-…)")
     p.add_argument("--reason", default="", help="why, recorded in the audit trail")
+    _signing_args(p)
 
     p = sub.add_parser(
         "resume",
@@ -100,6 +109,35 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
     )
     config_arg(p)
     p.add_argument("run", metavar="RUN", help="run id (run-…)")
+    _signing_args(p)
+
+
+def _signing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--key",
+        type=Path,
+        metavar="FILE",
+        help="your SSH key (private, or the .pub of a key held by ssh-agent or a token); "
+        "default ~/.ssh/id_ed25519, id_ecdsa or id_rsa",
+    )
+    p.add_argument(
+        "--write-message",
+        type=Path,
+        metavar="FILE",
+        help="only write the vote to sign to FILE, for signing elsewhere: "
+        "ssh-keygen -Y sign -f KEY -n gpubot-vote FILE (writes FILE.sig)",
+    )
+    p.add_argument("--message", type=Path, metavar="FILE", help="a vote written by --write-message")
+    p.add_argument(
+        "--signature", type=Path, metavar="FILE", help="its signature (FILE.sig of ssh-keygen)"
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long to wait for the running gpubot to count the vote (default 15)",
+    )
 
 
 def local_account() -> str:
@@ -110,17 +148,6 @@ def local_account() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
         return f"uid:{os.getuid()}"
-
-
-def operator(settings: Settings, account: str) -> OperatorSettings:
-    """The approver `account` stands for; ApprovalError (a refusal) when it is not mapped."""
-    found = settings.policy.operators.get(account)
-    if found is None:
-        raise ApprovalError(
-            f"local account {account!r} is not in policy.operators; "
-            "map it to an approver identity in the config to decide from the CLI"
-        )
-    return found
 
 
 def build_cli_app(settings: Settings, **overrides: Any) -> App:
@@ -203,35 +230,135 @@ async def run_view(app: App, run_id: str) -> RunView:
 
 
 async def _decide(app: App, args: argparse.Namespace, account: str) -> int:
+    """Sign (or take a signed) vote, store it, and wait for the server's verdict."""
+    from gpubot.domain.signed_votes import SubmittedVote
+
+    action: Action = args.command
+    target, run_id, step = await _target(app, action, args)
+    message, signature = await _signed(app, args, action, target=target, run=run_id, step=step)
+    if signature is None:
+        return 0  # --write-message: nothing stored
+    raw = message.canonical()
+    vote = SubmittedVote(
+        nonce=message.nonce,
+        action=action,
+        target=target,
+        message=raw,
+        signature=signature,
+        account=account,
+        submitted_at=app.service.read.now(),
+    )
+    await app.service.submit_signed_vote(vote, message)
+    return await _verdict(app, vote, message, wait=args.wait)
+
+
+async def _target(app: App, action: Action, args: argparse.Namespace) -> tuple[str, str, str]:
+    """What the vote is on: (approval id, its run, its step), or (run, run, "")."""
+    if action in ("approve", "deny"):
+        approval_id = await _approval_id(app, args.id)
+        request = await app.store.get_approval(approval_id)  # NotFoundError: exit 2
+        return approval_id, request.run_id, request.step_id
+    await app.store.get_run(args.run)
+    return args.run, args.run, ""
+
+
+async def _signed(
+    app: App, args: argparse.Namespace, action: Action, *, target: str, run: str, step: str
+) -> tuple[VoteMessage, str | None]:
+    """The vote and its signature: signed here with the operator's key, or as signed
+    elsewhere (--message, --signature); with --write-message, the vote alone (None)."""
+    from gpubot.cli_sign import find_key, public_line, sign
+    from gpubot.domain.signed_votes import new_message, parse_message
+
+    if args.message is not None or args.signature is not None:
+        if args.message is None or args.signature is None:
+            raise InputError("--message and --signature go together")
+        message = parse_message(_read(args.message, binary=True))
+        if (message.action, message.target) != (action, target):
+            raise ApprovalError(
+                f"{args.message} is a vote to {message.action} {message.target}, "
+                f"not to {action} {target}"
+            )
+        return message, _read(args.signature, binary=False)
+    key = find_key(args.key)
+    user = _operator(app.settings, public_line(key))
+    message = new_message(
+        action=action,
+        target=target,
+        run=run,
+        step=step,
+        user=user,
+        now=app.service.read.now(),
+        reason=getattr(args, "reason", ""),
+    )
+    if args.write_message is not None:
+        try:
+            args.write_message.write_bytes(message.canonical())
+        except OSError as exc:
+            raise InputError(f"{args.write_message}: cannot write: {exc.strerror}") from None
+        print(
+            f"wrote the vote to {args.write_message} (valid until "
+            f"{message.expires:%H:%M:%S} UTC); sign it with: ssh-keygen -Y sign -f KEY "
+            f"-n gpubot-vote {args.write_message}, then: gpubot {action} {args_id(args)} "
+            f"--message {args.write_message} --signature {args.write_message}.sig"
+        )
+        return message, None
+    return message, sign(key, message.canonical())
+
+
+def _operator(settings: Settings, public: str) -> str:
+    """The identity this config lists for the key: what the vote claims. The server checks
+    the claim against its own config; this lookup only refuses early."""
+    from gpubot.backends.sshsig import public_key_fingerprint
+
+    try:
+        key = public_key_fingerprint(public)
+    except ValueError as exc:
+        raise InputError(f"your public key: {exc}") from None
+    if not settings.policy.operator_keys:
+        raise ApprovalError(
+            "unsigned votes are not taken and this config lists no policy.operator_keys: "
+            "use the config `gpubot serve` runs with, where your key is listed"
+        )
+    for entry in settings.policy.operator_keys:
+        if entry.fingerprint() == key:
+            return entry.user
+    raise ApprovalError(f"key {key} is not in policy.operator_keys of this config")
+
+
+async def _verdict(app: App, vote: Any, message: VoteMessage, *, wait: float) -> int:
+    """The server's verdict on the stored vote, as soon as it has counted it."""
     from gpubot.cli_ops_view import plain
 
-    who = operator(app.settings, account)
-    via = {"via": "cli", "account": account}
-    service = app.service
-    if args.command in ("approve", "deny"):
-        approval_id = await _approval_id(app, args.id)
-        outcome = await service.vote(
-            approval_id=approval_id,
-            user=who.user,
-            decision="approve" if args.command == "approve" else "deny",
-            user_groups=who.usergroups,
-            via=via,
-            reason=getattr(args, "reason", ""),
-        )
-        done = outcome.request.status.value != "pending"
-        tail = f"; {_PICKED_UP}" if done else ""
-        print(f"{plain(outcome.message)} ({approval_id}, as {who.user}){tail}")
-        return 0
-    if args.command == "cancel":
-        result = await service.cancel(
-            run_id=args.run, user=who.user, reason=args.reason, user_groups=who.usergroups, via=via
-        )
-    else:
-        result = await service.resume(
-            run_id=args.run, user=who.user, user_groups=who.usergroups, via=via
-        )
-    print(f"{plain(result.message)} (as {who.user}); {_PICKED_UP}")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(0.0, wait)
+    while True:
+        stored = await app.store.get_vote(vote.nonce)
+        if stored is not None and stored.state == "accepted":
+            print(f"{plain(stored.verdict)} ({vote.target}, as {message.user}); {_PICKED_UP}")
+            return 0
+        if stored is not None and stored.state == "refused":
+            raise ApprovalError(stored.verdict)
+        if loop.time() >= deadline:
+            break
+        await asyncio.sleep(0.2)
+    print(
+        f"stored the signed vote to {vote.action} {vote.target} as {message.user} "
+        f"(nonce {vote.nonce}); no running gpubot has counted it yet: it is counted when "
+        f"one does, until {message.expires:%Y-%m-%d %H:%M:%S} UTC"
+    )
     return 0
+
+
+def args_id(args: argparse.Namespace) -> str:
+    return str(getattr(args, "id", None) or getattr(args, "run", ""))
+
+
+def _read(path: Path, *, binary: bool) -> Any:
+    try:
+        return path.read_bytes() if binary else path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
 
 
 async def _approval_id(app: App, given: str) -> str:

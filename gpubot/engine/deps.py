@@ -10,7 +10,7 @@ from gpubot.domain.runbooks import Runbook
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.observe import NoTally, Tally
 from gpubot.engine.registry import Registry
-from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store
+from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store, VoteSigners
 
 
 @dataclass(frozen=True)
@@ -26,3 +26,4 @@ class Engine:
     policy: Policy
     leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
     tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
+    signers: VoteSigners | None = None  # operator keys for signed break-glass votes

@@ -192,6 +192,25 @@ chat_refs = Table(
     Column("ts", String(64), nullable=False),
 )
 
+# Break-glass votes signed with an operator's SSH key (gpubot.domain.signed_votes), as the
+# CLI stored them: the nonce inside the signed message is the key, so one signed vote is
+# one row, and the server counts each row once (pending → counting → accepted | refused).
+signed_votes = Table(
+    "signed_votes",
+    metadata,
+    Column("nonce", String(32), primary_key=True),
+    Column("action", String(16), nullable=False),
+    Column("target", String(80), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("account", String(255), nullable=False),
+    Column("submitted_at", UtcDateTime, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("verdict", Text, nullable=False, server_default=""),
+    Column("settled_at", UtcDateTime, nullable=True),
+    Index("ix_signed_votes_state", "state"),
+)
+
 # Signed Slack requests already accepted (a SHA-256 of their signature), kept until their
 # 5-minute window is over: a replay, to any replica, is refused.
 slack_seen = Table(

@@ -1,0 +1,86 @@
+"""Signed break-glass votes in SQL: stored once by nonce, counted once by the server."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from gpubot.backends.store.database import SqlDatabase
+from gpubot.backends.store.tables import signed_votes
+from gpubot.domain.signed_votes import SubmittedVote
+
+
+class SqlSignedVotes(SqlDatabase):
+    """SignedVoteStore."""
+
+    async def submit_vote(self, vote: SubmittedVote) -> bool:
+        insert = pg_insert if self._postgres else sqlite_insert
+        add = (
+            insert(signed_votes)
+            .values(
+                nonce=vote.nonce,
+                action=vote.action,
+                target=vote.target,
+                message=vote.message.decode("ascii"),
+                signature=vote.signature,
+                account=vote.account,
+                submitted_at=vote.submitted_at,
+                state="pending",
+                verdict="",
+            )
+            .on_conflict_do_nothing(index_elements=[signed_votes.c.nonce])
+            .returning(signed_votes.c.nonce)
+        )
+        return await self._run(lambda conn: conn.execute(add).first() is not None, write=True)
+
+    async def pending_votes(self) -> list[SubmittedVote]:
+        query = (
+            select(signed_votes)
+            .where(signed_votes.c.state == "pending")
+            .order_by(signed_votes.c.submitted_at, signed_votes.c.nonce)
+        )
+        return await self._run(
+            lambda conn: [_vote(row) for row in conn.execute(query).mappings()], write=False
+        )
+
+    async def claim_vote(self, nonce: str) -> bool:
+        return await self._set_state(nonce, "pending", state="counting")
+
+    async def settle_vote(self, nonce: str, *, accepted: bool, verdict: str, at: datetime) -> None:
+        state = "accepted" if accepted else "refused"
+        await self._set_state(nonce, "counting", state=state, verdict=verdict, settled_at=at)
+
+    async def get_vote(self, nonce: str) -> SubmittedVote | None:
+        query = select(signed_votes).where(signed_votes.c.nonce == nonce)
+
+        def read(conn: Connection) -> SubmittedVote | None:
+            row = conn.execute(query).mappings().first()
+            return None if row is None else _vote(row)
+
+        return await self._run(read, write=False)
+
+    async def _set_state(self, nonce: str, expected: str, **values: Any) -> bool:
+        change = (
+            update(signed_votes)
+            .where(signed_votes.c.nonce == nonce, signed_votes.c.state == expected)
+            .values(**values)
+        )
+        return await self._run(lambda conn: conn.execute(change).rowcount == 1, write=True)
+
+
+def _vote(row: RowMapping) -> SubmittedVote:
+    return SubmittedVote(
+        nonce=row["nonce"],
+        action=row["action"],
+        target=row["target"],
+        message=str(row["message"]).encode("ascii", "replace"),
+        signature=row["signature"],
+        account=row["account"],
+        submitted_at=row["submitted_at"],
+        state=row["state"],
+        verdict=row["verdict"],
+    )
