@@ -333,7 +333,7 @@ async def _verdict(app: App, vote: Any, message: VoteMessage, *, wait: float) ->
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, wait)
     while True:
-        stored = await app.store.get_vote(vote.nonce)
+        stored = await app.store.get_vote(vote.digest)
         if stored is not None and stored.state == "accepted":
             print(f"{plain(stored.verdict)} ({vote.target}, as {message.user}); {_PICKED_UP}")
             return 0

@@ -327,20 +327,25 @@ class SignedVoteStore(Protocol):
     """Break-glass votes the CLI signed and stored, until the server has counted each once."""
 
     async def submit_vote(self, vote: SubmittedVote) -> bool:
-        """Store a pending vote; False when its nonce is there already (a replay)."""
+        """Store a pending vote; False when the same signed vote is there already."""
         ...
 
     async def pending_votes(self) -> list[SubmittedVote]: ...
 
-    async def claim_vote(self, nonce: str) -> bool:
+    async def claim_vote(self, digest: str) -> bool:
         """pending → counting; True for the one process that moved it (it counts it)."""
         ...
 
-    async def settle_vote(self, nonce: str, *, accepted: bool, verdict: str, at: datetime) -> None:
+    async def mark_verified(self, digest: str, *, signer: str) -> bool:
+        """Note the key that verifiably signed it; False when another stored vote with the
+        same nonce was verified before (a replay of a vote already used)."""
+        ...
+
+    async def settle_vote(self, digest: str, *, accepted: bool, verdict: str, at: datetime) -> None:
         """counting → accepted or refused, with the one line the voter is shown."""
         ...
 
-    async def get_vote(self, nonce: str) -> SubmittedVote | None: ...
+    async def get_vote(self, digest: str) -> SubmittedVote | None: ...
 
 
 class VoteSigners(Protocol):

@@ -100,6 +100,14 @@ class SubmittedVote:
     submitted_at: datetime
     state: Literal["pending", "counting", "accepted", "refused"] = "pending"
     verdict: str = ""
+    signer: str = ""  # the key's fingerprint, once the server verified the signature
+
+    @property
+    def digest(self) -> str:
+        """What one stored vote is keyed by: the message and signature together, so a
+        forged row carrying someone's nonce cannot take the place of their real vote."""
+        both = self.message + b"\n" + self.signature.encode("ascii", "replace")
+        return hashlib.sha256(both).hexdigest()
 
 
 def new_nonce() -> str:

@@ -65,11 +65,11 @@ class VoteCounter:
         """Count what the CLI stored; returns how many this process counted."""
         counted = 0
         for vote in await self.e.store.pending_votes():
-            if not await self.e.store.claim_vote(vote.nonce):
+            if not await self.e.store.claim_vote(vote.digest):
                 continue  # another replica counts it
             accepted, verdict = await self._count(vote)
             await self.e.store.settle_vote(
-                vote.nonce, accepted=accepted, verdict=verdict, at=self.e.clock.now()
+                vote.digest, accepted=accepted, verdict=verdict, at=self.e.clock.now()
             )
             counted += 1
         return counted
@@ -89,6 +89,8 @@ class VoteCounter:
                     f"the vote claims to be {message.user}, but key {signer.key} is {signer.user}"
                 )
             await self._check_target(message)
+            if not await self.e.store.mark_verified(vote.digest, signer=signer.key):
+                raise ApprovalError(f"this signed vote (nonce {vote.nonce}) was used before")
         except ApprovalError as exc:
             await self._refuse(vote, actor=signer.user, key=signer.key, why=str(exc))
             return False, str(exc)

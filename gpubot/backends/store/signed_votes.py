@@ -22,6 +22,7 @@ class SqlSignedVotes(SqlDatabase):
         add = (
             insert(signed_votes)
             .values(
+                digest=vote.digest,
                 nonce=vote.nonce,
                 action=vote.action,
                 target=vote.target,
@@ -31,9 +32,10 @@ class SqlSignedVotes(SqlDatabase):
                 submitted_at=vote.submitted_at,
                 state="pending",
                 verdict="",
+                signer="",
             )
-            .on_conflict_do_nothing(index_elements=[signed_votes.c.nonce])
-            .returning(signed_votes.c.nonce)
+            .on_conflict_do_nothing(index_elements=[signed_votes.c.digest])
+            .returning(signed_votes.c.digest)
         )
         return await self._run(lambda conn: conn.execute(add).first() is not None, write=True)
 
@@ -41,21 +43,43 @@ class SqlSignedVotes(SqlDatabase):
         query = (
             select(signed_votes)
             .where(signed_votes.c.state == "pending")
-            .order_by(signed_votes.c.submitted_at, signed_votes.c.nonce)
+            .order_by(signed_votes.c.submitted_at, signed_votes.c.digest)
         )
         return await self._run(
             lambda conn: [_vote(row) for row in conn.execute(query).mappings()], write=False
         )
 
-    async def claim_vote(self, nonce: str) -> bool:
-        return await self._set_state(nonce, "pending", state="counting")
+    async def claim_vote(self, digest: str) -> bool:
+        return await self._set_state(digest, "pending", state="counting")
 
-    async def settle_vote(self, nonce: str, *, accepted: bool, verdict: str, at: datetime) -> None:
+    async def mark_verified(self, digest: str, *, signer: str) -> bool:
+        """Record the verified signer, unless another row with this nonce has one already:
+        False then (a replay). One statement, so two counters cannot both win a nonce."""
+        other = (
+            select(signed_votes.c.digest)
+            .where(
+                signed_votes.c.nonce
+                == select(signed_votes.c.nonce)
+                .where(signed_votes.c.digest == digest)
+                .scalar_subquery(),
+                signed_votes.c.signer != "",
+                signed_votes.c.digest != digest,
+            )
+            .exists()
+        )
+        change = (
+            update(signed_votes)
+            .where(signed_votes.c.digest == digest, ~other)
+            .values(signer=signer)
+        )
+        return await self._run(lambda conn: conn.execute(change).rowcount == 1, write=True)
+
+    async def settle_vote(self, digest: str, *, accepted: bool, verdict: str, at: datetime) -> None:
         state = "accepted" if accepted else "refused"
-        await self._set_state(nonce, "counting", state=state, verdict=verdict, settled_at=at)
+        await self._set_state(digest, "counting", state=state, verdict=verdict, settled_at=at)
 
-    async def get_vote(self, nonce: str) -> SubmittedVote | None:
-        query = select(signed_votes).where(signed_votes.c.nonce == nonce)
+    async def get_vote(self, digest: str) -> SubmittedVote | None:
+        query = select(signed_votes).where(signed_votes.c.digest == digest)
 
         def read(conn: Connection) -> SubmittedVote | None:
             row = conn.execute(query).mappings().first()
@@ -63,10 +87,10 @@ class SqlSignedVotes(SqlDatabase):
 
         return await self._run(read, write=False)
 
-    async def _set_state(self, nonce: str, expected: str, **values: Any) -> bool:
+    async def _set_state(self, digest: str, expected: str, **values: Any) -> bool:
         change = (
             update(signed_votes)
-            .where(signed_votes.c.nonce == nonce, signed_votes.c.state == expected)
+            .where(signed_votes.c.digest == digest, signed_votes.c.state == expected)
             .values(**values)
         )
         return await self._run(lambda conn: conn.execute(change).rowcount == 1, write=True)
@@ -83,4 +107,5 @@ def _vote(row: RowMapping) -> SubmittedVote:
         submitted_at=row["submitted_at"],
         state=row["state"],
         verdict=row["verdict"],
+        signer=row["signer"],
     )
