@@ -276,6 +276,21 @@ async def test_cli_stores_a_signed_vote_that_only_the_server_counts(bg: BreakGla
     assert (await bg.steps(run_id))["release"] == "succeeded"
 
 
+async def test_a_signed_vote_counted_after_its_expiry_is_refused(bg: BreakGlass) -> None:
+    """A signed vote lives five minutes: one the server reaches later (no server was running,
+    or a copy kept for later) is refused, and the request stays pending."""
+    run_id = await bg.waiting_run()
+    args = parser().parse_args(["approve", run_id, "--key", str(bg.keys["alice"]), "--wait", "0"])
+    assert await run_ops(args, app=bg.cli, account="os-alice") == 0
+    bg.h.clock.advance(timedelta(minutes=5))
+    await bg.h.app.service.count_signed_votes()
+    [refused] = await bg.events("vote.refused")
+    assert refused.actor == "U1"
+    assert "expired" in refused.result["message"]
+    [approval_id] = bg.h.approval_ids()
+    assert (await bg.h.app.store.get_approval(approval_id)).status is ApprovalStatus.PENDING
+
+
 async def test_cli_approval_runs_the_step_on_the_serving_app(bg: BreakGlass) -> None:
     """The serving app counts the CLI's signed vote and runs the step, as the identity its
     config gives the key; the audit event names the key's fingerprint."""
