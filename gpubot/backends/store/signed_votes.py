@@ -54,7 +54,8 @@ class SqlSignedVotes(SqlDatabase):
 
     async def mark_verified(self, digest: str, *, signer: str) -> bool:
         """Record the verified signer, unless another row with this nonce has one already:
-        False then (a replay). One statement, so two counters cannot both win a nonce."""
+        False then (a replay). Votes are counted by the leader alone, one after another, so
+        no two processes check one nonce at the same moment."""
         other = (
             select(signed_votes.c.digest)
             .where(
