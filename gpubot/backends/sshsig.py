@@ -18,11 +18,11 @@ from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from gpubot.domain.signed_votes import (
     MAX_SIGNATURE_BYTES,
     NAMESPACE,
-    SignatureError,
     Signer,
     fingerprint,
     key_blob,
 )
+from gpubot.errors import SignatureError
 
 _BEGIN = "-----BEGIN SSH SIGNATURE-----"
 _END = "-----END SSH SIGNATURE-----"

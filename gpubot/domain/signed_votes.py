@@ -39,15 +39,6 @@ _NONCE = re.compile(r"[0-9a-f]{32}", re.ASCII)
 _FIELDS = {"v", "ns", "action", "target", "run", "step", "user", "nonce", "expires", "reason"}
 
 
-class SignatureError(ApprovalError):
-    """A signed vote that does not count: malformed, forged, or from a key not configured.
-    `key` is the fingerprint the signature names, when it could be read."""
-
-    def __init__(self, message: str, *, key: str = "") -> None:
-        super().__init__(message)
-        self.key = key
-
-
 @dataclass(frozen=True)
 class Signer:
     """Who a configured key stands for: its fingerprint, the approver and their groups."""

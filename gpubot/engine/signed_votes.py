@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpubot.domain.signed_votes import (
-    SignatureError,
     Signer,
     SubmittedVote,
     VoteMessage,
@@ -17,7 +16,7 @@ from gpubot.domain.signed_votes import (
 )
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
-from gpubot.errors import ApprovalError, NotFoundError
+from gpubot.errors import ApprovalError, NotFoundError, SignatureError
 
 if TYPE_CHECKING:
     from gpubot.engine.service import GpubotService

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpubot.backends.sshsig import OperatorKey, SshSigners, parse_sshsig, public_key_fingerprint
-from gpubot.domain.signed_votes import SignatureError
+from gpubot.errors import SignatureError
 
 MESSAGE = b'{"action":"approve"}'
 
