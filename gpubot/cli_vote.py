@@ -58,7 +58,7 @@ async def _signed(
     """The vote and its signature: signed here with the operator's key, or as signed
     elsewhere (--message, --signature); with --write-message, the vote alone (None)."""
     from gpubot.cli_sign import find_key, public_line, sign
-    from gpubot.domain.signed_votes import new_message, parse_message
+    from gpubot.domain.signed_votes import MAX_SIGNATURE_BYTES, new_message, parse_message
 
     if args.message is not None or args.signature is not None:
         if args.message is None or args.signature is None:
@@ -69,7 +69,12 @@ async def _signed(
                 f"{args.message} is a vote to {message.action} {message.target}, "
                 f"not to {action} {target}"
             )
-        return message, _read(args.signature, binary=False)
+        signature = _read(args.signature, binary=False)
+        if len(signature) > MAX_SIGNATURE_BYTES:
+            raise InputError(
+                f"{args.signature}: over {MAX_SIGNATURE_BYTES} bytes: no SSH signature"
+            )
+        return message, signature
     reason = getattr(args, "reason", "")
     if len(reason) > _MAX_REASON:
         raise InputError(f"--reason is over {_MAX_REASON} characters")

@@ -30,6 +30,7 @@ from gpubot.config import load_settings
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApprovalStatus, Vote
 from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.errors import InputError
 from gpubot.wiring import App
 
 PG_URL = os.environ.get("GPUBOT_TEST_PG_URL", "postgresql+psycopg://root@127.0.0.1:5432/test")
@@ -293,6 +294,42 @@ async def test_a_signed_vote_counted_after_its_expiry_is_refused(bg: BreakGlass)
     assert "expired" in refused.result["message"]
     [approval_id] = bg.h.approval_ids()
     assert (await bg.h.app.store.get_approval(approval_id)).status is ApprovalStatus.PENDING
+
+
+async def test_hostile_vote_files_are_refused_before_anything_is_stored(
+    bg: BreakGlass, tmp_path: Path
+) -> None:
+    """An oversized signature, a message without its signature, a binary message and a vote
+    for another decision are refused before anything is stored."""
+    _run_id = await bg.waiting_run()
+    [approval_id] = bg.h.approval_ids()
+    vote = tmp_path / "vote.json"
+    code, _, err = await bg.gpubot("approve", approval_id, "--write-message", str(vote))
+    assert code == 0, err
+    huge, binary = tmp_path / "huge.sig", tmp_path / "binary.json"
+    huge.write_text("A" * 20000)
+    binary.write_bytes(b"\xff\x00" * 10)
+    # Usage errors reach cli.main, which prints them in one line with exit 2.
+    for extra, fragment in (
+        (["--message", str(vote), "--signature", str(huge)], "over 8192 bytes"),
+        (["--message", str(vote)], "go together"),
+    ):
+        args = parser().parse_args(["approve", approval_id, *extra])
+        with pytest.raises(InputError, match=fragment):
+            await run_ops(args, app=bg.cli, account="os-alice")
+    for argv, fragment in (
+        (["approve", approval_id, "--message", str(binary), "--signature", str(huge)], "JSON"),
+        (
+            ["deny", approval_id, "--message", str(vote), "--signature", str(huge)],
+            f"is a vote to approve {approval_id}, not to deny",
+        ),
+    ):
+        bg.out()
+        assert await run_ops(parser().parse_args(argv), app=bg.cli, account="os-alice") == 1
+        _, err = bg.out()
+        assert err.count("\n") == 1, err
+        assert fragment in err
+    assert await bg.events("vote.submitted") == []
 
 
 async def test_cli_approval_runs_the_step_on_the_serving_app(bg: BreakGlass) -> None:
