@@ -25,6 +25,7 @@ from gpubot.domain.durations import parse_duration
 from gpubot.domain.incidents import unlabelled_cluster
 from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
+from gpubot.domain.signed_votes import fingerprint, key_blob
 from gpubot.errors import ConfigError
 
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?-]{1,64}", re.ASCII)
@@ -173,19 +174,31 @@ class AttemptSettings(_Section):
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
 
 
-class OperatorSettings(_Section):
-    """Who a local account stands for in the break-glass CLI (`gpubot approve`, …)."""
+class OperatorKeySettings(_Section):
+    """One operator's SSH public key and who it stands for in a signed break-glass vote."""
 
-    user: str = Field(description="the approver identity: a Slack user id in policy.groups")
+    key: str = Field(
+        description="the OpenSSH public key line (`ssh-ed25519 AAAA… comment`, as in the "
+        "operator's id_ed25519.pub); ed25519, ecdsa or rsa (2048 bits or more)"
+    )
+    user: str = Field(
+        pattern=r"^[UW][A-Z0-9]{1,20}$",
+        description="the approver identity: a Slack user id in policy.groups",
+    )
     usergroups: list[str] = Field(
         default_factory=list,
-        description="Slack user-group ids this person is in (Slack is not asked from the CLI)",
+        description="Slack user-group ids this person is in (Slack is not asked for votes "
+        "that come from the CLI)",
     )
 
-    @model_validator(mode="before")
+    @field_validator("key")
     @classmethod
-    def _bare(cls, data: Any) -> Any:
-        return {"user": data} if isinstance(data, str) else data
+    def _key(cls, value: str) -> str:
+        key_blob(value)  # ValueError with one line: the adapter reads it fully at start
+        return value
+
+    def fingerprint(self) -> str:
+        return fingerprint(key_blob(self.key)[1])
 
 
 class EscalationSettings(_Section):
@@ -237,10 +250,34 @@ class PolicySettings(_Section):
         "0 turns diagnostics off, and a node is then released on NVML's word alone",
     )
     escalation: EscalationSettings = Field(default_factory=EscalationSettings)
-    operators: dict[str, OperatorSettings] = Field(
-        default_factory=dict,
-        description="local account (the OS user running the CLI) → the approver it stands for",
+    operator_keys: list[OperatorKeySettings] = Field(
+        default_factory=list,
+        description="break-glass CLI: each operator's SSH public key → the approver it stands "
+        "for; votes are signed with it and checked by the server. Read from the config file "
+        "only, never from GPUBOT_* variables",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_operators(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "operators" in data:
+            raise ValueError(
+                "operators (local account → approver) is no longer read: break-glass "
+                "decisions are signed with the operator's SSH key; list the keys under "
+                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; README: Break-glass)"
+            )
+        return data
+
+    @field_validator("operator_keys")
+    @classmethod
+    def _one_identity_per_key(cls, value: list[OperatorKeySettings]) -> list[OperatorKeySettings]:
+        seen: dict[str, str] = {}
+        for entry in value:
+            key = entry.fingerprint()
+            if key in seen:
+                raise ValueError(f"key {key} is listed twice (for {seen[key]} and {entry.user})")
+            seen[key] = entry.user
+        return value
 
     @field_validator("approval_expiry", mode="before")
     @classmethod
@@ -526,8 +563,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The environment overrides the file, so a Secret or a Helm value can patch one key.
-        return env_settings, init_settings, file_secret_settings
+        # The environment overrides the file, so a Secret or a Helm value can patch one key;
+        # never who the operators are (see _FileOnlyIdentity).
+        return _FileOnlyIdentity(env_settings), init_settings, file_secret_settings
 
     def agent_token_value(self) -> str | None:
         """The bot's agent master secret: GPUBOT_AGENT_TOKEN, else agent.token_file's first line."""
@@ -565,6 +603,34 @@ class Settings(BaseSettings):
         if duplicate is not None:
             raise ValueError(f"clusters: {duplicate!r} is configured twice")
         return self
+
+
+class _FileOnlyIdentity(PydanticBaseSettingsSource):
+    """The environment, refusing any value for who the break-glass operators are: whoever
+    runs a command sets its environment, so a key or identity from there would let them be
+    someone else (GPUBOT_POLICY__OPERATOR_KEYS, or `operator_keys` in GPUBOT_POLICY's JSON)."""
+
+    def __init__(self, inner: PydanticBaseSettingsSource) -> None:
+        super().__init__(inner.settings_cls)
+        self._inner = inner
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._inner.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        data = self._inner()
+        policy = data.get("policy")
+        if isinstance(policy, dict):
+            for key in policy:
+                if str(key).lower() in _FILE_ONLY:
+                    raise ConfigError(
+                        f"GPUBOT_POLICY__{str(key).upper()}: policy.{str(key).lower()} is read "
+                        "from the config file only, never from the environment"
+                    )
+        return data
+
+
+_FILE_ONLY = frozenset({"operator_keys", "operators"})
 
 
 def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:

@@ -73,5 +73,14 @@ class DisruptionBlockedError(GpubotError):
         self.budget = budget
 
 
+class SignatureError(ApprovalError):
+    """A signed break-glass vote that does not count: malformed, forged, or signed by a key
+    the server does not list. `key` is the fingerprint the signature names, when readable."""
+
+    def __init__(self, message: str, *, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class ObjectionClosed(ApprovalError):
     """The grace period is over (or someone objected already): the button has no use left."""

@@ -11,7 +11,7 @@ from gpubot.domain.runbooks import Runbook
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.observe import NoTally, Tally
 from gpubot.engine.registry import Registry
-from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store
+from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store, VoteSigners
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Engine:
     leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
     tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
     default_cluster: str | None = None  # config default_cluster: see alert_cluster
+    signers: VoteSigners | None = None  # operator keys for signed break-glass votes
 
     @property
     def alert_cluster(self) -> str | None:

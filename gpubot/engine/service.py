@@ -17,6 +17,7 @@ from gpubot.domain.policy import check_attempts
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
+from gpubot.domain.signed_votes import SubmittedVote, VoteMessage
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
@@ -36,6 +37,7 @@ from gpubot.engine.planning import (
     runbook_named,
 )
 from gpubot.engine.queries import Queries
+from gpubot.engine.signed_votes import SUBMITTED_KIND, VoteCounter, submit
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -43,8 +45,10 @@ _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
 _FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process() acts on
 # What a replica records that only the leader can act on: a run it created, a vote it took,
 # a step its shutdown interrupted.
-# A cancel or resume (from any process: a replica, the break-glass CLI) wakes the run too.
+# A cancel or resume (from any process: a replica, the break-glass CLI) wakes the run too,
+# and a signed vote the CLI stored is counted.
 _FOR_THE_LEADER = (
+    SUBMITTED_KIND,
     "run.created",
     "approval.vote",
     "step.interrupted",
@@ -65,6 +69,7 @@ class GpubotService:
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
+        self.counter = VoteCounter(self)  # signed break-glass votes, counted by the leader
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -345,6 +350,16 @@ class GpubotService:
             self.spawn(self.executor.advance(run.id))
         return outcome
 
+    async def submit_signed_vote(self, vote: SubmittedVote, message: VoteMessage) -> None:
+        """The break-glass CLI's vote, signed by the operator's key: stored for the leader,
+        which checks the signature against its own operator keys before it counts it (this
+        call decides nothing). ApprovalError when the same signed vote was stored before."""
+        await submit(self.e, self.trail, vote, message)
+
+    async def count_signed_votes(self) -> int:
+        """Leader: verify and count the signed votes the CLI stored, each once."""
+        return await self.counter.count_pending()
+
     async def cancel(
         self,
         *,
@@ -412,6 +427,8 @@ class GpubotService:
             if run.status is RunStatus.HELD and not await self.gate.due(run):
                 continue
             self.spawn(self.executor.advance(run.id))
+        if self.e.leadership.is_leader():  # a vote stored while no leader was following
+            await self.count_signed_votes()
         # The follow-up after intake may have failed (the database went away after the
         # alert was stored): without this, such an incident would wait for a restart.
         await self._start_missing_runs()
@@ -439,6 +456,8 @@ class GpubotService:
             return
         events = await self.e.store.events(after_seq=self._followed, kinds=_FOR_THE_LEADER)
         self._followed = max([seq, *(e.seq for e in events)])
+        if any(e.kind == SUBMITTED_KIND for e in events):
+            await self.count_signed_votes()  # its own events wake the runs it decided
         for event in events:  # a cancel from the CLI, which tells no chat: told here
             await Interventions(self.e).tell_cancelled(event)
         for run_id in dict.fromkeys(e.run_id for e in events if e.run_id):

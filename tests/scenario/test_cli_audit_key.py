@@ -5,17 +5,21 @@ ready, and read commands find their config as kubectl does without ever creating
 from __future__ import annotations
 
 import json
-import os
-import pwd
 from pathlib import Path
 
 import httpx
 import yaml
 from test_cli import Workspace, assert_one_line_error, gpubot, serving
+from test_cli_breakglass import make_key
 from test_cli_breakglass_serve import ALERT, RUNBOOK, _until
 
 KEY = {"GPUBOT_AUDIT_KEY": "k1-serve-and-every-operator"}
 OTHER_KEY = {"GPUBOT_AUDIT_KEY": "k2-a-stale-copy"}
+
+
+def alice_key(ws: Workspace) -> Path:
+    """The operator's private key, made by _workspace beside the config."""
+    return ws.dir / "alice"
 
 
 def _workspace(tmp_path: Path) -> Workspace:
@@ -23,14 +27,15 @@ def _workspace(tmp_path: Path) -> Workspace:
     rb.mkdir()
     (rb / "breakglass.yaml").write_text(RUNBOOK)
     db, state = tmp_path / "gpubot.db", tmp_path / "sim.json"
-    account = pwd.getpwuid(os.getuid()).pw_name
+    key = make_key(tmp_path, "alice")
+    listed = [{"key": Path(f"{key}.pub").read_text().strip(), "user": "U1"}]
     config = tmp_path / "cfg.yaml"
     config.write_text(
         yaml.safe_dump(
             {
                 "store": {"url": f"sqlite:///{db}"},
                 "clusters": [{"name": "sim", "backend": "simulated", "state_file": str(state)}],
-                "policy": {"groups": {"oncall": {"users": ["U1"]}}, "operators": {account: "U1"}},
+                "policy": {"groups": {"oncall": {"users": ["U1"]}}, "operator_keys": listed},
                 "slack": {"mode": "off"},
                 "runbooks": {"builtin": False, "dirs": [str(rb)]},
             }
@@ -51,14 +56,25 @@ def test_a_vote_without_serves_key_is_refused_and_writes_nothing(tmp_path: Path)
         events, votes = ws.count("audit"), ws.sql("SELECT votes FROM approvals")
 
         for env, held in ((None, "no GPUBOT_AUDIT_KEY"), (OTHER_KEY, "key id")):
-            refused = gpubot("approve", run_id, "--config", ws.config, cwd=tmp_path, env=env)
+            refused = gpubot(
+                "approve",
+                run_id,
+                "--config",
+                ws.config,
+                "--key",
+                alice_key(ws),
+                cwd=tmp_path,
+                env=env,
+            )
             line = assert_one_line_error(refused, "audit chain is sealed with key id", held)
             assert refused.returncode == 2, line
             assert ws.count("audit") == events
             assert ws.sql("SELECT votes FROM approvals") == votes
             assert client.get("/readyz").status_code == 200  # serve's own key still fits
 
-        approved = gpubot("approve", run_id, "--config", ws.config, cwd=tmp_path, env=KEY)
+        approved = gpubot(
+            "approve", run_id, "--config", ws.config, "--key", alice_key(ws), cwd=tmp_path, env=KEY
+        )
         assert approved.returncode == 0, approved.stderr
         _until(ws, "SELECT status FROM runs", [("succeeded",)], within=15)
     assert "Traceback" not in served.output()

@@ -195,6 +195,29 @@ chat_refs = Table(
     Column("ts", String(64), nullable=False),
 )
 
+# Break-glass votes signed with an operator's SSH key (gpubot.domain.signed_votes), as the
+# CLI stored them, keyed by a digest of message and signature: the same signed vote is one
+# row, the server counts each row once (pending → counting → accepted | refused), and a
+# nonce counts for one row only (`signer` set: its signature verified).
+signed_votes = Table(
+    "signed_votes",
+    metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("nonce", String(32), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("target", String(80), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("account", String(255), nullable=False),
+    Column("submitted_at", UtcDateTime, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("verdict", Text, nullable=False, server_default=""),
+    Column("settled_at", UtcDateTime, nullable=True),
+    Column("signer", String(80), nullable=False, server_default=""),
+    Index("ix_signed_votes_state", "state"),
+    Index("ix_signed_votes_nonce", "nonce"),
+)
+
 # Signed Slack requests already accepted (a SHA-256 of their signature), kept until their
 # 5-minute window is over: a replay, to any replica, is refused.
 slack_seen = Table(
