@@ -27,6 +27,11 @@ class InputError(GpubotError):
     """Input from outside (webhook body, command arguments) is malformed."""
 
 
+class RunDeferred(GpubotError):
+    """A run cannot start yet: another run of its runbook is acting on the same node. It
+    starts when that run ends."""
+
+
 class NotFoundError(GpubotError):
     """A named thing (incident, runbook, approval) does not exist."""
 

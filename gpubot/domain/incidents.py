@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from gpubot.domain.alerts import NODE_LABELS, Alert, AlertmanagerPayload
-from gpubot.domain.codes import ascii_int
+from gpubot.domain.codes import ascii_int, is_gpu_uuid
 from gpubot.domain.xid import explain
 from gpubot.domain.xid_recovery import RECOVERY_XID, parse_recovery, recovery_from_label
 
@@ -63,7 +63,8 @@ class AlertObservation:
 
     @property
     def correlation_key(self) -> str:
-        """Alerts about the same problem on the same node share one incident (one run).
+        """Alerts about the same problem on the same node share one incident (one run); for
+        XID alerts the same problem is the same GPU and XID (gpu_fault).
 
         Workload alerts (GPUIdleAllocated, PodOOMKilled, or `gpubot_scope: pod`) key on the
         pod, so two idle pods on one node are two incidents; so do pod alerts without a node
@@ -75,7 +76,21 @@ class AlertObservation:
             "pod" if self.alertname in POD_SCOPED_ALERTS else "node"
         )
         subject = (workload or self.node) if scope == "pod" else (self.node or workload)
-        return f"{self.cluster}/{self.alertname}/{subject or '-'}"
+        key = f"{self.cluster}/{self.alertname}/{subject or '-'}"
+        return f"{key}/{fault}" if scope == "node" and (fault := self.gpu_fault) else key
+
+    @property
+    def gpu_fault(self) -> str | None:
+        """Which fault of the node an XID alert reports: its GPU (UUID, else index) and XID.
+        Each is an incident of its own, so a second GPU failing on a node that is already
+        quarantined gets its own run (deferred while the first runs), never only a line in
+        the first incident. None for an alert without an `xid` label."""
+        xid = ascii_int(self.labels.get("xid", ""))
+        if xid is None:
+            return None
+        uuid, index = self.labels.get("UUID", ""), ascii_int(self.labels.get("gpu", ""))
+        gpu = uuid if is_gpu_uuid(uuid) else (str(index) if index is not None else "-")
+        return f"gpu {gpu} xid {xid}"
 
 
 def observations(

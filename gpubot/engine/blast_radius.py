@@ -314,8 +314,8 @@ class BlastRadiusGate:
     def released(self) -> None:
         """A run or a drain ended here: held steps may go now."""
         self._ended += 1
-        if self.on_release is not None and len(self.holds):
-            self.on_release()
+        if self.on_release is not None:
+            self.on_release()  # held steps, and runs deferred behind the run that ended
 
     async def wake_key(self, cluster: str, blast: str) -> WakeKey:
         """What a held step waits on to change: cheap (the fleet view is cached). A cordon

@@ -38,7 +38,7 @@ from gpubot.engine.planning import (
 )
 from gpubot.engine.queries import Queries
 from gpubot.engine.signed_votes import SUBMITTED_KIND, VoteCounter, submit
-from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
+from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError, RunDeferred
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
@@ -69,6 +69,9 @@ class GpubotService:
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
+        # Incidents whose run waits for another run of its runbook on the same node to end
+        # (RunDeferred): started when a run ends here; the tick starts them after a restart.
+        self._deferred: set[str] = set()
         self.counter = VoteCounter(self)  # signed break-glass votes, counted by the leader
 
     # -- intake ---------------------------------------------------------------------------
@@ -156,6 +159,11 @@ class GpubotService:
                     dry_run=False,
                     quiet=quiet,
                 )
+            except RunDeferred as exc:
+                self._deferred.add(incident.id)
+                if not quiet:  # said once; the retries (a run ending, the tick) are silent
+                    await self._defer(incident, runbook, exc)
+                continue
             except GpubotError as exc:
                 if not quiet:  # a retry (recover, tick) must not repeat this every time
                     await self._post(
@@ -226,6 +234,8 @@ class GpubotService:
                         "%s", refusal, extra={"event": "attempt_cap.refused", "runbook": rb.name}
                     )
                 raise InputError(refusal)
+        if incident is not None and target and not dry_run:
+            await self._check_node_free(rb, incident=incident, node=target)
         plan = await plan_run(self.e, inputs, incident_id=incident.id if incident else None)
         run = Run(
             id=new_run_id(),
@@ -464,6 +474,45 @@ class GpubotService:
             if not self.executor.busy(run_id):
                 self.spawn(self.executor.advance(run_id))
 
+    async def _check_node_free(self, rb: Runbook, *, incident: Incident, node: str) -> None:
+        """RunDeferred while another incident's run of this runbook is active on `node`: two
+        runs would drain and release one node each on its own plan. The second fault waits
+        for the first run to end, then runs from the node as it is then."""
+        for other in await self.e.store.list_runs(statuses=_ACTIVE, runbook=rb.name, target=node):
+            if other.incident_id != incident.id and not other.dry_run:
+                raise RunDeferred(
+                    f"run {other.id} of {rb.name} is already acting on {node} (incident "
+                    f"{other.incident_id}): this fault's run starts when that run ends"
+                )
+
+    async def _defer(self, incident: Incident, runbook: Runbook, why: RunDeferred) -> None:
+        log.info(
+            "%s on %s deferred: %s",
+            runbook.name,
+            incident.node,
+            why,
+            extra={"event": "run.deferred", "incident": incident.id},
+        )
+        await self.trail.record(
+            "run.deferred",
+            actor="gpubot",
+            incident_id=incident.id,
+            target=incident.node,
+            args={"runbook": runbook.name},
+            reason=str(why),
+        )
+        await self._post(incident.id, messages.text(f"Runbook {runbook.name} waits", str(why)))
+
+    async def start_deferred(self) -> None:
+        """Start the runs deferred here whose node is free now (a run on it ended)."""
+        for incident_id in sorted(self._deferred):
+            incident = await self.e.store.get_incident(incident_id)
+            if not incident.is_open or await self.e.store.list_runs(incident_id=incident_id):
+                self._deferred.discard(incident_id)
+                continue
+            self._deferred.discard(incident_id)  # put back by start_incident_runs if still busy
+            await self.start_incident_runs(incident, quiet=True)
+
     def _wake_soon(self) -> None:
         """One wake at a time: a storm of ending runs costs one pass over the held ones."""
         if not self._waking:
@@ -471,8 +520,13 @@ class GpubotService:
             self.spawn(self.wake_held())
 
     async def wake_held(self) -> None:
-        """Re-check the held runs whose slot may have freed (a run or drain ended here)."""
+        """Re-check the held runs whose slot may have freed (a run or drain ended here), and
+        start the deferred runs whose node may be free."""
         self._waking = False  # what ends from here on asks for another pass
+        if self._deferred:
+            await self.start_deferred()
+        if not len(self.gate.holds):
+            return
         for run in await self.e.store.list_runs(statuses=(RunStatus.HELD,)):
             if not self.executor.busy(run.id) and await self.gate.due(run):
                 self.spawn(self.executor.advance(run.id))
