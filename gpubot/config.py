@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from gpubot.domain.dcgm_diag import DiagUnavailable
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.incidents import unlabelled_cluster
 from gpubot.domain.problems import first_problem
@@ -248,6 +249,12 @@ class PolicySettings(_Section):
         description="DCGM diagnostics level gpu.diag runs before a node is released (the "
         "xid79 runbook's verify): 1 quick (seconds), 2 medium (minutes), 3 long (~15 min); "
         "0 turns diagnostics off, and a node is then released on NVML's word alone",
+    )
+    diag_unavailable: DiagUnavailable = Field(
+        "approve",
+        description="when DCGM cannot run on a node (no dcgmi in the agent, no host engine): "
+        "approve releases it only through an approval that names the missing check; stop "
+        "leaves it cordoned for a human. Either way the plan says so before anything runs",
     )
     escalation: EscalationSettings = Field(default_factory=EscalationSettings)
     operator_keys: list[OperatorKeySettings] = Field(

@@ -194,6 +194,11 @@ class NodeAgent(Protocol):
         holds a GPU it would test, or when DCGM cannot run (dcgmi missing, host engine down)."""
         ...
 
+    async def diag_status(self, *, node: str) -> str | None:
+        """None when DCGM diagnostics can run on the node now; else one line why not (dcgmi
+        missing, host engine unreachable). GpubotError when the agent cannot be asked."""
+        ...
+
 
 class Leadership(Protocol):
     """Which replica may start steps: the one holding the Lease (always this one when alone)."""

@@ -178,7 +178,9 @@ def build_app(
     leadership: Leadership | None = None,
 ) -> App:
     registry = registry or builtin_registry(
-        reclaim=build_reclaim(settings), diag_level=settings.policy.diag_level
+        reclaim=build_reclaim(settings),
+        diag_level=settings.policy.diag_level,
+        diag_unavailable=settings.policy.diag_unavailable,
     )
     policy = build_policy(settings)
     loaded = load_runbooks(settings, registry=registry, policy=policy)

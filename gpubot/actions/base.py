@@ -63,6 +63,7 @@ class PlanNote:
     summary: str
     changes: bool = True  # False when live state already matches (the step is a no-op)
     facts: Mapping[str, Any] = field(default_factory=dict)
+    warning: str = ""  # what the step already knows it cannot do as planned (Plan.warnings)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from gpubot.actions.base import (
 )
 from gpubot.actions.gpu_history import named, record_for
 from gpubot.domain.actions import Action
-from gpubot.domain.dcgm_diag import DiagReport, cap
+from gpubot.domain.dcgm_diag import DiagReport, DiagUnavailable, cap
 from gpubot.domain.names import NodeName
-from gpubot.errors import GpubotError
+from gpubot.errors import GpubotError, PermanentStepError
 
 LEVEL_NAMES = {0: "off", 1: "quick", 2: "medium", 3: "long"}
 
@@ -54,11 +54,20 @@ class DiagParams(Params):
         return sorted(set(value))
 
 
-class Diagnose:
-    """gpu.diag with the configured default level."""
+# What each policy.diag_unavailable does when DCGM cannot run on the node, as the plan says it.
+UNAVAILABLE_NEXT: dict[DiagUnavailable, str] = {
+    "approve": "the release then asks for an approval that names the missing check "
+    "(policy.diag_unavailable: approve)",
+    "stop": "the node then stays cordoned and tainted for a human (policy.diag_unavailable: stop)",
+}
 
-    def __init__(self, default_level: int) -> None:
+
+class Diagnose:
+    """gpu.diag with the configured default level and what to do when DCGM cannot run."""
+
+    def __init__(self, default_level: int, unavailable: DiagUnavailable = "approve") -> None:
         self.default_level = default_level
+        self.unavailable = unavailable
 
     def level(self, p: DiagParams) -> int:
         return self.default_level if p.level is None else p.level
@@ -71,11 +80,26 @@ class Diagnose:
                 changes=False,
                 facts={"level": 0, "ran": False},
             )
+        try:
+            why = await ctx.cluster.agent.diag_status(node=p.node)
+        except GpubotError as exc:
+            why, unasked = None, f" (whether DCGM answers could not be asked now: {exc})"
+        else:
+            unasked = ""
+        if why is not None:
+            next_ = UNAVAILABLE_NEXT[self.unavailable]
+            said = f"DCGM diagnostics cannot run on {p.node}: {why}; {next_}"
+            return PlanNote(
+                said,
+                changes=False,
+                facts={"level": level, "ran": False, "unavailable": True, "missing_check": why},
+                warning=said,
+            )
         which = f"GPU(s) {p.gpus}" if p.gpus else "all GPUs"
         return PlanNote(
             f"run DCGM diagnostics level {level} ({LEVEL_NAMES[level]}) on {which} of {p.node} "
             "(`dcgmi diag`, through the node agent); it loads the GPUs and is refused while "
-            "pods hold them",
+            f"pods hold them{unasked}",
             facts={"level": level, "ran": True},
         )
 
@@ -90,9 +114,19 @@ class Diagnose:
                 "failed_tests": [],
                 "failed_text": "",
                 "summary": "DCGM diagnostics are off (policy.diag_level 0): not run",
+                "unavailable": False,
+                "missing_check": "",
                 "gpus": [],
                 "version": "",
             }
+        why = await ctx.cluster.agent.diag_status(node=p.node)
+        if why is not None:
+            if self.unavailable == "stop":
+                raise PermanentStepError(
+                    f"DCGM diagnostics cannot run on {p.node}: {why} (policy.diag_unavailable: "
+                    "stop: the node stays out of service for a human)"
+                )
+            return unavailable_output(p.node, level, why)
         await ctx.progress(f"DCGM diagnostics level {level} on {p.node}…")
         report = await ctx.cluster.agent.diag(node=p.node, level=level, gpus=p.gpus or None)
         await record_results(ctx, p.node, report)
@@ -124,6 +158,24 @@ async def record_results(ctx: ActionContext, node: str, report: DiagReport) -> N
         )
 
 
+def unavailable_output(node: str, level: int, why: str) -> Output:
+    """DCGM could not run and policy.diag_unavailable is `approve`: not a pass. The runbook
+    releases only through an approval that names `missing_check`."""
+    return {
+        "node": node,
+        "level": level,
+        "ran": False,
+        "passed": False,
+        "unavailable": True,
+        "missing_check": f"DCGM diagnostics level {level} could not run: {why}",
+        "failed_tests": [],
+        "failed_text": "",
+        "summary": f"DCGM diagnostics could not run on {node}: {why}",
+        "gpus": [],
+        "version": "",
+    }
+
+
 def output(node: str, report: DiagReport) -> Output:
     """What the step records and later steps read (`steps.diag.output.…`)."""
     return {
@@ -131,6 +183,8 @@ def output(node: str, report: DiagReport) -> Output:
         "level": report.level,
         "ran": True,
         "passed": report.passed,
+        "unavailable": False,
+        "missing_check": "",
         "failed_tests": report.failed_tests(),
         "failed_text": failed_text(report),
         "summary": report.summary(),
@@ -153,8 +207,10 @@ def failed_text(report: DiagReport, *, limit: int = 6) -> str:
     return "\n".join(lines)
 
 
-def specs(default_level: int = 1) -> tuple[ActionSpec[Any], ...]:
-    d = Diagnose(default_level)
+def specs(
+    default_level: int = 1, unavailable: DiagUnavailable = "approve"
+) -> tuple[ActionSpec[Any], ...]:
+    d = Diagnose(default_level, unavailable)
     return (
         ActionSpec(
             Action.GPU_DIAG,
@@ -172,8 +228,12 @@ def specs(default_level: int = 1) -> tuple[ActionSpec[Any], ...]:
             outputs={
                 "node": "the node's name",
                 "level": "the DCGM level run (0: diagnostics off)",
-                "ran": "DCGM ran (false when the level is 0)",
+                "ran": "DCGM ran (false when the level is 0, or DCGM could not run)",
                 "passed": "no test failed, DCGM reported no run-time error, and a test ran",
+                "unavailable": "DCGM could not run on the node (no dcgmi, host engine down) "
+                "and policy.diag_unavailable is approve: not a pass",
+                "missing_check": "when unavailable: the check that did not run, and why, for "
+                "the release's approval to name",
                 "failed_tests": "the failing tests: [{test, gpu, messages}] with DCGM's messages",
                 "failed_text": "the failing tests with DCGM's messages, one line each",
                 "summary": "one line: passed, or which tests failed on which GPUs",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
+from pydantic import Field
+
 from gpubot.actions.base import (
     ActionContext,
     ActionSpec,
@@ -29,6 +31,12 @@ log = logging.getLogger(__name__)
 
 class NodeParams(Params):
     node: NodeName
+
+
+class UncordonParams(NodeParams):
+    # A check that should have come before the release and did not run (DCGM could not run
+    # on the node): the plan, and so the approval request, name it. "": nothing missing.
+    unverified: str = Field("", max_length=600)
 
 
 class TaintParams(Params):
@@ -136,14 +144,19 @@ async def check_cordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
     return CheckResult("not_done", f"{p.node} is still schedulable")
 
 
-async def plan_uncordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
+async def plan_uncordon(ctx: ActionContext, p: UncordonParams) -> PlanNote:
     node = await ctx.cluster.nodes.get_node(node=p.node)
     if not node.unschedulable:
         return PlanNote(f"{p.node} is already schedulable; nothing to do", changes=False)
+    if p.unverified:
+        return PlanNote(
+            f"uncordon {p.node} WITHOUT a check it should have passed: {p.unverified}. "
+            "Approving releases it on NVML's reading alone: GPU pods may schedule there again"
+        )
     return PlanNote(f"uncordon {p.node}: GPU pods may schedule there again")
 
 
-async def run_uncordon(ctx: ActionContext, p: NodeParams) -> Output:
+async def run_uncordon(ctx: ActionContext, p: UncordonParams) -> Output:
     node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.unschedulable:
         await ctx.cluster.nodes.set_unschedulable(
@@ -153,7 +166,7 @@ async def run_uncordon(ctx: ActionContext, p: NodeParams) -> Output:
     return {"node": p.node, "was_cordoned": node.unschedulable}
 
 
-async def check_uncordon(ctx: ActionContext, p: NodeParams) -> CheckResult:
+async def check_uncordon(ctx: ActionContext, p: UncordonParams) -> CheckResult:
     node = await ctx.cluster.nodes.get_node(node=p.node)
     if node.unschedulable:
         return CheckResult("not_done", f"{p.node} is still cordoned")
@@ -281,8 +294,9 @@ SPECS: tuple[ActionSpec[Any], ...] = (
     ),
     ActionSpec(
         Action.NODE_UNCORDON,
-        "Make the node schedulable again.",
-        NodeParams,
+        "Make the node schedulable again; `unverified` names a check that should have come "
+        "first and did not run, so the plan and the approval request say so.",
+        UncordonParams,
         True,
         plan_uncordon,
         run_uncordon,

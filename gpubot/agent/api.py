@@ -179,6 +179,10 @@ def create_agent_app(
         result = await in_thread(lambda: ops.diag(level=body.level, gpus=tuple(body.gpus)))
         return JSONResponse({"node": node, **result})
 
+    async def diag_status(request: Request) -> Response:
+        why = await in_thread(ops.diag_status)
+        return JSONResponse({"node": node, "available": why is None, "reason": why or ""})
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -214,6 +218,8 @@ def create_agent_app(
             # Diagnostics change no setting but load every GPU they test for minutes: they
             # need the mutate token, like any other action.
             Route("/v1/diag", authed(diag, needs="mutate"), methods=["POST"]),
+            # Whether diagnostics can run (dcgmi there, host engine answering): a read.
+            Route("/v1/diag/status", authed(diag_status)),
         ],
     )
 

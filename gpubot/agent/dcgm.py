@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,8 @@ from gpubot.domain.dcgm_diag import (
     parse_diag,
 )
 
+# Where dcgmi looks for nv-hostengine without --host.
+DEFAULT_HOSTENGINE = "127.0.0.1:5555"
 # What dcgmi prints when it cannot reach nv-hostengine (DCGM's standalone mode).
 _HOSTENGINE_DOWN = (
     "unable to establish a connection to the specified host",
@@ -38,6 +41,10 @@ class Diagnostics(Protocol):
 
     def diagnose(self, *, level: int, gpus: Sequence[int]) -> DiagReport:
         """Run level `level` (1..3) on `gpus` (empty: every GPU); GpuDriverError otherwise."""
+        ...
+
+    def status(self) -> str | None:
+        """None when diagnostics can run now; else one line why not. Cheap (no test runs)."""
         ...
 
 
@@ -97,6 +104,24 @@ class DcgmDiagnostics:
                 kind="dcgm_missing",
             )
         return found
+
+    def status(self) -> str | None:
+        """dcgmi is there and the host engine accepts a connection (a TCP connect within a
+        second to --host, or dcgmi's default 127.0.0.1:5555); else why not."""
+        try:
+            self.dcgmi()
+        except GpuDriverError as exc:
+            return str(exc)
+        host, _, port = (self._host or DEFAULT_HOSTENGINE).rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                return None
+        except (OSError, ValueError) as exc:
+            return (
+                f"the DCGM host engine at {self._host or DEFAULT_HOSTENGINE} does not answer "
+                f"({exc.__class__.__name__}): run nv-hostengine, or point agent.dcgm_host at "
+                "the GPU Operator's (the node's address, port 5555)"
+            )
 
     def diagnose(self, *, level: int, gpus: Sequence[int]) -> DiagReport:
         level = check_level(level)

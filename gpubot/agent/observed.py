@@ -87,6 +87,9 @@ class ObservedOperations:
         )
         return result
 
+    def diag_status(self) -> str | None:
+        return self._ops.diag_status()
+
     def diag(self, *, level: int, gpus: Sequence[int] = ()) -> dict[str, Any]:
         try:
             result = self._ops.diag(level=level, gpus=gpus)

@@ -28,6 +28,8 @@ class Operations(Protocol):
 
     def diag(self, *, level: int, gpus: Sequence[int] = ()) -> dict[str, Any]: ...
 
+    def diag_status(self) -> str | None: ...
+
 
 class GpuOperations:
     """Checks preconditions, then acts through the driver; `dry_run` stops after the checks.
@@ -142,6 +144,12 @@ class GpuOperations:
             "healthy": healthy,
             "gpu_state": after.as_json(),
         }
+
+    def diag_status(self) -> str | None:
+        """None when DCGM diagnostics can run on this node now; else one line why not."""
+        if self.diagnostics is None:
+            return "this agent has no DCGM diagnostics configured"
+        return self.diagnostics.status()
 
     def diag(self, *, level: int, gpus: Sequence[int] = ()) -> dict[str, Any]:
         """DCGM diagnostics at `level` on `gpus` (empty: all), refused while any process

@@ -148,6 +148,16 @@ def log_start(driver: GpuDriver, opts: AgentOptions) -> None:
             "reason": f"driver {version}",
         },
     )
+    why = opts.diagnostics.status() if opts.diagnostics is not None else "none configured"
+    if why is not None:
+        # Said at start, not first at an incident: every release then follows
+        # policy.diag_unavailable, and the bot's plans say so too.
+        log.warning(
+            "DCGM diagnostics cannot run on node %s: %s",
+            opts.node,
+            why,
+            extra={"event": "agent.diag_unavailable", "node": opts.node, "reason": why},
+        )
 
 
 async def serve_agent(

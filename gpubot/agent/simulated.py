@@ -54,6 +54,8 @@ class SimulatedGpus(Protocol):
 
     def run_diag(self, *, node: str, level: int, gpus: Sequence[int] = ()) -> DiagReport: ...
 
+    def dcgm_status(self, *, node: str) -> str | None: ...
+
 
 class SimulatedDriver:
     """Reads and changes one node of the simulated cluster, as NVML would on that node."""
@@ -99,6 +101,10 @@ class SimulatedDriver:
         except PermanentStepError as exc:
             raise GpuDriverError(str(exc), kind="in_use") from exc
         return f"GPU 0000:{index:02X}:00.0 was successfully reset. (simulated)"
+
+    def status(self) -> str | None:
+        """Whether DCGM can run on this node, as the simulated cluster says (a Diagnostics)."""
+        return self._cluster.dcgm_status(node=self._node)
 
     def diagnose(self, *, level: int, gpus: Sequence[int]) -> DiagReport:
         """DCGM diagnostics as the simulated cluster answers them (a Diagnostics)."""

@@ -12,7 +12,7 @@ import httpx
 from gpubot.backends.agent_address import AgentAddresses
 from gpubot.domain.agent_tokens import Scope, node_token
 from gpubot.domain.cluster import GpuState
-from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport
+from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport, cap
 from gpubot.domain.pci import normalise_bus_id
 from gpubot.errors import (
     GpubotError,
@@ -88,6 +88,13 @@ class HttpNodeAgent:
             return DiagReport.from_json(data)
         except DiagParseError as exc:
             raise PermanentStepError(f"node agent on {node}: diagnostics answer: {exc}") from exc
+
+    async def diag_status(self, *, node: str) -> str | None:
+        data = await self._call("GET", node, "/v1/diag/status", scope="read")
+        if data.get("available") is True:
+            return None
+        reason = data.get("reason")
+        return cap(str(reason), 300) if reason else "the agent says DCGM cannot run"
 
     # The agent's own extras
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 DiagStatus = Literal["pass", "warn", "fail", "skip"]
+# What happens when DCGM cannot run on a node (policy.diag_unavailable): `approve` releases
+# it only through an approval that names the missing check; `stop` leaves it for a human.
+DiagUnavailable = Literal["approve", "stop"]
 LEVELS = (1, 2, 3)
 # How long each level may take before the agent stops it: NVIDIA gives level 1 seconds,
 # level 2 about two minutes and level 3 about fifteen per node; margins for 8-GPU nodes.

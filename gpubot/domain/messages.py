@@ -50,6 +50,8 @@ def plan_message(plan: Plan) -> Message:
         ),
         Table(("step", "action", "approval", "runs", "what it would do"), tuple(rows)),
     ]
+    if plan.warnings:
+        blocks.append(Text("Before anything runs: " + "; ".join(plan.warnings)))
     if plan.problems:
         blocks.append(Text("Problems: " + "; ".join(plan.problems)))
     return Message(f"Plan: {plan.runbook}", tuple(blocks), kind="plan")

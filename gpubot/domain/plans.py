@@ -45,6 +45,9 @@ class Plan:
     steps: tuple[PlannedStep, ...]
     incident_id: str | None = None
     problems: tuple[str, ...] = field(default_factory=tuple)
+    # What a step already knows it cannot do as planned (DCGM cannot run on the node, say):
+    # said before anything runs, without stopping the plan.
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -56,4 +59,5 @@ class Plan:
             "params": dict(self.params),
             "steps": [s.as_json() for s in self.steps],
             "problems": list(self.problems),
+            "warnings": list(self.warnings),
         }

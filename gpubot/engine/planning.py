@@ -52,6 +52,7 @@ async def make_plan(
     outputs: dict[str, Any] = {}
     planned: list[PlannedStep] = []
     problems: list[str] = []
+    warnings: list[str] = []
     for step in runbook.steps:
         spec = registry.get(step.action)
         variables = {**base, "params": dict(params), "steps": outputs}
@@ -68,6 +69,8 @@ async def make_plan(
             typed = spec.params.model_validate(args)
             note = await spec.plan(ctx, typed)
             summary = note.summary
+            if note.warning:
+                warnings.append(f"step {step.id}: {note.warning}")
             if not spec.mutating:
                 outputs[step.id] = {"status": "planned", "output": dict(note.facts), "error": ""}
         except TemplateError:
@@ -104,6 +107,7 @@ async def make_plan(
         steps=tuple(planned),
         incident_id=incident_id,
         problems=tuple(problems),
+        warnings=tuple(warnings),
     )
 
 

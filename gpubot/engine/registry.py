@@ -22,6 +22,7 @@ from gpubot.actions import (
 )
 from gpubot.actions.base import ActionSpec
 from gpubot.actions.outputs import OUTPUTS
+from gpubot.domain.dcgm_diag import DiagUnavailable
 from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.errors import RunbookError
 
@@ -49,9 +50,15 @@ class Registry:
         return [self._specs[n] for n in sorted(self._specs)]
 
 
-def builtin_registry(*, reclaim: ReclaimPolicy | None = None, diag_level: int = 1) -> Registry:
+def builtin_registry(
+    *,
+    reclaim: ReclaimPolicy | None = None,
+    diag_level: int = 1,
+    diag_unavailable: DiagUnavailable = "approve",
+) -> Registry:
     """Every shipped action; `reclaim` is the config's idle-GPU reclamation policy,
-    `diag_level` the DCGM diagnostics level gpu.diag runs by default (policy.diag_level)."""
+    `diag_level` the DCGM diagnostics level gpu.diag runs by default (policy.diag_level),
+    `diag_unavailable` what gpu.diag does when DCGM cannot run (policy.diag_unavailable)."""
     reclaim = reclaim or ReclaimPolicy()
     return Registry(
         [
@@ -59,7 +66,7 @@ def builtin_registry(*, reclaim: ReclaimPolicy | None = None, diag_level: int = 
             *drain.SPECS,
             *handoff.SPECS,
             *gpu.SPECS,
-            *diag.specs(diag_level),
+            *diag.specs(diag_level, diag_unavailable),
             *gpu_history.SPECS,
             *messaging.SPECS,
             *triage.SPECS,

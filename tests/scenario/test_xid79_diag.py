@@ -8,12 +8,13 @@ choices: retry the reset, request a reboot, mark for service.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import pytest
-from slack_harness import CHANNEL, FIXTURES, SlackHarness
+from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
 
-from gpubot.backends.simulated.scenarios import fail_diag, inject_xid
+from gpubot.backends.simulated.scenarios import dcgm_unavailable, fail_diag, inject_xid
 from gpubot.domain.approvals import ApprovalStatus
 from gpubot.domain.dcgm_diag import DiagReport
 from gpubot.domain.runs import Run, RunStatus
@@ -168,4 +169,72 @@ async def test_the_choice_retry_the_reset_runs_reset_verify_and_diag_again(
     assert steps["diag"] == "succeeded"
     assert steps["untaint"] == "skipped"
     assert steps["still-bad"] == "succeeded"
+    await assert_quarantined(h)
+
+
+# -- DCGM that cannot run: said in the plan, then policy.diag_unavailable decides -----------
+
+NO_DCGMI = "dcgmi is not installed (not on the agent's PATH)"
+
+
+async def test_without_dcgm_the_plan_says_so_and_the_release_approval_names_it(
+    h: SlackHarness,
+) -> None:
+    """The default install: the agent's image has no dcgmi. Before anything runs the plan
+    says diagnostics cannot run and what happens then (policy.diag_unavailable: approve);
+    the release is asked for with the missing check named, and once approved the node is
+    back in service with the thread saying it was not verified by DCGM."""
+    dcgm_unavailable(h.sim, node=NODE, reason=NO_DCGMI)
+    run, thread = await run_xid79(h)
+
+    plan = thread.split("Approval needed")[0]
+    assert "Before anything runs: step diag: DCGM diagnostics cannot run on gpu-node-07" in plan
+    assert NO_DCGMI in plan
+    assert "the release then asks for an approval that names the missing check" in plan
+    steps = await steps_of(h, run)
+    assert (steps["diag"], steps["uncordon"], steps["diag-handoff"]) == (
+        "succeeded",
+        "succeeded",
+        "skipped",
+    )
+    [diag] = [s for s in await h.app.store.steps(run.id) if s.step_id == "diag"]
+    assert (diag.output["passed"], diag.output["unavailable"]) == (False, True)
+    asked = [
+        h.standin.text_of(m)
+        for m in h.standin.thread(h.standin.roots(CHANNEL)[0].ts)
+        if "step `uncordon`" in h.standin.text_of(m)
+    ]
+    assert asked, thread
+    assert "WITHOUT a check it should have passed" in asked[0]
+    assert f"DCGM diagnostics level 1 could not run: {NO_DCGMI}" in asked[0]
+    assert run.status is RunStatus.SUCCEEDED
+    assert not (await h.sim.kube.get_node(node=NODE)).unschedulable
+    assert "not verified by DCGM" in thread
+
+
+@pytest.fixture
+async def h_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackHarness]:
+    """The harness with policy.diag_unavailable: stop."""
+    policy = {
+        "groups": {"oncall": {"users": ["U1", "U2"], "usergroups": ["S0ONCALL"]}},
+        "diag_unavailable": "stop",
+    }
+    async with slack_harness(tmp_path, monkeypatch, policy=policy) as harness:
+        yield harness
+
+
+async def test_without_dcgm_and_policy_stop_the_node_stays_out_for_a_person(
+    h_stop: SlackHarness,
+) -> None:
+    h = h_stop
+    dcgm_unavailable(h.sim, node=NODE, reason=NO_DCGMI)
+    run, thread = await run_xid79(h)
+    assert "the node then stays cordoned and tainted for a human" in thread
+    steps = await steps_of(h, run)
+    assert (steps["diag"], steps["uncordon"], steps["diag-handoff"]) == (
+        "failed",
+        "skipped",
+        "needs_human",
+    )
+    assert "policy.diag_unavailable: stop" in thread
     await assert_quarantined(h)

@@ -33,6 +33,8 @@ def simulated_diag(
     if level not in LEVELS:
         raise InputError(f"diagnostic level must be 1, 2 or 3, not {level}")
     sim_node = state.node(node)
+    if sim_node.dcgm_unavailable:
+        raise PermanentStepError(f"DCGM cannot run on {node}: {sim_node.dcgm_unavailable}")
     chosen = tuple(sorted(set(gpus)))
     for index in chosen:
         if not 0 <= index < len(sim_node.gpus):

@@ -77,6 +77,14 @@ class SimulatedAgent(OnState):
         """DCGM diagnostics, as `dcgmi diag` on the node would run them (diag.py)."""
         return self.run_diag(node=node, level=level, gpus=gpus or ())
 
+    async def diag_status(self, *, node: str) -> str | None:
+        return self.dcgm_status(node=node)
+
+    def dcgm_status(self, *, node: str) -> str | None:
+        """diag_status() for synchronous callers: None when DCGM can run, else why not."""
+        with self._cluster.reading() as state:
+            return state.node(node).dcgm_unavailable or None
+
     def run_diag(self, *, node: str, level: int, gpus: Sequence[int] = ()) -> DiagReport:
         """diag() for synchronous callers (the agent's simulated driver)."""
         with self._cluster.reading() as state:

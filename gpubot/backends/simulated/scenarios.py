@@ -215,6 +215,23 @@ def fail_diag(
         sim_node.diag_failures.setdefault(str(gpu), {})[test] = text
 
 
+def dcgm_unavailable(
+    cluster: SimulatedCluster,
+    *,
+    node: str,
+    reason: str = "dcgmi is not installed (not on the agent's PATH)",
+) -> None:
+    """DCGM cannot run on the node (as the default image, without dcgmi, or a node without
+    a host engine): diagnostics are refused with `reason` until dcgm_available."""
+    with cluster.mutation() as state:
+        state.node(node).dcgm_unavailable = reason
+
+
+def dcgm_available(cluster: SimulatedCluster, *, node: str) -> None:
+    with cluster.mutation() as state:
+        state.node(node).dcgm_unavailable = ""
+
+
 def pass_diag(cluster: SimulatedCluster, *, node: str) -> None:
     """Every DCGM diagnostic passes on the node again."""
     with cluster.mutation() as state:

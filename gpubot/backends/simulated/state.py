@@ -46,6 +46,9 @@ class SimNode:
     kubelet: bool = True
     # DCGM diagnostics failures set by a scenario: GPU index (str) → {test: DCGM's message}.
     diag_failures: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Why DCGM cannot run on the node, set by a scenario ("" : it can): no dcgmi, host
+    # engine down.
+    dcgm_unavailable: str = ""
 
     def gpu(self, index: int) -> GpuState:
         if not 0 <= index < len(self.gpus):

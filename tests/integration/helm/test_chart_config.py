@@ -3,6 +3,7 @@ load them: Settings from the ConfigMap plus the pod's environment, runbooks from
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +119,21 @@ def test_operator_config_is_merged_not_replaced(tmp_path: Path) -> None:
 
 
 def test_agent_environment_loads_without_a_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The DaemonSet configures `gpubot agent` through the environment alone."""
+    """The DaemonSet configures `gpubot agent` through the environment alone, as the kubelet
+    sets it: the downward API's node address, and `$(VAR)` expanded from earlier entries."""
     (container,) = render_case("default").one("DaemonSet")["spec"]["template"]["spec"]["containers"]
+    kubelet = {"status.hostIP": "10.0.7.12"}
+    seen: dict[str, str] = {}
     for name, entry in env_of(container).items():
         if "value" in entry:
-            monkeypatch.setenv(name, entry["value"])
+            seen[name] = re.sub(r"\$\((\w+)\)", lambda m: seen.get(m[1], m[0]), entry["value"])
+        elif (field := entry.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")) in kubelet:
+            seen[name] = kubelet[field]
+        else:
+            continue
+        monkeypatch.setenv(name, seen[name])
     s = load_settings(None)
+    assert s.agent.dcgm_host == "10.0.7.12:5555"  # the GPU Operator's host engine, by default
     assert s.agent.bot_url == "http://gpubot.gpubot.svc:8080"
     assert s.agent.cluster == "default"
     # The node's own tokens, from the host directory; never the bot's master.

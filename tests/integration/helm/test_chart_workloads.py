@@ -194,15 +194,18 @@ def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
     assert _pod(published)["containers"][0]["ports"][0]["hostPort"] == 9400
 
 
-def test_agent_reaches_the_gpu_operators_host_engine_on_its_node_when_asked() -> None:
-    """agent.dcgmHostPort: the agent's dcgmi talks to nv-hostengine at the node's own address
-    (the downward API's status.hostIP, expanded by the kubelet); off by default."""
-    assert "GPUBOT_AGENT__DCGM_HOST" not in env_of(_pod(_agent("default"))["containers"][0])
+def test_agent_reaches_the_gpu_operators_host_engine_on_its_node_by_default() -> None:
+    """agent.dcgmHostPort (default 5555, the GPU Operator's nvidia-dcgm): the agent's dcgmi
+    talks to nv-hostengine at the node's own address (the downward API's status.hostIP,
+    expanded by the kubelet); 0 leaves dcgmi its own default."""
     values = {
         **CASES["default"],
-        "agent": {**CASES["default"].get("agent", {}), "dcgmHostPort": 5555},
+        "agent": {**CASES["default"].get("agent", {}), "dcgmHostPort": 0},
     }
-    env = env_of(_pod(render(values).one("DaemonSet"))["containers"][0])
+    assert "GPUBOT_AGENT__DCGM_HOST" not in env_of(
+        _pod(render(values).one("DaemonSet"))["containers"][0]
+    )
+    env = env_of(_pod(_agent("default"))["containers"][0])
     assert env["HOST_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
     assert env["GPUBOT_AGENT__DCGM_HOST"]["value"] == "$(HOST_IP):5555"
     names = list(env)

@@ -74,6 +74,9 @@ class FakeAgent:
         self.lost.discard((node, gpu))
         return (await self.gpus(node=node))[gpu]
 
+    async def diag_status(self, *, node: str) -> str | None:
+        return None  # DCGM answers on every node
+
     async def diag(self, *, node: str, level: int, gpus: Sequence[int] | None = None) -> DiagReport:
         self.diags.append((node, level))
         results = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -339,3 +340,62 @@ def test_a_dcgm_host_that_is_not_a_host_and_port_is_refused_in_config() -> None:
     for bad in ("--help", "10.0.0.1; reboot", "a b", ""):
         with pytest.raises(ValidationError):
             AgentSettings(dcgm_host=bad)
+
+
+# -- whether diagnostics can run: GET /v1/diag/status (a read) -------------------------------
+
+
+def test_status_names_a_missing_dcgmi_and_a_host_engine_that_does_not_answer(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = DcgmDiagnostics(env={"PATH": str(empty)})
+    assert "dcgmi is not installed" in (missing.status() or "")
+    standin(tmp_path)
+    with socket.socket() as closed:  # a port nothing listens on: bound, never listening
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        down = DcgmDiagnostics(
+            env=env_for(tmp_path, "dcgm-4.2-pass.json"), host=f"127.0.0.1:{port}"
+        )
+        why = down.status() or ""
+    assert f"the DCGM host engine at 127.0.0.1:{port} does not answer" in why
+    assert "port 5555" in why
+
+
+def test_status_is_none_when_dcgmi_is_there_and_the_host_engine_answers(tmp_path: Path) -> None:
+    standin(tmp_path)
+    with socket.socket() as engine:  # a stand-in nv-hostengine: accepts connections
+        engine.bind(("127.0.0.1", 0))
+        engine.listen(1)
+        host = f"127.0.0.1:{engine.getsockname()[1]}"
+        assert (
+            DcgmDiagnostics(env=env_for(tmp_path, "dcgm-4.2-pass.json"), host=host).status() is None
+        )
+
+
+async def test_the_bot_asks_the_agent_with_its_read_token(
+    cluster: SimulatedCluster, tmp_path: Path
+) -> None:
+    """The bot's client reads GET /v1/diag/status (read scope): None when DCGM can run, the
+    agent's one line when it cannot; the route needs a token like every GPU read."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for diagnostics, expected in (
+        (SimulatedDriver(cluster.agent, node=NODE), None),
+        (DcgmDiagnostics(env={"PATH": str(empty)}), "dcgmi is not installed"),
+    ):
+        async with app_client(cluster, diagnostics) as c:
+            agent = HttpNodeAgent(
+                addresses=AgentAddresses(
+                    SimulatedCluster.default().kube, AgentLocation(cluster="sim")
+                ),
+                master=MASTER,
+                transport=c._transport,
+            )
+            why = await agent.diag_status(node=NODE)
+            await agent.aclose()
+            assert why is None if expected is None else expected in (why or "")
+            anonymous = await c.get("/v1/diag/status", headers={"authorization": ""})
+            assert anonymous.status_code == 401

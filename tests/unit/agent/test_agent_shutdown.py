@@ -57,6 +57,7 @@ async def test_sigterm_logs_the_shutdown_and_the_agent_stops(
     events = [e for e in events if e and e.startswith("agent.") and e != "agent.refused"]
     assert events == [
         "agent.start",
+        "agent.diag_unavailable",  # this agent has no DCGM diagnostics: said at start
         "agent.no_bot_url",
         "agent.ready",
         "agent.stopping",
