@@ -195,8 +195,10 @@ def parser() -> argparse.ArgumentParser:
 
     add_gpus_parsers(sub, _config_arg)
     from gpubot.cli_ops import add_parsers as add_ops_parsers
+    from gpubot.cli_policy import add_parser as add_policy_parser
 
     add_ops_parsers(sub, _config_arg)
+    add_policy_parser(sub, _config_arg)
     return top
 
 
@@ -311,6 +313,7 @@ async def _serve(args: argparse.Namespace) -> int:
     log_start(app)  # what this process serves, in the log: clusters, Slack, runbooks
     # The chain head, in the log: at start, after each run, at shutdown.
     await log_head(app.store, "serve starting")
+    await app.service.record_policy()  # its digest in the log, and in the trail when changed
     left = s.web.shutdown_grace_seconds
     try:
         left = await serve(
@@ -460,6 +463,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         return run_knowledge(args)
     if args.command == "report":
         return _arun(_report(args))
+    if args.command == "policy":
+        from gpubot.cli_policy import run_policy
+
+        return _arun(run_policy(_settings(args.config), args))
     if args.command == "gpus":
         from gpubot.cli_gpus import run_gpus
 

@@ -24,12 +24,18 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from gpubot.domain.dcgm_diag import DiagUnavailable
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.incidents import unlabelled_cluster
+from gpubot.domain.pools import PoolMode
 from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
 from gpubot.domain.signed_votes import fingerprint, key_blob
 from gpubot.errors import ConfigError
 
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?-]{1,64}", re.ASCII)
+_LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?",
+    re.ASCII,
+)
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?", re.ASCII)
 
 
 class _Section(BaseModel):
@@ -159,6 +165,31 @@ class GroupSettings(_Section):
     usergroups: list[str] = Field(default_factory=list, description="Slack user-group ids (S…)")
 
 
+class PoolSettings(_Section):
+    """A node pool: its nodes (clusters and Node labels) and the mode automation runs in."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    mode: PoolMode = Field(
+        "remediate",
+        description="observe (plan, tell, record; change nothing), quarantine (the automatic "
+        "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
+    )
+    clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
+    match: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node labels the node must carry with exactly these values (all of them); "
+        "empty: every node of the clusters",
+    )
+
+    @field_validator("match")
+    @classmethod
+    def _label_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, wanted in value.items():
+            if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(wanted):
+                raise ValueError(f"{key!r}: {wanted!r} is not a Kubernetes label key and value")
+        return value
+
+
 class BlastRadiusSettings(_Section):
     max_cordoned_fraction: float = Field(0.25, ge=0, le=1)
     max_cordoned_count: int = Field(4, ge=0)
@@ -249,6 +280,16 @@ class PolicySettings(_Section):
         description="DCGM diagnostics level gpu.diag runs before a node is released (the "
         "xid79 runbook's verify): 1 quick (seconds), 2 medium (minutes), 3 long (~15 min); "
         "0 turns diagnostics off, and a node is then released on NVML's word alone",
+    )
+    mode: PoolMode = Field(
+        "remediate",
+        description="the mode of nodes no pool selects (the default pool): observe, "
+        "quarantine or remediate",
+    )
+    pools: list[PoolSettings] = Field(
+        default_factory=list,
+        description="node pools, first match wins; a node in none follows `mode` and the "
+        "rest of this block",
     )
     diag_unavailable: DiagUnavailable = Field(
         "approve",

@@ -13,6 +13,7 @@ from gpubot.config import Settings
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
+from gpubot.domain.pools import DEFAULT_POOL, Pool, policy_digest
 from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
 from gpubot.engine.registry import Registry
@@ -38,6 +39,17 @@ def build_policy(settings: Settings) -> Policy:
         blast=BlastRadius(**p.blast_radius.model_dump()),
         attempts=AttemptCap(max_attempts=p.attempts.max_attempts, window=p.attempts.window),
         escalation=build_escalation(settings),
+        pools=tuple(
+            Pool(
+                name=pool.name,
+                mode=pool.mode,
+                clusters=frozenset(pool.clusters),
+                match=dict(pool.match),
+            )
+            for pool in p.pools
+        ),
+        default_pool=Pool(DEFAULT_POOL, mode=p.mode),
+        digest=policy_digest(p.model_dump(mode="json")),
     )
 
 

@@ -46,7 +46,12 @@ def plan_message(plan: Plan) -> Message:
     blocks: list[Any] = [
         Text(plan.description or f"Runbook {plan.runbook}"),
         Fields(
-            (("Runbook", plan.runbook), ("Cluster", plan.cluster), ("Target", plan.target or "-"))
+            (
+                ("Runbook", plan.runbook),
+                ("Cluster", plan.cluster),
+                ("Target", plan.target or "-"),
+                *((("Pool", str(plan.pool)),) if plan.pool is not None else ()),
+            )
         ),
         Table(("step", "action", "approval", "runs", "what it would do"), tuple(rows)),
     ]

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpubot.domain.pools import PoolChoice
+
 
 @dataclass(frozen=True)
 class PlannedStep:
@@ -48,6 +50,7 @@ class Plan:
     # What a step already knows it cannot do as planned (DCGM cannot run on the node, say):
     # said before anything runs, without stopping the plan.
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    pool: PoolChoice | None = None  # the target node's pool and mode when planned, and why
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -60,4 +63,7 @@ class Plan:
             "steps": [s.as_json() for s in self.steps],
             "problems": list(self.problems),
             "warnings": list(self.warnings),
+            "pool": None
+            if self.pool is None
+            else {**self.pool.pool.as_json(), "why": self.pool.why},
         }

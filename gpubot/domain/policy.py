@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from gpubot.domain.approvals import DEFAULT_EXPIRY, ApproverGroup
 from gpubot.domain.gpu_escalation import EscalationPolicy
+from gpubot.domain.pools import DEFAULT_POOL, Pool, PoolChoice, choose_pool
 
 
 @dataclass(frozen=True)
@@ -117,3 +118,10 @@ class Policy:
     blast: BlastRadius = field(default_factory=BlastRadius)
     attempts: AttemptCap = field(default_factory=AttemptCap)
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)  # from GPU history
+    pools: tuple[Pool, ...] = ()  # policy.pools, first match wins
+    default_pool: Pool = field(default_factory=lambda: Pool(DEFAULT_POOL))
+    digest: str = ""  # policy_digest of the policy as loaded ("" when built in code)
+
+    def pool_for(self, *, cluster: str, labels: Mapping[str, str]) -> PoolChoice:
+        """The pool a node is in now (its cluster and its Node labels), and why."""
+        return choose_pool(self.pools, self.default_pool, cluster=cluster, labels=labels)

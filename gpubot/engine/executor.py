@@ -22,6 +22,7 @@ from gpubot.domain.variables import run_variables
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
 from gpubot.engine.observe import step_outcome
+from gpubot.engine.pool_gate import PoolGate
 from gpubot.engine.recorder import Next, RunRecorder
 from gpubot.engine.standing import standing_blocks
 from gpubot.engine.taken_back import taken_back
@@ -47,6 +48,7 @@ class Executor:
         self.e = engine
         self.record = RunRecorder(engine)
         self.gate = gate  # the blast-radius caps, shared with the service that wakes holds
+        self.pools = PoolGate(engine)  # the node's pool and its mode, before each step
         self._locks: dict[str, asyncio.Lock] = {}
         self._stopping = False
         self._actions: set[asyncio.Task[Any]] = set()  # actions running now
@@ -73,6 +75,7 @@ class Executor:
         """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly."""
         run = await self._advance(run_id)
         if run.status.finished:
+            self.pools.forget(run.id)
             await self.gate.unhold(run.id)  # cancelled while held, say
             self.gate.released()
         return run
@@ -137,6 +140,16 @@ class Executor:
             if run.dry_run:
                 note = await spec.plan(ctx, params)
                 await self.record.dry_run(run, step, state, note.summary)
+                return "next"
+            pool, held_back = await self.pools.decide(run, step, spec, params)
+            if pool is not None and held_back is not None:
+                if pool.pool.mode == "observe":
+                    note = await spec.plan(ctx, params)
+                    await self.record.observed(
+                        run, step, state, note.summary, f"{pool}; {held_back}"
+                    )
+                else:
+                    await self.record.not_offered(run, step, state, f"{pool}; {held_back}")
                 return "next"
             if step.approval != "auto":
                 return await self._ask(run, step, spec, state, params, ctx)

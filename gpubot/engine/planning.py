@@ -5,7 +5,7 @@ A plan is read-only: nothing it does changes the cluster or the store."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,6 +15,7 @@ from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.incidents import Incident, IncidentStatus, observations
 from gpubot.domain.plans import Plan, PlannedStep
+from gpubot.domain.pools import PoolChoice
 from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.templating import evaluate, render_value
@@ -156,8 +157,8 @@ def run_inputs(
 
 async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = None) -> Plan:
     """The plan of a run from live state, with the engine's registry, clock, ledger and
-    escalation policy."""
-    return await make_plan(
+    escalation policy; it names the target node's pool and mode, and why."""
+    plan = await make_plan(
         inputs.runbook,
         base=inputs.base,
         params=inputs.params,
@@ -168,6 +169,20 @@ async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = No
         ledger=e.store,
         escalation=e.policy.escalation,
     )
+    choice = await node_pool(e, inputs)
+    return replace(plan, pool=choice) if choice is not None else plan
+
+
+async def node_pool(e: Engine, inputs: RunInputs) -> PoolChoice | None:
+    """The pool of the run's target node now (None without a target). A node that cannot
+    be read is in the default pool, and the reason says so."""
+    if inputs.target is None:
+        return None
+    try:
+        info = await inputs.cluster.nodes.get_node(node=inputs.target, cached=True)
+    except GpubotError as exc:
+        return PoolChoice(e.policy.default_pool, f"{inputs.target} could not be read ({exc})")
+    return e.policy.pool_for(cluster=inputs.cluster.name, labels=info.labels)
 
 
 async def plan_command(e: Engine, *, runbook: str, args: Mapping[str, str], cluster: str) -> Plan:

@@ -90,6 +90,26 @@ class RunRecorder:
         await self.save(done, event=event)
         await self.say(run, messages.step_message(run, done, action=step.action, text=summary))
 
+    async def observed(
+        self, run: Run, step: Step, state: StepState, summary: str, why: str
+    ) -> None:
+        """A mutating step in an observe pool: what it would do, recorded and told; the
+        node is not touched. Later steps read it as done, as in a dry run."""
+        output = {"observed": summary, "pool": why}
+        done = replace(state, status=StepStatus.SUCCEEDED, output=output)
+        event = self.event(run, "step.observed", step=step, args=state.args, result=output)
+        await self.save(done, event=event)
+        text = f"Would: {summary} ({why})"
+        await self.say(run, messages.step_message(run, done, action=step.action, text=text))
+
+    async def not_offered(self, run: Run, step: Step, state: StepState, why: str) -> None:
+        """A step the node's pool does not offer (quarantine mode: it needs an approval)."""
+        skipped = replace(state, status=StepStatus.SKIPPED, error=why)
+        event = self.event(run, "step.not_offered", step=step, result={"pool": why})
+        await self.save(skipped, event=event)
+        text = f"Not offered: {why}"
+        await self.say(run, messages.step_message(run, skipped, action=step.action, text=text))
+
     async def started(self, run: Run, step: Step, state: StepState, *, actor: str) -> None:
         """Durable before acting: after a crash, RUNNING means "check live state first"."""
         result = {"attempt": state.attempts}

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from gpubot.domain import messages
 from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
+from gpubot.domain.audit import AuditTrailError
 from gpubot.domain.incidents import Incident, IncidentStatus, observations
 from gpubot.domain.intake import IntakeKind, IntakeOutcome, IntakeSummary
 from gpubot.domain.plans import Plan
@@ -252,6 +253,8 @@ class GpubotService:
                 "args": dict(given),
                 # Which try on this node this is: a runbook's last try can hand the node on.
                 "attempt": {"number": len(recent) + 1, "max": self.e.policy.attempts.max_attempts},
+                # The target's pool when the run was planned: the thread says when it changes.
+                "pool": plan.as_json()["pool"] or {},
             },
             created_at=now,
             updated_at=now,
@@ -424,6 +427,37 @@ class GpubotService:
         # Before this process takes any webhook, so no intake follow-up of its own can be
         # recording the same incident's opening at the same time.
         await self._start_missing_runs(record_opened=True)
+
+    async def record_policy(self) -> None:
+        """At start: log the policy's digest and pools, and audit it when it is not the
+        digest the trail last recorded (a changed policy is visible in the trail)."""
+        policy = self.e.policy
+        pools = ", ".join(f"{p.name} ({p.mode})" for p in policy.pools) or "none"
+        log.info(
+            "policy %s loaded: pools %s; other nodes %s",
+            policy.digest or "-",
+            pools,
+            policy.default_pool.mode,
+            extra={"event": "policy.loaded", "reason": policy.digest},
+        )
+        earlier = await self.e.store.events(kinds=["policy.loaded"])
+        before = str(earlier[-1].result.get("digest", "")) if earlier else ""
+        if before == policy.digest:
+            return
+        try:
+            await self.trail.record(
+                "policy.loaded",
+                actor="gpubot",
+                result={
+                    "digest": policy.digest,
+                    "previous": before or None,
+                    "pools": [p.as_json() for p in policy.pools],
+                    "default_mode": policy.default_pool.mode,
+                },
+                reason="the policy changed since it was last recorded" if before else "first start",
+            )
+        except AuditTrailError as exc:  # said already (log, /readyz); serve still starts
+            log.error("policy %s not recorded: %s", policy.digest, exc)
 
     async def tick(self) -> None:
         """Periodic: expire approvals, wake held steps whose slot may have freed, and (on the

@@ -21,8 +21,8 @@ def cordoned_here(e: Engine, run: Run, runbook: Runbook, states: list[StepState]
     """The node this run cordoned and has not released itself; None when it has none."""
     node: str | None = None
     for s in states:
-        if s.status is not StepStatus.SUCCEEDED:
-            continue
+        if s.status is not StepStatus.SUCCEEDED or "observed" in s.output:
+            continue  # an observe pool's step recorded what it would do: it cordoned nothing
         try:
             action = runbook.step(s.step_id).action
             blast = e.registry.get(action).blast

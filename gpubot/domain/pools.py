@@ -1,0 +1,84 @@
+"""Node pools: which policy scope a node is in (cluster and Node labels), and its mode."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# observe: plan, tell the thread and record what each mutating step would do, change nothing;
+# quarantine: the automatic (safe, reversible) steps only, nothing that needs an approval is
+# offered; remediate: the whole runbook, approvals as written.
+PoolMode = Literal["observe", "quarantine", "remediate"]
+MODES: tuple[PoolMode, ...] = ("observe", "quarantine", "remediate")
+DEFAULT_POOL = "default"
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A named scope: the nodes of `clusters` (empty: any) whose labels hold every pair of
+    `match` (empty: every node), and the mode automation runs in there."""
+
+    name: str
+    mode: PoolMode = "remediate"
+    clusters: frozenset[str] = frozenset()
+    match: Mapping[str, str] = field(default_factory=dict)
+
+    def selects(self, *, cluster: str, labels: Mapping[str, str]) -> bool:
+        if self.clusters and cluster not in self.clusters:
+            return False
+        return all(labels.get(key) == value for key, value in self.match.items())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "clusters": sorted(self.clusters),
+            "match": dict(sorted(self.match.items())),
+        }
+
+
+@dataclass(frozen=True)
+class PoolChoice:
+    """The pool a node is in and why, in words for the plan and the thread."""
+
+    pool: Pool
+    why: str
+
+    def __str__(self) -> str:
+        return f"pool {self.pool.name} ({self.pool.mode}): {self.why}"
+
+
+def choose_pool(
+    pools: Sequence[Pool], default: Pool, *, cluster: str, labels: Mapping[str, str]
+) -> PoolChoice:
+    """The first pool that selects the node, else `default`; with the reason."""
+    for pool in pools:
+        if pool.selects(cluster=cluster, labels=labels):
+            matched = [f"{k}={v}" for k, v in sorted(pool.match.items())]
+            where = [f"cluster {cluster}"] if pool.clusters else []
+            said = ", ".join(where + [f"label {m}" for m in matched]) or "it selects every node"
+            return PoolChoice(pool, f"{said} matched")
+    return PoolChoice(default, "no pool matched: the default policy")
+
+
+def policy_digest(document: Mapping[str, Any]) -> str:
+    """A short, stable digest of a policy as loaded (logged and audited at start), so a
+    change between two starts or reloads is visible."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def offered(mode: PoolMode, *, mutating: bool, approval: str) -> str | None:
+    """Why a step does not act in this mode (None: it runs as the runbook says).
+
+    observe: nothing mutating acts (the step is recorded as what it would do);
+    quarantine: a step that needs an approval is not offered (the automatic, reversible
+    steps still run)."""
+    if mode == "observe" and mutating:
+        return "observe mode: recorded what it would do, changed nothing"
+    if mode == "quarantine" and approval != "auto":
+        return "quarantine mode: only the automatic steps run; this one needs an approval"
+    return None
