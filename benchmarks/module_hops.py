@@ -265,10 +265,23 @@ def measure() -> tuple[dict[str, Any], list[tuple[str, str, bool]]]:
         "commit": _git(source.parent, "rev-parse", "--short", "HEAD"),
         "uncommitted_changes": bool(dirty),
         "source": str(source),
-        "xid79_runbook_sha256": hashlib.sha256((runbooks / "xid79.yaml").read_bytes()).hexdigest(),
+        "xid79_flow_sha256": flow_digest(runbooks / "xid79.yaml"),
         "wall_s": round(wall, 2),
     }
     return figures, [(a, b, seen) for (a, b), seen in tracer.edges.items()]
+
+
+def flow_digest(path: Path) -> str:
+    """SHA-256 of the part of the runbook the traced flow runs: its triggers, parameters and
+    steps up to the drain. Steps after the drain may differ between the two checkouts
+    without making the flows incomparable."""
+    import yaml
+
+    runbook = yaml.safe_load(path.read_text())
+    steps = runbook["steps"]
+    upto = next(i for i, s in enumerate(steps) if s["id"] == "drain") + 1
+    part = {"triggers": runbook["triggers"], "params": runbook["params"], "steps": steps[:upto]}
+    return hashlib.sha256(json.dumps(part, sort_keys=True).encode()).hexdigest()
 
 
 def print_edges(label: str, edges: list[tuple[str, str, bool]]) -> None:

@@ -256,6 +256,13 @@ class IncidentStore(Protocol):
 
     async def alerts_for(self, incident_id: str) -> list[AlertRecord]: ...
 
+    async def split_fault(
+        self, *, incident_id: str, fingerprint: str, key: str, now: datetime
+    ) -> tuple[Incident, bool] | None:
+        """Move a firing alert into the open incident `key` (opened from it when none):
+        that incident and whether it was opened; None when the alert no longer fires there."""
+        ...
+
 
 class RunStore(Protocol):
     async def create_run(

@@ -63,8 +63,7 @@ class AlertObservation:
 
     @property
     def correlation_key(self) -> str:
-        """Alerts about the same problem on the same node share one incident (one run); for
-        XID alerts the same problem is the same GPU and XID (gpu_fault).
+        """Alerts about the same problem on the same node share one incident (one run).
 
         Workload alerts (GPUIdleAllocated, PodOOMKilled, or `gpubot_scope: pod`) key on the
         pod, so two idle pods on one node are two incidents; so do pod alerts without a node
@@ -76,21 +75,26 @@ class AlertObservation:
             "pod" if self.alertname in POD_SCOPED_ALERTS else "node"
         )
         subject = (workload or self.node) if scope == "pod" else (self.node or workload)
-        key = f"{self.cluster}/{self.alertname}/{subject or '-'}"
-        return f"{key}/{fault}" if scope == "node" and (fault := self.gpu_fault) else key
+        return f"{self.cluster}/{self.alertname}/{subject or '-'}"
 
-    @property
-    def gpu_fault(self) -> str | None:
-        """Which fault of the node an XID alert reports: its GPU (UUID, else index) and XID.
-        Each is an incident of its own, so a second GPU failing on a node that is already
-        quarantined gets its own run (deferred while the first runs), never only a line in
-        the first incident. None for an alert without an `xid` label."""
-        xid = ascii_int(self.labels.get("xid", ""))
-        if xid is None:
-            return None
-        uuid, index = self.labels.get("UUID", ""), ascii_int(self.labels.get("gpu", ""))
-        gpu = uuid if is_gpu_uuid(uuid) else (str(index) if index is not None else "-")
-        return f"gpu {gpu} xid {xid}"
+
+def gpu_fault(labels: Mapping[str, str]) -> str | None:
+    """Which fault of a node an XID alert reports: its GPU (UUID, else index) and its XID;
+    None for an alert without an `xid` label. Alerts of one node share one incident; one
+    with another fault than the incident's own becomes a follow-up incident of its own (its
+    own run) once the node's run has ended, and is held until then."""
+    xid = ascii_int(labels.get("xid", ""))
+    if xid is None:
+        return None
+    uuid, index = labels.get("UUID", ""), ascii_int(labels.get("gpu", ""))
+    gpu = uuid if is_gpu_uuid(uuid) else (str(index) if index is not None else "-")
+    return f"gpu {gpu} xid {xid}"
+
+
+def follow_up_key(incident_key: str, fault: str) -> str:
+    """The key of the follow-up incident for `fault` on the node of `incident_key`: one open
+    follow-up per fault (the store's unique open key)."""
+    return f"{incident_key}#{fault}"
 
 
 def observations(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -49,6 +49,8 @@ class Executor:
         self.record = RunRecorder(engine)
         self.gate = gate  # the blast-radius caps, shared with the service that wakes holds
         self.pools = PoolGate(engine)  # the node's pool and its mode, before each step
+        # Told of each run that ends here (the service splits off the faults it held).
+        self.on_finished: Callable[[Run], None] | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._stopping = False
         self._actions: set[asyncio.Task[Any]] = set()  # actions running now
@@ -76,6 +78,8 @@ class Executor:
         run = await self._advance(run_id)
         if run.status.finished:
             self.pools.forget(run.id)
+            if self.on_finished is not None:
+                self.on_finished(run)
             await self.gate.unhold(run.id)  # cancelled while held, say
             self.gate.released()
         return run

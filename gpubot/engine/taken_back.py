@@ -44,12 +44,18 @@ async def taken_back(
     the node back, so gpubot does nothing more to it. None while the node is still cordoned.
 
     Read from the adapter's node cache where it has one (cheap: this runs before each
-    waiting mutating step); a read that fails says nothing (the step's own checks decide)."""
+    waiting mutating step) and, when that says schedulable, confirmed by an uncached read;
+    a read that fails says nothing (the step's own checks decide)."""
     node = cordoned_here(e, run, runbook, states)
     if node is None or run.cluster not in e.clusters:
         return None
+    nodes = e.clusters[run.cluster].nodes
     try:
-        info = await e.clusters[run.cluster].nodes.get_node(node=node, cached=True)
+        info = await nodes.get_node(node=node, cached=True)
+        if not info.unschedulable:
+            # A cache may not have seen the run's own cordon yet: only the API server's own
+            # answer says the node was put back.
+            info = await nodes.get_node(node=node)
     except GpubotError:
         return None
     if info.unschedulable:

@@ -118,7 +118,8 @@ def test_module_hops_reads_the_flow_here_and_at_the_baseline(printed: Any) -> No
         assert side["modules"] > 0
     assert base["resolved"] == base["commit"] == "d241402"
     assert "/base/gpubot" in base["source"]
-    assert here["xid79_runbook_sha256"] == base["xid79_runbook_sha256"]
+    # The same flow: the runbook's triggers, parameters and steps up to the drain.
+    assert here["xid79_flow_sha256"] == base["xid79_flow_sha256"]
     assert record["change"]["walk_hops"] == here["walk_hops"] - base["walk_hops"]
     assert set(record["targets"]) == {
         "follow_hops",

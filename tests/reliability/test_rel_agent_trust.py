@@ -139,7 +139,8 @@ def test_planning_an_alert_that_names_an_address_contacts_nothing(
     )
     assert capture.requests, control.stdout + control.stderr
     for method, path, headers in capture.requests:
-        assert (method, path) == ("GET", "/v1/gpus")
+        # GPU reads, and whether DCGM can run there (the plan says so before anything runs).
+        assert (method, path) in {("GET", "/v1/gpus"), ("GET", "/v1/diag/status")}
         assert headers["host"] == f"127.0.0.1:{capture.port}"
         assert headers["authorization"] == f"Bearer {_token('gpu-node-07')}"
         assert MASTER not in json.dumps(headers)

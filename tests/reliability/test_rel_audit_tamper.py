@@ -607,7 +607,14 @@ def test_serve_logs_the_chain_head_at_start_and_stop(procs: Procs, tmp_path: Pat
         if line.startswith("{")
     ]
     anchors = [r["message"] for r in records if r["logger"] == "gpubot.audit"]
-    head = f"audit chain head seq 0 hash {GENESIS_HASH}"
+    # A first start records the policy it loaded (policy.loaded, seq 1) before its anchor.
+    events = open_store(f"sqlite:///{tmp_path / 'gpubot.db'}", create=False)
+    try:
+        [loaded] = asyncio.run(events.events())
+    finally:
+        asyncio.run(events.close())
+    assert (loaded.seq, loaded.kind) == (1, "policy.loaded")
+    head = f"audit chain head seq 1 hash {loaded.hash}"
     assert f"{head} (serve starting)" in anchors
     assert f"{head} (serve stopping)" in anchors
 

@@ -23,6 +23,7 @@ from gpubot.domain.intake import (
     Payload,
     StoredAlert,
     decide,
+    new_incident_id,
 )
 from gpubot.errors import NotFoundError
 
@@ -60,6 +61,73 @@ class SqlIncidents(SqlDatabase):
             return outcomes
 
         return await self._run(write, write=True)
+
+    async def split_fault(
+        self, *, incident_id: str, fingerprint: str, key: str, now: datetime
+    ) -> tuple[Incident, bool] | None:
+        """Move the firing alert `fingerprint` of `incident_id` into the open incident keyed
+        `key` (a follow-up for another fault of the node), opening it from the alert when
+        there is none: (that incident, whether it was opened). None when the alert is no
+        longer firing there (resolved, or moved already). One transaction; on PostgreSQL
+        under the key's lock, and the unique open key is the backstop."""
+
+        def split(conn: Connection) -> tuple[Incident, bool] | None:
+            if self._postgres:
+                conn.execute(select(func.pg_advisory_xact_lock(lock_id("gpubot.incident:" + key))))
+            row = (
+                conn.execute(
+                    select(alerts).where(
+                        alerts.c.incident_id == incident_id,
+                        alerts.c.fingerprint == fingerprint,
+                        alerts.c.status == FIRING,
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            if row is None:
+                return None
+            found = (
+                conn.execute(
+                    select(incidents).where(
+                        incidents.c.key == key, incidents.c.status == IncidentStatus.OPEN.value
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            opened = found is None
+            if found is None:
+                origin = _get_incident(conn, incident_id)
+                labels: dict[str, str] = dict(row["labels"])
+                annotations: dict[str, str] = dict(row["annotations"])
+                summary = annotations.get("summary") or annotations.get("description") or ""
+                target = {
+                    "id": new_incident_id(),
+                    "key": key,
+                    "status": IncidentStatus.OPEN.value,
+                    "alertname": origin.alertname,
+                    "cluster": origin.cluster,
+                    "node": origin.node,
+                    "severity": labels.get("severity", origin.severity),
+                    "summary": summary or origin.summary,
+                    "labels": labels,
+                    "annotations": annotations,
+                    "generator_url": origin.generator_url,
+                    "created_at": now,
+                    "updated_at": now,
+                    "resolved_at": None,
+                }
+                conn.execute(insert(incidents).values(**target))
+                target_id = str(target["id"])
+            else:
+                target_id = str(found["id"])
+            conn.execute(
+                update(alerts).where(alerts.c.id == row["id"]).values(incident_id=target_id)
+            )
+            return _get_incident(conn, target_id), opened
+
+        return await self._run(split, write=True)
 
     async def get_incident(self, incident_id: str) -> Incident:
         return await self._run(lambda conn: _get_incident(conn, incident_id), write=False)

@@ -1,7 +1,7 @@
-"""A second fault on a node: XID alerts correlate per GPU and XID, so a new GPU failing on a
-node gets its own incident and run: at once when no run acts on the node, deferred (said in
-its thread, audited) while another run of the runbook does, and started when that one ends.
-A re-report of the same GPU and XID joins its incident."""
+"""A second fault on a node: alerts of one node share one incident (one thread), and an
+alert with another fault (another GPU or XID) becomes a follow-up incident with a run of its
+own: at once when the node's run has ended, held (said in the thread, audited) while it acts,
+and split off when it ends. A re-report of the same GPU and XID joins its incident."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.runs import RunStatus
 from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in tests/unit/conftest.py
@@ -47,7 +48,8 @@ async def test_a_second_gpu_after_the_first_run_ended_gets_its_own_run(
     harness: MakeHarness,
 ) -> None:
     """GPU 3's run has finished (node released) while its alert still fires; XID 79 on GPU 5
-    opens an incident of its own and quarantines the node again."""
+    joins the node's incident, is split off into a follow-up incident at once, and its run
+    quarantines the node again; the first thread says where it went."""
     h = harness(XID79)
     inject_xid(h.cluster, node=NODE, gpu=3)
     await deliver(h.service, xid(h, 3))
@@ -62,15 +64,19 @@ async def test_a_second_gpu_after_the_first_run_ended_gets_its_own_run(
     assert len(incidents) == 2
     second = next(r for r in await h.store.list_runs() if r.id != first.id)
     assert second.incident_id != first.incident_id
+    assert second.context["params"]["gpu"] == "5"
     assert (await h.step_status(second.id))["cordon"] == "succeeded"
     assert (await h.cluster.kube.get_node(node=NODE)).unschedulable
+    assert f"is incident {second.incident_id}, with its own thread and run" in h.notifier.text()
+    [moved] = await h.store.alerts_for(second.incident_id)
+    assert moved.labels["gpu"] == "5"
 
 
-async def test_a_second_gpu_while_a_run_acts_on_the_node_waits_then_runs(
+async def test_a_second_gpu_while_a_run_acts_on_the_node_is_held_then_runs(
     harness: MakeHarness,
 ) -> None:
-    """GPU 3's run waits for its drain approval; XID 79 on GPU 5 opens its own incident,
-    whose run is deferred (one message, one audit event), and starts when GPU 3's run ends."""
+    """GPU 3's run waits for its drain approval; XID 79 on GPU 5 is held (one message, one
+    audit event), and becomes a follow-up incident with its own run when GPU 3's run ends."""
     h = harness(XID79)
     inject_xid(h.cluster, node=NODE, gpu=3)
     await deliver(h.service, xid(h, 3))
@@ -78,21 +84,20 @@ async def test_a_second_gpu_while_a_run_acts_on_the_node_waits_then_runs(
     inject_xid(h.cluster, node=NODE, gpu=5)
     await deliver(h.service, xid(h, 5))
 
-    assert len(await h.store.list_incidents()) == 2
+    assert len(await h.store.list_incidents()) == 1
     assert [r.id for r in await h.store.list_runs()] == [first.id]
-    assert "Runbook xid79 waits" in h.notifier.text()
-    assert f"run {first.id} of xid79 is already acting on {NODE}" in h.notifier.text()
-    deferred = [e for e in await h.store.events() if e.kind == "run.deferred"]
-    assert len(deferred) == 1
-    await h.service.tick()  # retried quietly: no second message, no second event
-    assert len([e for e in await h.store.events() if e.kind == "run.deferred"]) == 1
+    assert "New fault held" in h.notifier.text()
+    assert f"Run {first.id} is acting on the node now" in h.notifier.text()
+    held = [e for e in await h.store.events() if e.kind == "fault.held"]
+    assert len(held) == 1
+    assert held[0].args["fault"].endswith("xid 79")
 
     await h.service.cancel(run_id=first.id, user="U1", reason="taking it", user_groups=())
     await h.service.wait_idle()
     runs = await h.store.list_runs()
     assert len(runs) == 2
     second = next(r for r in runs if r.id != first.id)
-    assert second.incident_id == deferred[0].incident_id
+    assert second.incident_id != first.incident_id
     assert second.context["params"]["gpu"] == "5"
 
 
@@ -107,3 +112,26 @@ async def test_the_same_gpu_and_xid_reported_again_joins_its_incident(
     await deliver(h.service, xid(h, 3, fingerprint="00000000000000aa"))
     assert len(await h.store.list_incidents()) == 1
     assert len(await h.store.list_runs()) == 1
+    assert not [e for e in await h.store.events() if e.kind == "fault.held"]
+
+
+async def test_a_fault_held_before_a_restart_is_split_off_at_start(harness: MakeHarness) -> None:
+    """Held while the run acted; the run ended (recorded by a process that then died before
+    it split anything off): at start, recovery finds the open incident's other fault still
+    firing and gives it its follow-up incident and run."""
+    h = harness(XID79)
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    await deliver(h.service, xid(h, 3))
+    [first] = await h.store.list_runs()
+    inject_xid(h.cluster, node=NODE, gpu=5)
+    await deliver(h.service, xid(h, 5))
+    await h.store.update_run(
+        first.id, status=RunStatus.CANCELLED, note="ended elsewhere", now=h.clock.now()
+    )
+    assert len(await h.store.list_runs()) == 1
+    restarted = GpubotService(h.service.e)
+    await restarted.recover()
+    await restarted.wait_idle()
+    runs = await h.store.list_runs()
+    assert len(runs) == 2
+    assert next(r for r in runs if r.id != first.id).context["params"]["gpu"] == "5"
