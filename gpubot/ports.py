@@ -25,6 +25,7 @@ from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, Inc
 from gpubot.domain.intake import IntakeOutcome
 from gpubot.domain.results import Message
 from gpubot.domain.runs import Run, RunStatus, StepState
+from gpubot.domain.token_reviews import ReviewedToken
 from gpubot.domain.workloads import Workload
 
 
@@ -32,6 +33,30 @@ class Clock(Protocol):
     def now(self) -> datetime: ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+class TokenReviewer(Protocol):
+    """The API server's TokenReview (authentication.k8s.io/v1): who a bearer token is.
+
+    Raises IdentityUnavailableError when the API server cannot answer (the caller answers 503);
+    an answer of "not authenticated" is a ReviewedToken, not an error.
+    """
+
+    async def review(self, *, token: str, audience: str) -> ReviewedToken: ...
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    """A pod as the API server has it: its uid and the node it is bound to."""
+
+    uid: str
+    node: str | None
+
+
+class PodPlacements(Protocol):
+    """Where a pod runs, read from the API server (never from a request)."""
+
+    async def placement(self, *, namespace: str, name: str) -> PodPlacement | None: ...
 
 
 class NodeOps(Protocol):

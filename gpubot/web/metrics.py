@@ -153,6 +153,14 @@ class WebMetrics:
             ["route", "code"],
             registry=self.registry,
         )
+        self.agent_event_refusals = Counter(
+            "gpubot_agent_event_refusals",
+            "Posts to /agent/events refused, nothing stored, by why (unauthenticated, "
+            "not_an_agent, other_node, other_cluster, not_xid, foreign_label, malformed, "
+            "identity_unavailable)",
+            ["kind"],
+            registry=self.registry,
+        )
         self.steps = Counter(
             "gpubot_step_outcomes",
             "Step outcomes by action and result (succeeded, failed, held, denied, …)",
