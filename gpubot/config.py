@@ -25,6 +25,7 @@ from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
 from gpubot.errors import ConfigError
 
+_AUDIENCE = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$"
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?-]{1,64}", re.ASCII)
 
 
@@ -100,6 +101,33 @@ class ClusterAgentSettings(_Section):
     )
     cache_seconds: float = Field(
         30.0, ge=0, description="how long node addresses read from the cluster are reused"
+    )
+    identity: Literal["hmac", "serviceaccount"] = Field(
+        "hmac",
+        description="how bot and agents know each other. serviceaccount (Kubernetes): each "
+        "side sends its projected ServiceAccount token and the other checks it with the "
+        "TokenReview API; an agent's node is the node its pod is bound to. hmac (hosts "
+        "without Kubernetes, e.g. Slurm nodes, and the simulated cluster): per-node tokens "
+        "derived from the master secret GPUBOT_AGENT_TOKEN",
+    )
+    audience: str = Field(
+        "gpubot",
+        pattern=_AUDIENCE,
+        description="serviceaccount: the audience of the bot's and the agents' projected tokens",
+    )
+    identity_token_file: Path = Field(
+        Path("/var/run/secrets/gpubot/token"),
+        description="serviceaccount: the bot's projected token for `audience`, sent to the "
+        "agents; re-read on each call (the kubelet rotates it)",
+    )
+    service_account: str = Field(
+        "gpubot-agent",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="serviceaccount: the agents' ServiceAccount, in `namespace`; a token of "
+        "any other account is not an agent's",
+    )
+    review_cache_seconds: float = Field(
+        10.0, ge=0, le=300, description="serviceaccount: how long a token's review is reused"
     )
 
 
@@ -416,23 +444,65 @@ class LogSettings(_Section):
 class AgentSettings(_Section):
     """The node agent (`gpubot agent`), one per GPU node."""
 
+    identity: Literal["hmac", "serviceaccount"] = Field(
+        "hmac",
+        description="serviceaccount (Kubernetes): the agent sends its projected "
+        "ServiceAccount token (identity_token_file) and takes calls only from the bot's account "
+        "(bot_service_account), checked with the TokenReview API. hmac (hosts without "
+        "Kubernetes, e.g. Slurm nodes): this node's own read/mutate tokens",
+    )
+    audience: str = Field(
+        "gpubot",
+        pattern=_AUDIENCE,
+        description="serviceaccount: the audience of the bot's and the agent's tokens",
+    )
+    identity_token_file: Path = Field(
+        Path("/var/run/secrets/gpubot/token"),
+        description="serviceaccount: the agent's projected token for `audience`, sent with "
+        "its XID events; re-read on each send",
+    )
+    bot_service_account: str = Field(
+        "system:serviceaccount:gpubot:gpubot",
+        pattern=r"^system:serviceaccount:[a-z0-9-]{1,63}:[a-z0-9.-]{1,253}$",
+        description="serviceaccount: the only caller the agent takes, reads and actions "
+        "(system:serviceaccount:<namespace>:<bot's ServiceAccount>)",
+    )
+    api_url: str = Field(
+        "https://kubernetes.default.svc",
+        pattern=r"^https?://[A-Za-z0-9.:\[\]-]{1,255}(/[A-Za-z0-9._/-]*)?$",
+        description="serviceaccount: the API server the agent sends TokenReviews to",
+    )
+    api_token_file: Path = Field(
+        Path("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+        description="serviceaccount: the agent's token for the API server (create "
+        "tokenreviews), re-read on each review",
+    )
+    api_ca_file: Path | None = Field(
+        Path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"),
+        description="serviceaccount: the API server's CA bundle",
+    )
+    review_cache_seconds: float = Field(
+        10.0, ge=0, le=300, description="serviceaccount: how long a token's review is reused"
+    )
+
     # All interfaces by default: the bot reaches a DaemonSet pod over the pod network.
     listen: str = Field("0.0.0.0:9400", description="HOST:PORT the agent's HTTP API binds")
     node: str | None = Field(None, description="this node's name (default: the host name)")
     cluster: str = Field("sim", description="the cluster label on forwarded XID events")
     token_file: Path | None = Field(
         None,
-        description="bot side: file with the agent master secret, when GPUBOT_AGENT_TOKEN is "
-        "unset (each node's tokens are derived from it; never give it to an agent)",
+        description="bot side, hmac clusters: file with the agent master secret, when "
+        "GPUBOT_AGENT_TOKEN is unset (each node's tokens are derived from it; never give it "
+        "to an agent)",
     )
     read_token_file: Path | None = Field(
         None,
-        description="agent side: this node's read token, when GPUBOT_AGENT_READ_TOKEN is unset "
+        description="hmac: this node's read token, when GPUBOT_AGENT_READ_TOKEN is unset "
         "(`gpubot agent-token --node NAME --scope read`)",
     )
     mutate_token_file: Path | None = Field(
         None,
-        description="agent side: this node's mutate token, when GPUBOT_AGENT_MUTATE_TOKEN is "
+        description="hmac: this node's mutate token, when GPUBOT_AGENT_MUTATE_TOKEN is "
         "unset; without one the agent is read-only",
     )
     bot_url: str | None = Field(

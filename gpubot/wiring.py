@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from gpubot.agent.dcgm import Diagnostics
     from gpubot.agent.driver import AgentDriver
     from gpubot.slack.app import SlackParts
+    from gpubot.web.agent_identity import AgentEventAuth
 
 
 def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:
@@ -110,8 +111,9 @@ class _NoMetrics:
 def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -> NodeAgent | None:
     """The HTTP node agent when the cluster has an `agent` section, else None.
 
-    Agents are found at the addresses `kube` reports for each node, and called with tokens
-    derived per node from the master secret (GPUBOT_AGENT_TOKEN or agent.token_file).
+    Agents are found at the addresses `kube` reports for each node, and called with the
+    bot's projected ServiceAccount token (identity: serviceaccount) or with tokens derived
+    per node from the master secret (hmac: GPUBOT_AGENT_TOKEN or agent.token_file).
     """
     a = cluster.agent
     if a is None:
@@ -132,8 +134,52 @@ def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -
     )
     return HttpNodeAgent(
         addresses=AgentAddresses(kube, location),
-        master=settings.agent_token_value(),
+        master=settings.agent_token_value() if a.identity == "hmac" else None,
+        token_file=a.identity_token_file if a.identity == "serviceaccount" else None,
         ca_file=a.ca_file,
+    )
+
+
+def agent_event_auth(settings: Settings) -> AgentEventAuth:
+    """Who may post to /agent/events, per cluster: the agent pods of a cluster whose agents
+    use ServiceAccount tokens (reviewed by that cluster's API server), or, for the other
+    clusters, a node's token derived from the master secret."""
+    from gpubot.web.agent_identity import AgentEventAuth, ServiceAccountAgents
+
+    service_accounts = []
+    for c in settings.clusters:
+        a = c.agent
+        if a is None or a.identity != "serviceaccount":
+            continue
+        if c.backend != "kubernetes":
+            raise ConfigError(
+                f"clusters.{c.name}.agent.identity: serviceaccount needs backend: kubernetes"
+            )
+        from gpubot.backends.kube import api_client_for
+        from gpubot.backends.kube.token_review import KubeTokenReviewer
+
+        api = api_client_for(
+            cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
+        )
+        reviewer = KubeTokenReviewer(api)
+        service_accounts.append(
+            ServiceAccountAgents(
+                cluster=c.name,
+                reviewer=reviewer,
+                pods=reviewer,
+                audience=a.audience,
+                namespace=a.namespace,
+                service_account=a.service_account,
+                cache_seconds=a.review_cache_seconds,
+            )
+        )
+    hmac_clusters = [
+        c.name for c in settings.clusters if c.agent is None or c.agent.identity == "hmac"
+    ]
+    return AgentEventAuth(
+        master=settings.agent_token_value() if hmac_clusters else None,
+        hmac_clusters=frozenset(hmac_clusters),
+        service_accounts=service_accounts,
     )
 
 

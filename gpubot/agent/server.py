@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import uvicorn
 
-from gpubot.agent.api import AgentTokens, create_agent_app
+from gpubot.agent.api import AgentTokens, Callers, create_agent_app
 from gpubot.agent.dcgm import Diagnostics
 from gpubot.agent.driver import GpuDriver, XidSource
 from gpubot.agent.operations import GpuOperations
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AgentOptions:
-    tokens: AgentTokens
+    tokens: Callers  # who may call: AgentTokens (hmac) or BotServiceAccount (Kubernetes)
     node: str
     cluster: str
     host: str
@@ -30,6 +31,9 @@ class AgentOptions:
     xid_window_s: float = 300.0
     reset_timeout_s: float = 120.0
     diagnostics: Diagnostics | None = None
+    # What the agent sends the bot with its XID events: its projected ServiceAccount token
+    # (re-read each time) on Kubernetes, its read token in hmac mode.
+    event_token: Callable[[], str] | None = None
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -52,9 +56,16 @@ async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOpti
     watcher_task = None
     sender = None
     if opts.bot_url and xids is not None:
-        # Events go out with the read token: the bot takes them only for this node, and a
-        # bot_url pointed elsewhere learns nothing that can change a GPU.
-        sender = BotEventSender(bot_url=opts.bot_url, token=opts.tokens.read)
+        # Events go out with the read token (hmac) or the agent's own ServiceAccount token:
+        # the bot takes them only for this node, and a bot_url pointed elsewhere learns
+        # nothing that can change a GPU.
+        token = opts.event_token
+        if token is None and isinstance(opts.tokens, AgentTokens):
+            read = opts.tokens.read
+            token = lambda: read  # noqa: E731
+        if token is None:
+            raise ValueError("agent.bot_url is set but the agent has no token to send events")
+        sender = BotEventSender(bot_url=opts.bot_url, token=token)
         model = next((g.name for g in driver.gpus() if g.name), "") if opts.node else ""
         watcher = XidWatcher(
             xids,

@@ -1,0 +1,54 @@
+"""Who may call the agent on Kubernetes: the bot's ServiceAccount, known by TokenReview.
+
+The bot sends its projected ServiceAccount token (audience `audience`); the agent asks the
+API server whose it is. Reads and actions are the bot's alone: any other account, however
+valid its token, is refused (403), and a token the API server does not accept is 401.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpubot.domain.agent_tokens import Scope
+from gpubot.domain.token_reviews import ReviewCache, looks_like_jwt
+from gpubot.ports import TokenReviewer
+
+
+@dataclass
+class BotServiceAccount:
+    """The agent's Callers on Kubernetes: `username` is system:serviceaccount:<ns>:<bot sa>."""
+
+    reviewer: TokenReviewer
+    audience: str
+    username: str
+    cache_seconds: float = 10.0
+    now: Callable[[], float] = time.monotonic
+    _cache: ReviewCache[tuple[int, str] | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._cache = ReviewCache(now=self.now, ttl_s=self.cache_seconds)
+
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    async def authorize(self, token: str, *, needs: Scope) -> tuple[int, str] | None:
+        # Reads and actions alike: the bot is the only caller an agent has.
+        if not looks_like_jwt(token):
+            return 401, "missing or wrong bearer token"
+        cached = self._cache.get(token)
+        if cached is not None:
+            return None if cached == (200, "") else cached
+        answer = await self._review(token)
+        self._cache.put(token, answer or (200, ""))
+        return answer
+
+    async def _review(self, token: str) -> tuple[int, str] | None:
+        review = await self.reviewer.review(token=token, audience=self.audience)
+        if not review.authenticated or self.audience not in review.audiences:
+            return 401, f"the API server does not accept this token for {self.audience}"
+        if review.username != self.username:
+            return 403, f"{review.username[:120]} may not call the agent; only {self.username}"
+        return None
