@@ -385,6 +385,7 @@ def _agent_callers(
             audience=a.audience,
             username=a.bot_service_account,
             cache_seconds=a.review_cache_seconds,
+            read_only=a.read_only,
         )
         token_file = a.identity_token_file
         return callers, lambda: token_file.read_text(encoding="utf-8").strip(), reviewer

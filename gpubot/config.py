@@ -484,6 +484,11 @@ class AgentSettings(_Section):
     review_cache_seconds: float = Field(
         10.0, ge=0, le=300, description="serviceaccount: how long a token's review is reused"
     )
+    read_only: bool = Field(
+        False,
+        description="serviceaccount: refuse every action (403), reads only; in hmac mode an "
+        "agent without a mutate token is read-only",
+    )
 
     # All interfaces by default: the bot reaches a DaemonSet pod over the pod network.
     listen: str = Field("0.0.0.0:9400", description="HOST:PORT the agent's HTTP API binds")

@@ -24,26 +24,26 @@ class BotServiceAccount:
     audience: str
     username: str
     cache_seconds: float = 10.0
+    read_only: bool = False  # agent.read_only: every action is 403, even for the bot
     now: Callable[[], float] = time.monotonic
     _cache: ReviewCache[tuple[int, str] | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self._cache = ReviewCache(now=self.now, ttl_s=self.cache_seconds)
 
-    @property
-    def read_only(self) -> bool:
-        return False
-
     async def authorize(self, token: str, *, needs: Scope) -> tuple[int, str] | None:
         # Reads and actions alike: the bot is the only caller an agent has.
         if not looks_like_jwt(token):
             return 401, "missing or wrong bearer token"
         cached = self._cache.get(token)
-        if cached is not None:
-            return None if cached == (200, "") else cached
-        answer = await self._review(token)
-        self._cache.put(token, answer or (200, ""))
-        return answer
+        if cached is None:
+            cached = await self._review(token) or (200, "")
+            self._cache.put(token, cached)
+        if cached != (200, ""):
+            return cached
+        if needs == "mutate" and self.read_only:
+            return 403, "this agent is read-only (agent.read_only)"
+        return None
 
     async def _review(self, token: str) -> tuple[int, str] | None:
         review = await self.reviewer.review(token=token, audience=self.audience)

@@ -153,6 +153,16 @@ app.kubernetes.io/component: agent
 {{- if not (hasKey $a "selector") -}}{{- $_ := set $a "selector" $agentSelector -}}{{- end -}}
 {{- if not (hasKey $a "port") -}}{{- $_ := set $a "port" (int $.Values.agent.port) -}}{{- end -}}
 {{- end -}}
+{{- /* This release's agents on a Kubernetes cluster: ServiceAccount tokens, this release's
+agent account and audience (a cluster may still say identity: hmac, e.g. Slurm hosts). */}}
+{{- if and $c.agent (eq ($c.backend | default "simulated") "kubernetes") -}}
+{{- if not (hasKey $a "identity") -}}{{- $_ := set $a "identity" "serviceaccount" -}}{{- end -}}
+{{- if eq $a.identity "serviceaccount" -}}
+{{- if not (hasKey $a "namespace") -}}{{- $_ := set $a "namespace" $.Release.Namespace -}}{{- end -}}
+{{- if not (hasKey $a "audience") -}}{{- $_ := set $a "audience" $.Values.identity.audience -}}{{- end -}}
+{{- if not (hasKey $a "service_account") -}}{{- $_ := set $a "service_account" (printf "%s-agent" (include "gpubot.fullname" $)) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $le := deepCopy ($cfg.leader_election | default dict) -}}
 {{- $_ := set $le "enabled" (eq (include "gpubot.ha" .) "true") -}}

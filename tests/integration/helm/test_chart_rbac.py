@@ -185,7 +185,7 @@ def test_code_needs_exactly_the_chart_rbac() -> None:
     """Every grant is used by some API call in gpubot/backends/kube, and every call is granted:
     cluster-wide for the cluster, the Lease only in the release namespace."""
     rendered = render_case("ha-postgres-url")
-    cluster_role = _grants(rendered.one("ClusterRole")["rules"])
+    cluster_role = _grants(rendered.one("ClusterRole", "gpubot")["rules"])
     lease_role = _grants(rendered.one("Role")["rules"])
     needed = _code_grants()
     assert needed == cluster_role | lease_role
@@ -197,20 +197,34 @@ def test_chart_rbac_equals_the_deploy_file() -> None:
     """helm/ and deploy/rbac/clusterrole.yaml grant the same, so either install is the same."""
     deploy = _deploy_rbac()
     rendered = render_case("ha-postgres-url")
-    assert rendered.one("ClusterRole")["rules"] == deploy["ClusterRole"]["rules"]
+    assert rendered.one("ClusterRole", "gpubot")["rules"] == deploy["ClusterRole"]["rules"]
     assert rendered.one("Role")["rules"] == deploy["Role"]["rules"]
 
 
 def test_no_secrets_no_wildcards_and_bindings_to_the_bot_only() -> None:
     rendered = render_case("ha-postgres-url")
-    for kind in ("ClusterRole", "Role"):
-        for rule in rendered.one(kind)["rules"]:
+    for role in rendered.all("ClusterRole") + rendered.all("Role"):
+        for rule in role["rules"]:
             assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"]
             assert "secrets" not in rule["resources"]
-    for kind in ("ClusterRoleBinding", "RoleBinding"):
-        (subject,) = rendered.one(kind)["subjects"]
+    for binding in (rendered.one("ClusterRoleBinding", "gpubot"), rendered.one("RoleBinding")):
+        (subject,) = binding["subjects"]
         assert subject == {"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}
     assert rendered.bot["spec"]["template"]["spec"]["serviceAccountName"] == "gpubot"
+
+
+def test_the_agents_may_review_tokens_and_nothing_else() -> None:
+    """The agent checks the bot's token with the TokenReview API: its whole RBAC."""
+    rendered = render_case("default")
+    role = rendered.one("ClusterRole", "gpubot-agent")
+    assert _grants(role["rules"]) == {("authentication.k8s.io", "tokenreviews", "create")}
+    binding = rendered.one("ClusterRoleBinding", "gpubot-agent")
+    assert binding["roleRef"]["name"] == "gpubot-agent"
+    (subject,) = binding["subjects"]
+    assert subject == {"kind": "ServiceAccount", "name": "gpubot-agent", "namespace": "gpubot"}
+    agent_pod = rendered.one("DaemonSet")["spec"]["template"]["spec"]
+    assert agent_pod["serviceAccountName"] == "gpubot-agent"
+    assert render_case("agent-off").all("ClusterRole") == [rendered.one("ClusterRole", "gpubot")]
 
 
 def test_single_replica_has_no_lease_role() -> None:
@@ -227,7 +241,9 @@ def test_each_verb_says_which_feature_uses_it() -> None:
         for line in rendered.text("rbac.yaml").splitlines()
         if line.strip().startswith("- ") and _verb(line)
     ]
-    rules = rendered.one("ClusterRole")["rules"] + rendered.one("Role")["rules"]
+    rules = [
+        r for role in rendered.all("ClusterRole") + rendered.all("Role") for r in role["rules"]
+    ]
     assert len(verbs) == sum(len(rule["verbs"]) for rule in rules)
     for line in verbs:
         assert "#" in line, line

@@ -244,3 +244,12 @@ async def test_event_sender_reads_its_token_on_each_send(tmp_path: Path) -> None
         await sender({"alerts": [{}]})
     await sender.aclose()
     assert seen == ["Bearer one", "Bearer two"]
+
+
+async def test_a_read_only_agent_refuses_the_bots_actions() -> None:
+    agent = Agent()
+    agent.callers.read_only = True
+    r = await agent.call("POST", "/v1/gpus/6/reset", {"dry_run": True}, agent.bot)
+    assert r.status_code == 403
+    assert "read-only" in r.json()["error"]
+    assert (await agent.call("GET", "/v1/gpus", None, agent.bot)).status_code == 200
