@@ -79,6 +79,10 @@ class Install:
         return {e["name"]: e.get("value", "") for e in container["env"]}
 
     @property
+    def agent_daemonset(self) -> str:
+        return str(self.rendered.one("DaemonSet")["metadata"]["name"])
+
+    @property
     def bot_service_account(self) -> str:
         return str(self.rendered.bot["spec"]["template"]["spec"]["serviceAccountName"])
 
@@ -90,13 +94,23 @@ class Install:
     def audience(self) -> str:
         return str(self.config["clusters"][0]["agent"]["audience"])
 
-    def pod(self, role: str, template: Obj, *, node: str) -> str:
-        """A pod from the chart's template, bound to `node` and Running/Ready."""
+    def pod(self, role: str, template: Obj, *, node: str, owner: str | None = None) -> str:
+        """A pod from the chart's template, bound to `node` and Running/Ready; `owner`: the
+        DaemonSet that made it, as its controller would record."""
         name = f"{template['metadata']['labels']['app.kubernetes.io/component']}-{role}"
-        body = {
-            "metadata": {"name": name, "labels": template["metadata"]["labels"]},
-            "spec": {**template["spec"], "nodeName": node},
-        }
+        meta: Obj = {"name": name, "labels": template["metadata"]["labels"]}
+        if owner is not None:
+            ds = self.c.apps.read_namespaced_daemon_set(owner, self.namespace)
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "name": owner,
+                    "uid": ds.metadata.uid,
+                    "controller": True,
+                }
+            ]
+        body = {"metadata": meta, "spec": {**template["spec"], "nodeName": node}}
         made = self.c.core.create_namespaced_pod(self.namespace, body)
         self.c.core.patch_namespaced_pod_status(
             name, self.namespace, {"status": ready_pod_status()}

@@ -44,8 +44,8 @@ def installed(rbac_cluster: Cluster, tmp_path: Path) -> Install:
     node_a = c.add_node("gpu-a", labels=GPU_LABELS)
     node_b = c.add_node("gpu-b", labels=GPU_LABELS)
     cpu = c.add_node("cpu", gpus=0)
-    done.pod("a", done.agent_pod_spec, node=node_a)
-    done.pod("b", done.agent_pod_spec, node=node_b)
+    done.pod("a", done.agent_pod_spec, node=node_a, owner=done.agent_daemonset)
+    done.pod("b", done.agent_pod_spec, node=node_b, owner=done.agent_daemonset)
     done.pod("bot", dict(done.rendered.bot["spec"]["template"]), node=cpu)
     return done
 
