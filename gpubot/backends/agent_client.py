@@ -109,9 +109,9 @@ class HttpNodeAgent:
         json: dict[str, Any] | None = None,
         limits: httpx.Timeout | None = None,
     ) -> dict[str, Any]:
-        token = self._token(node, scope)
-        # Raises before any request for a node the cluster does not report.
+        # Raises before any request (or token) for a node the cluster does not report.
         url = await self._addresses.base_url(node) + path
+        token = self._token(node, scope)
         headers = {"authorization": f"Bearer {token}"}
         attempt = 0
         while True:
