@@ -166,6 +166,16 @@ class ClusterSettings(_Section):
         description="how the bot reaches the node agents: at an address the cluster reports",
     )
 
+    @model_validator(mode="after")
+    def _serviceaccount_needs_kubernetes(self) -> ClusterSettings:
+        a = self.agent
+        if a is not None and a.identity == "serviceaccount" and self.backend != "kubernetes":
+            raise ValueError(
+                "agent.identity: serviceaccount needs backend: kubernetes (its API server "
+                "reviews the tokens); use identity: hmac here"
+            )
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _no_agent_url(cls, data: Any) -> Any:

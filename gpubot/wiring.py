@@ -120,6 +120,11 @@ def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -
         return None
     if a.ca_file is not None and not a.ca_file.is_file():
         raise ConfigError(f"clusters.{cluster.name}.agent.ca_file: {a.ca_file} is not a file")
+    if a.identity == "serviceaccount" and not a.identity_token_file.is_file():
+        raise ConfigError(
+            f"clusters.{cluster.name}.agent.identity_token_file: {a.identity_token_file} is "
+            "not a file (the bot's projected ServiceAccount token; the chart mounts it)"
+        )
     from gpubot.backends.agent_address import AgentAddresses, AgentLocation
     from gpubot.backends.agent_client import HttpNodeAgent
 
@@ -151,10 +156,6 @@ def agent_event_auth(settings: Settings) -> AgentEventAuth:
         a = c.agent
         if a is None or a.identity != "serviceaccount":
             continue
-        if c.backend != "kubernetes":
-            raise ConfigError(
-                f"clusters.{c.name}.agent.identity: serviceaccount needs backend: kubernetes"
-            )
         from gpubot.backends.kube import api_client_for
         from gpubot.backends.kube.token_review import KubeTokenReviewer
 

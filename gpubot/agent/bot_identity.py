@@ -15,6 +15,8 @@ from gpubot.domain.agent_tokens import Scope
 from gpubot.domain.token_reviews import ReviewCache, looks_like_jwt
 from gpubot.ports import TokenReviewer
 
+_OK = (200, "")  # the cached answer for the bot's token
+
 
 @dataclass
 class BotServiceAccount:
@@ -26,7 +28,7 @@ class BotServiceAccount:
     cache_seconds: float = 10.0
     read_only: bool = False  # agent.read_only: every action is 403, even for the bot
     now: Callable[[], float] = time.monotonic
-    _cache: ReviewCache[tuple[int, str] | None] = field(init=False)
+    _cache: ReviewCache[tuple[int, str]] = field(init=False)
 
     def __post_init__(self) -> None:
         self._cache = ReviewCache(now=self.now, ttl_s=self.cache_seconds)
@@ -35,15 +37,15 @@ class BotServiceAccount:
         # Reads and actions alike: the bot is the only caller an agent has.
         if not looks_like_jwt(token):
             return 401, "missing or wrong bearer token"
-        cached = self._cache.get(token)
-        if cached is None:
-            cached = await self._review(token) or (200, "")
-            self._cache.put(token, cached)
-        if cached != (200, ""):
-            return cached
+        answer = await self._cache.answer(token, lambda: self._ok_or_refusal(token))
+        if answer != _OK:
+            return answer
         if needs == "mutate" and self.read_only:
             return 403, "this agent is read-only (agent.read_only)"
         return None
+
+    async def _ok_or_refusal(self, token: str) -> tuple[int, str]:
+        return await self._review(token) or _OK
 
     async def _review(self, token: str) -> tuple[int, str] | None:
         review = await self.reviewer.review(token=token, audience=self.audience)

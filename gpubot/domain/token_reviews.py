@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -85,9 +86,17 @@ class ReviewCache(Generic[V]):
     the expiry is tested on a fake clock.
     """
 
-    def __init__(self, *, now: Callable[[], float], ttl_s: float = 10.0, size: int = 1024) -> None:
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float],
+        ttl_s: float = 10.0,
+        size: int = 1024,
+        in_flight: int = 8,
+    ) -> None:
         self._now, self._ttl, self._size = now, ttl_s, size
         self._entries: OrderedDict[str, tuple[float, V]] = OrderedDict()
+        self._reviewing = asyncio.Semaphore(in_flight)
 
     def get(self, token: str) -> V | None:
         key = token_key(token)
@@ -111,3 +120,18 @@ class ReviewCache(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    async def answer(self, token: str, ask: Callable[[], Awaitable[V]]) -> V:
+        """The cached answer about `token`, else `ask()`'s (cached). At most `in_flight`
+        reviews run at once: tokens never seen before (junk included) cost the API server
+        one review each, so their rate is bounded here, not by the sender."""
+        cached = self.get(token)
+        if cached is not None:
+            return cached
+        async with self._reviewing:
+            cached = self.get(token)  # another request may have asked meanwhile
+            if cached is not None:
+                return cached
+            value = await ask()
+        self.put(token, value)
+        return value

@@ -55,12 +55,7 @@ class ServiceAccountAgents:
 
     async def node_of(self, token: str) -> str | Unknown:
         """The node the token's pod is bound to; IdentityUnavailableError propagates."""
-        cached = self._cache.get(token)
-        if cached is not None:
-            return cached
-        answer = await self._node_of(token)
-        self._cache.put(token, answer)
-        return answer
+        return await self._cache.answer(token, lambda: self._node_of(token))
 
     async def _node_of(self, token: str) -> str | Unknown:
         review = await self.reviewer.review(token=token, audience=self.audience)

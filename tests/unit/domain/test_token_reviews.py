@@ -85,3 +85,32 @@ def test_a_zero_ttl_caches_nothing() -> None:
     cache: ReviewCache[int] = ReviewCache(now=lambda: 0.0, ttl_s=0)
     cache.put("t", 1)
     assert cache.get("t") is None
+
+
+async def test_at_most_in_flight_reviews_run_at_once_and_one_per_token() -> None:
+    """Junk tokens each cost a review: their number in flight is bounded; the same token
+    asked by many requests at once is reviewed once."""
+    import asyncio
+
+    cache: ReviewCache[str] = ReviewCache(now=lambda: 0.0, ttl_s=10, in_flight=2)
+    running = peak = calls = 0
+    gate = asyncio.Event()
+
+    async def review() -> str:
+        nonlocal running, peak, calls
+        calls += 1
+        running += 1
+        peak = max(peak, running)
+        await gate.wait()
+        running -= 1
+        return "ok"
+
+    tasks = [asyncio.create_task(cache.answer(f"junk-{i}", review)) for i in range(6)]
+    tasks += [asyncio.create_task(cache.answer("same", review)) for _ in range(4)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert running == 2
+    gate.set()
+    assert set(await asyncio.gather(*tasks)) == {"ok"}
+    assert peak == 2
+    assert calls == 7  # six junk tokens, and "same" once
