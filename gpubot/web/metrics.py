@@ -24,6 +24,16 @@ from gpubot.engine.observe import RESULTS
 log = logging.getLogger(__name__)
 RUN_STATES = tuple(s.value for s in RunStatus if not s.finished)
 SLACK_ERROR_KINDS = ("rate_limited", "server_error", "client_error")
+AGENT_REFUSAL_KINDS = (
+    "unauthenticated",
+    "not_an_agent",
+    "other_node",
+    "other_cluster",
+    "not_xid",
+    "foreign_label",
+    "malformed",
+    "identity_unavailable",
+)
 
 
 class StateSource(Protocol):
@@ -181,6 +191,8 @@ class WebMetrics:
         )
         for status in ("succeeded", "failed", "cancelled"):
             self.runs_finished.labels(status)  # present at 0 from the start, for rate()
+        for kind in AGENT_REFUSAL_KINDS:
+            self.agent_event_refusals.labels(kind)
         self.state = StateCollector(Watched())
         self.registry.register(self.state)
 
