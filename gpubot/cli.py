@@ -82,7 +82,8 @@ def parser() -> argparse.ArgumentParser:
         "forwards critical XID events to the bot (agent.bot_url). On Kubernetes "
         "(agent.identity: serviceaccount, the chart's setting) it sends its projected "
         "ServiceAccount token (agent.identity_token_file) and takes calls only from the bot's "
-        "ServiceAccount (agent.bot_service_account), checked with the TokenReview API at "
+        "ServiceAccount (agent.bot_service_account) with a token for this node alone "
+        "(audience AUDIENCE:NODE; agent.bot_audience), checked with the TokenReview API at "
         "agent.api_url: nothing to provision on the node. Without Kubernetes (identity: hmac, "
         "e.g. Slurm hosts) it holds only its own node's tokens: GPUBOT_AGENT_READ_TOKEN (or "
         "agent.read_token_file) to be read, and GPUBOT_AGENT_MUTATE_TOKEN (or "
@@ -333,9 +334,9 @@ async def _agent(args: argparse.Namespace) -> int:
     from gpubot.config import load_settings
 
     s = load_settings(args.config)
-    callers, event_token, reviewer = _agent_callers(s)
     host, port = parse_listen(args.listen or s.agent.listen)
     node = args.node or s.agent.node or socket.gethostname()
+    callers, event_token, reviewer = _agent_callers(s, node=node)
     from gpubot.wiring import build_agent_driver
 
     driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
@@ -360,7 +361,7 @@ async def _agent(args: argparse.Namespace) -> int:
 
 
 def _agent_callers(
-    s: Settings,
+    s: Settings, *, node: str
 ) -> tuple[Callers, Callable[[], str] | None, HttpTokenReviewer | None]:
     """Who may call the agent, what it sends with its events, and its TokenReview client."""
     from gpubot.agent.api import AgentTokens
@@ -380,9 +381,13 @@ def _agent_callers(
         reviewer = HttpTokenReviewer(
             api_url=a.api_url, token_file=a.api_token_file, ca_file=a.api_ca_file
         )
+        from gpubot.domain.token_reviews import node_audience
+
+        # per_node: the bot's token for this node alone; one sent to another agent fails here.
+        audience = node_audience(a.audience, node) if a.bot_audience == "per_node" else a.audience
         callers = BotServiceAccount(
             reviewer=reviewer,
-            audience=a.audience,
+            audience=audience,
             username=a.bot_service_account,
             cache_seconds=a.review_cache_seconds,
             read_only=a.read_only,

@@ -115,10 +115,26 @@ class ClusterAgentSettings(_Section):
         pattern=_AUDIENCE,
         description="serviceaccount: the audience of the bot's and the agents' projected tokens",
     )
+    bot_audience: Literal["per_node", "shared"] = Field(
+        "per_node",
+        description="serviceaccount: the token the bot sends an agent. per_node: one the bot "
+        "requests for itself (TokenRequest API) for the audience `<audience>:<node>`, so a "
+        "token an agent receives opens that node's agent only; shared: the bot's projected "
+        "token for `audience` (identity_token_file), which every agent receives",
+    )
+    bot_service_account: str = Field(
+        "gpubot",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="serviceaccount, per_node: the bot's own ServiceAccount, in `namespace`, "
+        "that it requests the agents' tokens for (create serviceaccounts/token)",
+    )
+    bot_token_seconds: int = Field(
+        600, ge=600, le=86400, description="serviceaccount, per_node: each token's lifetime"
+    )
     identity_token_file: Path = Field(
         Path("/var/run/secrets/gpubot/token"),
-        description="serviceaccount: the bot's projected token for `audience`, sent to the "
-        "agents; re-read on each call (the kubelet rotates it)",
+        description="serviceaccount, shared: the bot's projected token for `audience`, "
+        "sent to the agents; re-read on each call (the kubelet rotates it)",
     )
     service_account: str = Field(
         "gpubot-agent",
@@ -477,6 +493,12 @@ class AgentSettings(_Section):
         description="serviceaccount: the only caller the agent takes, reads and actions "
         "(system:serviceaccount:<namespace>:<bot's ServiceAccount>)",
     )
+    bot_audience: Literal["per_node", "shared"] = Field(
+        "per_node",
+        description="serviceaccount: the audience of the bot's tokens, as the bot's cluster "
+        "sets it: per_node `<audience>:<this node>` (a token another agent received does "
+        "not open this one), shared `audience`",
+    )
     api_url: str = Field(
         "https://kubernetes.default.svc",
         pattern=r"^https?://[A-Za-z0-9.:\[\]-]{1,255}(/[A-Za-z0-9._/-]*)?$",
@@ -591,6 +613,17 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("GPUBOT_AGENT_MUTATE_TOKEN")
     )
     audit_key: SecretStr | None = Field(None, validation_alias=AliasChoices("GPUBOT_AUDIT_KEY"))
+    pod_name: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="the bot's own pod (GPUBOT_POD_NAME, from the downward API): the tokens it "
+        "requests for the agents are bound to it, so they die with it",
+    )
+    pod_uid: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f-]{1,64}$",
+        description="that pod's uid (GPUBOT_POD_UID)",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -46,6 +46,28 @@ class TokenReviewer(Protocol):
 
 
 @dataclass(frozen=True)
+class IssuedToken:
+    token: str
+    expires_at: datetime
+
+
+class TokenIssuer(Protocol):
+    """The API server's TokenRequest: a token for a ServiceAccount, for one audience,
+    optionally bound to a pod (`pod` = (name, uid)). IdentityUnavailableError when it
+    cannot."""
+
+    async def issue(
+        self,
+        *,
+        namespace: str,
+        service_account: str,
+        audience: str,
+        seconds: int,
+        pod: tuple[str, str] | None = None,
+    ) -> IssuedToken: ...
+
+
+@dataclass(frozen=True)
 class PodPlacement:
     """A pod as the API server has it: its uid and the node it is bound to."""
 

@@ -29,6 +29,7 @@ from gpubot.ports import (
     NodeAgent,
     ReportPoster,
     Store,
+    TokenIssuer,
 )
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
@@ -68,7 +69,9 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
         cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
     )
     kube = KubernetesKubeApi(api, dry_run=settings.dry_run, qps=c.kube_qps, burst=c.kube_burst)
-    agent = node_agent(settings, c, kube=kube)
+    from gpubot.backends.kube.token_review import KubeTokenReviewer
+
+    agent = node_agent(settings, c, kube=kube, issuer=KubeTokenReviewer(api))
     assert agent is not None  # c.agent is set
     return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
 
@@ -108,19 +111,42 @@ class _NoMetrics:
         )
 
 
-def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -> NodeAgent | None:
+def node_agent(
+    settings: Settings,
+    cluster: ClusterSettings,
+    *,
+    kube: KubeApi,
+    issuer: TokenIssuer | None = None,
+) -> NodeAgent | None:
     """The HTTP node agent when the cluster has an `agent` section, else None.
 
-    Agents are found at the addresses `kube` reports for each node, and called with the
-    bot's projected ServiceAccount token (identity: serviceaccount) or with tokens derived
-    per node from the master secret (hmac: GPUBOT_AGENT_TOKEN or agent.token_file).
+    Agents are found at the addresses `kube` reports for each node, and called with a token
+    of the bot's ServiceAccount (identity: serviceaccount; per node from `issuer`, the
+    TokenRequest API, or the projected one) or with tokens derived per node from the master
+    secret (hmac: GPUBOT_AGENT_TOKEN or agent.token_file).
     """
     a = cluster.agent
     if a is None:
         return None
     if a.ca_file is not None and not a.ca_file.is_file():
         raise ConfigError(f"clusters.{cluster.name}.agent.ca_file: {a.ca_file} is not a file")
-    if a.identity == "serviceaccount" and not a.identity_token_file.is_file():
+    sa, per_node = a.identity == "serviceaccount", a.bot_audience == "per_node"
+    node_tokens = None
+    if sa and per_node:
+        from gpubot.backends.bot_tokens import PerNodeBotTokens
+
+        if issuer is None:
+            raise ConfigError(f"clusters.{cluster.name}: per-node agent tokens need kubernetes")
+        pod = (settings.pod_name, settings.pod_uid)
+        node_tokens = PerNodeBotTokens(
+            issuer,
+            namespace=a.namespace,
+            service_account=a.bot_service_account,
+            audience=a.audience,
+            seconds=a.bot_token_seconds,
+            pod=(pod[0], pod[1]) if pod[0] and pod[1] else None,
+        )
+    if sa and not per_node and not a.identity_token_file.is_file():
         raise ConfigError(
             f"clusters.{cluster.name}.agent.identity_token_file: {a.identity_token_file} is "
             "not a file (the bot's projected ServiceAccount token; the chart mounts it)"
@@ -140,7 +166,8 @@ def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -
     return HttpNodeAgent(
         addresses=AgentAddresses(kube, location),
         master=settings.agent_token_value() if a.identity == "hmac" else None,
-        token_file=a.identity_token_file if a.identity == "serviceaccount" else None,
+        token_file=a.identity_token_file if sa and not per_node else None,
+        node_tokens=node_tokens,
         ca_file=a.ca_file,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport
 from gpubot.domain.pci import normalise_bus_id
 from gpubot.errors import (
     GpubotError,
+    IdentityUnavailableError,
     InputError,
     NotFoundError,
     PermanentStepError,
@@ -28,9 +29,11 @@ class HttpNodeAgent:
 
     In hmac mode each call carries that node's own token, derived from the master secret: a
     read token for reads, a mutate token for actions, so an agent (or anyone it is misrouted
-    to) never sees a credential for another node. On Kubernetes (`token_file`) each call
-    carries the bot's projected ServiceAccount token, re-read from the file each time (the
-    kubelet rotates it); the agent checks it with the TokenReview API. Connection failures
+    to) never sees a credential for another node. On Kubernetes each call carries a token
+    of the bot's ServiceAccount, which the agent checks with the TokenReview API: by default
+    one issued for that node alone (`node_tokens`, audience `<audience>:<node>`), or the
+    bot's projected token (`token_file`, re-read each time: the kubelet rotates it), which
+    every agent receives. Connection failures
     are retried (the request never reached the agent); anything after that is not, since a
     POST may have taken effect: the executor's check() decides then.
     """
@@ -41,6 +44,7 @@ class HttpNodeAgent:
         addresses: AgentAddresses,
         master: str | None,
         token_file: Path | None = None,
+        node_tokens: Callable[[str], Awaitable[str]] | None = None,
         timeout_s: float = 10.0,
         reset_timeout_s: float = 180.0,
         connect_retries: int = 2,
@@ -51,6 +55,7 @@ class HttpNodeAgent:
         self._addresses = addresses
         self._master = master or None
         self._token_file = token_file
+        self._node_tokens = node_tokens
         self._timeout = httpx.Timeout(timeout_s)
         self._reset_timeout = httpx.Timeout(timeout_s, read=reset_timeout_s)
         self._retries = connect_retries
@@ -111,7 +116,7 @@ class HttpNodeAgent:
     ) -> dict[str, Any]:
         # Raises before any request (or token) for a node the cluster does not report.
         url = await self._addresses.base_url(node) + path
-        token = self._token(node, scope)
+        token = await self._token(node, scope)
         headers = {"authorization": f"Bearer {token}"}
         attempt = 0
         while True:
@@ -146,7 +151,12 @@ class HttpNodeAgent:
             )
         return body
 
-    def _token(self, node: str, scope: Scope) -> str:
+    async def _token(self, node: str, scope: Scope) -> str:
+        if self._node_tokens is not None:
+            try:
+                return await self._node_tokens(node)
+            except IdentityUnavailableError as exc:
+                raise TemporaryStepError(f"no token for {node}'s agent: {exc}", delay=5.0) from exc
         if self._token_file is not None:
             try:
                 token = self._token_file.read_text(encoding="utf-8").strip()

@@ -1,20 +1,22 @@
-"""FakeTokenReviews: the API server's TokenReview and Pod reads, in memory, for tests."""
+"""FakeTokenReviews: the API server's TokenReview, TokenRequest and Pod reads, in memory."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from gpubot.domain.token_reviews import ReviewedToken, service_account_user
 from gpubot.errors import IdentityUnavailableError
-from gpubot.ports import PodPlacement
+from gpubot.ports import IssuedToken, PodPlacement
 
 
 @dataclass
 class FakeTokenReviews:
     """Issues bound tokens as the API server does and answers reviews of them.
 
-    `issue` makes a token for a ServiceAccount bound to a pod; `pods` is what a Pod read
-    answers; `down` makes every call fail as an unreachable API server does.
+    `mint` makes a token for a ServiceAccount bound to a pod (a test's setup); `issue` is
+    the TokenRequest port; `pods` is what a Pod read answers; `down` makes every call fail
+    as an unreachable API server does.
     """
 
     tokens: dict[str, ReviewedToken] = field(default_factory=dict)
@@ -22,8 +24,10 @@ class FakeTokenReviews:
     down: bool = False
     reviews: int = 0
     pod_reads: int = 0
+    issued: list[tuple[str, str, str, int, tuple[str, str] | None]] = field(default_factory=list)
+    now: datetime = datetime(2026, 11, 28, tzinfo=UTC)
 
-    def issue(
+    def mint(
         self,
         *,
         namespace: str,
@@ -47,6 +51,27 @@ class FakeTokenReviews:
         if pod is not None and pod_uid is not None and (namespace, pod) not in self.pods:
             self.pods[(namespace, pod)] = PodPlacement(uid=pod_uid, node=node)
         return token
+
+    async def issue(
+        self,
+        *,
+        namespace: str,
+        service_account: str,
+        audience: str,
+        seconds: int,
+        pod: tuple[str, str] | None = None,
+    ) -> IssuedToken:
+        if self.down:
+            raise IdentityUnavailableError("TokenRequest: the API server is unreachable")
+        self.issued.append((namespace, service_account, audience, seconds, pod))
+        token = self.mint(
+            namespace=namespace,
+            service_account=service_account,
+            audience=audience,
+            pod=pod[0] if pod else None,
+            uid=pod[1] if pod else None,
+        )
+        return IssuedToken(token=token, expires_at=self.now + timedelta(seconds=seconds))
 
     async def review(self, *, token: str, audience: str) -> ReviewedToken:
         self.reviews += 1

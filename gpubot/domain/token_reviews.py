@@ -24,6 +24,11 @@ def looks_like_jwt(token: str) -> bool:
     return len(token) <= 16384 and _JWT.fullmatch(token) is not None
 
 
+def node_audience(audience: str, node: str) -> str:
+    """The audience of a token the bot requests for one node's agent: no other agent's."""
+    return f"{audience}:{node}"
+
+
 def service_account_user(*, namespace: str, name: str) -> str:
     """The username the API server gives a ServiceAccount's tokens."""
     return f"system:serviceaccount:{namespace}:{name}"

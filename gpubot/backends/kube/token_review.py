@@ -1,12 +1,15 @@
-"""KubeTokenReviewer: TokenReview and Pod reads on the official client, in threads.
+"""KubeTokenReviewer: TokenReview, TokenRequest and Pod reads on the official client, in
+threads.
 
 The bot's side of agent identity on Kubernetes: who a token is (TokenReview with the
-agents' audience), and where the pod it is bound to runs (the Pod, read from the API).
+agents' audience), where the pod it is bound to runs (the Pod, read from the API), and the
+bot's own token for one node's agent (TokenRequest).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes import client
@@ -15,13 +18,13 @@ from urllib3.exceptions import HTTPError
 
 from gpubot.domain.token_reviews import ReviewedToken, reviewed_from_status
 from gpubot.errors import IdentityUnavailableError
-from gpubot.ports import PodPlacement
+from gpubot.ports import IssuedToken, PodPlacement
 
 _TIMEOUT_S = 5.0
 
 
 class KubeTokenReviewer:
-    """ports.TokenReviewer and ports.PodPlacements for one cluster's API server."""
+    """ports.TokenReviewer, TokenIssuer and PodPlacements for one cluster's API server."""
 
     def __init__(self, api: client.ApiClient) -> None:
         self._auth = client.AuthenticationV1Api(api)
@@ -60,3 +63,43 @@ class KubeTokenReviewer:
         except (HTTPError, OSError) as exc:
             raise IdentityUnavailableError(f"Pod read: {type(exc).__name__}") from exc
         return PodPlacement(uid=str(pod.metadata.uid or ""), node=pod.spec.node_name or None)
+
+    async def issue(
+        self,
+        *,
+        namespace: str,
+        service_account: str,
+        audience: str,
+        seconds: int,
+        pod: tuple[str, str] | None = None,
+    ) -> IssuedToken:
+        bound = (
+            client.V1BoundObjectReference(api_version="v1", kind="Pod", name=pod[0], uid=pod[1])
+            if pod is not None
+            else None
+        )
+        request = client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(
+                audiences=[audience], expiration_seconds=int(seconds), bound_object_ref=bound
+            )
+        )
+        try:
+            made: Any = await asyncio.to_thread(
+                self._core.create_namespaced_service_account_token,
+                service_account,
+                namespace,
+                request,
+                _request_timeout=_TIMEOUT_S,
+            )
+        except ApiException as exc:
+            raise IdentityUnavailableError(
+                f"TokenRequest for {namespace}/{service_account}: the API server answered "
+                f"{exc.status} {exc.reason}"
+            ) from exc
+        except (HTTPError, OSError) as exc:
+            raise IdentityUnavailableError(f"TokenRequest: {type(exc).__name__}") from exc
+        status = made.status
+        expires = status.expiration_timestamp if status is not None else None
+        if not isinstance(expires, datetime):
+            expires = datetime.now(UTC) + timedelta(seconds=seconds)
+        return IssuedToken(token=str(status.token), expires_at=expires)

@@ -123,6 +123,11 @@ app.kubernetes.io/component: agent
 {{- else -}}sim{{- end -}}
 {{- end -}}
 
+{{/* The bot's tokens for the agents, as gpubot's config names it: per_node or shared. */}}
+{{- define "gpubot.botAudience" -}}
+{{- if eq (.Values.identity.botAudience | default "perNode") "shared" -}}shared{{- else -}}per_node{{- end -}}
+{{- end -}}
+
 {{- define "gpubot.leaseName" -}}
 {{- printf "%s-leader" (include "gpubot.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -161,6 +166,8 @@ agent account and audience (a cluster may still say identity: hmac, e.g. Slurm h
 {{- if not (hasKey $a "namespace") -}}{{- $_ := set $a "namespace" $.Release.Namespace -}}{{- end -}}
 {{- if not (hasKey $a "audience") -}}{{- $_ := set $a "audience" $.Values.identity.audience -}}{{- end -}}
 {{- if not (hasKey $a "service_account") -}}{{- $_ := set $a "service_account" (printf "%s-agent" (include "gpubot.fullname" $)) -}}{{- end -}}
+{{- if not (hasKey $a "bot_audience") -}}{{- $_ := set $a "bot_audience" (include "gpubot.botAudience" $) -}}{{- end -}}
+{{- if not (hasKey $a "bot_service_account") -}}{{- $_ := set $a "bot_service_account" (include "gpubot.serviceAccountName" $) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

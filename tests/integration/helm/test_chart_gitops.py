@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 from gpubot_chart import CASES, CHART, REPO, helm, render, render_case
 
 TEMPLATES = CHART / "templates"
@@ -50,26 +51,38 @@ def test_without_token_values_there_is_no_secret_and_no_agent_master() -> None:
 
 
 def test_bot_and_agent_mount_projected_tokens_for_the_configured_audience() -> None:
-    rendered = render({"identity": {"audience": "gpubot.example.com", "tokenSeconds": 900}})
-    bot = rendered.bot["spec"]["template"]["spec"]
-    agent = rendered.one("DaemonSet")["spec"]["template"]["spec"]
-    for pod in (bot, agent):
-        (volume,) = [v for v in pod["volumes"] if v["name"] == "identity"]
-        (source,) = volume["projected"]["sources"]
-        assert source["serviceAccountToken"] == {
-            "path": "token",
-            "audience": "gpubot.example.com",
-            "expirationSeconds": 900,
-        }
-    import yaml
-
-    config = yaml.safe_load(rendered.config_text)
-    (cluster,) = config["clusters"]
-    assert cluster["agent"]["identity"] == "serviceaccount"
-    assert cluster["agent"]["audience"] == "gpubot.example.com"
-    assert cluster["agent"]["service_account"] == agent["serviceAccountName"]
-    env = {e["name"]: e.get("value") for e in agent["containers"][0]["env"]}
-    assert env["GPUBOT_AGENT__AUDIENCE"] == "gpubot.example.com"
+    """The agent always mounts its own token; the bot mounts one only with botAudience:
+    shared (perNode, the default, requests a token per node and binds it to its pod)."""
+    values = {"identity": {"audience": "gpubot.example.com", "tokenSeconds": 900}}
+    for bot_audience, mounted in (("perNode", False), ("shared", True)):
+        rendered = render({"identity": {**values["identity"], "botAudience": bot_audience}})
+        bot = rendered.bot["spec"]["template"]["spec"]
+        agent = rendered.one("DaemonSet")["spec"]["template"]["spec"]
+        pods = (bot, agent) if mounted else (agent,)
+        for pod in pods:
+            (volume,) = [v for v in pod["volumes"] if v["name"] == "identity"]
+            (source,) = volume["projected"]["sources"]
+            assert source["serviceAccountToken"] == {
+                "path": "token",
+                "audience": "gpubot.example.com",
+                "expirationSeconds": 900,
+            }
+        assert ("identity" in {v["name"] for v in bot["volumes"]}) is mounted
+        config = yaml.safe_load(rendered.config_text)
+        (cluster,) = config["clusters"]
+        assert cluster["agent"]["identity"] == "serviceaccount"
+        assert cluster["agent"]["audience"] == "gpubot.example.com"
+        assert cluster["agent"]["service_account"] == agent["serviceAccountName"]
+        assert cluster["agent"]["bot_service_account"] == bot["serviceAccountName"]
+        expected = "shared" if mounted else "per_node"
+        assert cluster["agent"]["bot_audience"] == expected
+        env = {e["name"]: e.get("value") for e in agent["containers"][0]["env"]}
+        assert env["GPUBOT_AGENT__AUDIENCE"] == "gpubot.example.com"
+        assert env["GPUBOT_AGENT__BOT_AUDIENCE"] == expected
+        bot_env = {e["name"]: e for e in bot["containers"][0]["env"]}
+        assert bot_env["GPUBOT_POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
+        roles = {r["metadata"]["name"] for r in rendered.all("Role")}
+        assert ("gpubot-agent-tokens" in roles) is not mounted
 
 
 def test_agent_node_selector_tolerations_and_priority_are_honoured() -> None:

@@ -84,7 +84,8 @@ def test_single_replica_keeps_sqlite_on_a_volume_claim() -> None:
     assert config["store"]["url"] == "sqlite:////var/lib/gpubot/gpubot.db"
     assert config["leader_election"]["enabled"] is False
     assert "GPUBOT_STORE__URL" not in env_of(rendered.bot_container)
-    assert rendered.all("Role") == []
+    # No Lease Role (only the agents' token Role).
+    assert [r["metadata"]["name"] for r in rendered.all("Role")] == ["gpubot-agent-tokens"]
 
 
 @pytest.mark.parametrize(

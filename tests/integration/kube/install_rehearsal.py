@@ -172,7 +172,17 @@ def _deleter(c: Cluster, kind: str, name: str) -> Any:
     return lambda: c.rbac.delete_cluster_role_binding(name)
 
 
-def allowed(c: Cluster, user: str, *, verb: str, group: str, resource: str, ns: str = "") -> bool:
+def allowed(
+    c: Cluster,
+    user: str,
+    *,
+    verb: str,
+    group: str,
+    resource: str,
+    ns: str = "",
+    name: str = "",
+    sub: str = "",
+) -> bool:
     """What RBAC says to `user` for one request (SubjectAccessReview, as the admin)."""
     review = client.AuthorizationV1Api(c.admin).create_subject_access_review(
         {
@@ -184,6 +194,8 @@ def allowed(c: Cluster, user: str, *, verb: str, group: str, resource: str, ns: 
                     "group": group,
                     "resource": resource,
                     "namespace": ns,
+                    "name": name,
+                    "subresource": sub,
                 },
             }
         }

@@ -90,6 +90,7 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
             "identity": env["GPUBOT_AGENT__IDENTITY"],
             "audience": env["GPUBOT_AGENT__AUDIENCE"],
             "bot_service_account": env["GPUBOT_AGENT__BOT_SERVICE_ACCOUNT"],
+            "bot_audience": env["GPUBOT_AGENT__BOT_AUDIENCE"],
             "cluster": env["GPUBOT_AGENT__CLUSTER"],
             "identity_token_file": str(
                 i.file("agent-identity", i.token("a", i.agent_service_account, audience=i.audience))
@@ -125,12 +126,8 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
         tmp_path / "bot-kubeconfig", token=i.token("bot", i.bot_service_account)
     )
     cluster.update(in_cluster=False, kubeconfig=str(kubeconfig))
-    cluster["agent"].update(
-        port=agent_port,
-        identity_token_file=str(
-            i.file("bot-identity", i.token("bot", i.bot_service_account, audience=i.audience))
-        ),
-    )
+    # The bot requests its tokens for the agents itself (one per node, bound to its pod).
+    cluster["agent"].update(port=agent_port)
     db = tmp_path / "bot.db"
     config.update(store={"url": f"sqlite:///{db}"}, slack={"mode": "off"})
     procs.spawn(
@@ -146,7 +143,7 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
         ],
         log=tmp_path / "bot.log",
         cwd=tmp_path,
-        env=clean_env(),
+        env=clean_env(GPUBOT_POD_NAME=i.pods["bot"][0], GPUBOT_POD_UID=i.pods["bot"][1]),
     )
     for url in (f"http://127.0.0.1:{agent_port}/healthz", f"http://127.0.0.1:{bot_port}/healthz"):
         wait_until(lambda url=url: answers(url), url, limit=30)  # type: ignore[misc]

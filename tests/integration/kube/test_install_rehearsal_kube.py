@@ -8,7 +8,6 @@ the chart's accounts need."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,11 @@ from gpubot.agent.operations import GpuOperations
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.agent.token_review import HttpTokenReviewer
 from gpubot.agent.xid_watcher import xid_alert
+from gpubot.backends.bot_tokens import PerNodeBotTokens
 from gpubot.backends.kube.token_review import KubeTokenReviewer
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.config import load_settings
-from gpubot.domain.token_reviews import service_account_user
+from gpubot.domain.token_reviews import node_audience, service_account_user
 from gpubot.web.agent_identity import ServiceAccountAgents, Unknown
 from gpubot.web.app import create_app
 from gpubot.wiring import agent_event_auth, build_app
@@ -103,45 +103,73 @@ async def test_the_bot_knows_node_as_agent_by_its_token_and_refuses_it_for_node_
     assert c.calls_of("GET", f"/api/v1/namespaces/{i.namespace}/pods/")
 
 
-@pytest.fixture
-async def agent_app(installed: Install) -> AsyncIterator[tuple[Any, list[Sent]]]:
-    """Node A's agent as the chart runs it: its API token (bound to its pod) re-read from a
-    file, the API server's CA, the bot's account and the audience from its environment."""
-    i = installed
+def agent_app(i: Install, node: str, sent: list[Sent]) -> tuple[Any, HttpTokenReviewer]:
+    """`node`'s agent as the chart runs it: its API token (bound to its pod) re-read from a
+    file, the API server's CA, the bot's account and audience from its environment."""
     env = i.agent_env
-    sent: list[Sent] = []
     ca = ssl.create_default_context(cafile=str(i.c.plane.ca))
+    role = "a" if node == i.c.name("gpu-a") else "b"
     reviewer = HttpTokenReviewer(
         api_url=i.c.plane.url,
-        token_file=i.file("agent-a-api-token", i.token("a", i.agent_service_account)),
+        token_file=i.file(f"agent-{role}-api-token", i.token(role, i.agent_service_account)),
         transport=RecordingTransport(httpx.AsyncHTTPTransport(verify=ca), sent),
     )
+    audience = env["GPUBOT_AGENT__AUDIENCE"]
+    if env["GPUBOT_AGENT__BOT_AUDIENCE"] == "per_node":
+        audience = node_audience(audience, node)
     callers = BotServiceAccount(
-        reviewer=reviewer,
-        audience=env["GPUBOT_AGENT__AUDIENCE"],
-        username=env["GPUBOT_AGENT__BOT_SERVICE_ACCOUNT"],
+        reviewer=reviewer, audience=audience, username=env["GPUBOT_AGENT__BOT_SERVICE_ACCOUNT"]
     )
     driver = SimulatedDriver(SimulatedCluster.default().agent, node="gpu-node-12")
-    app = create_agent_app(GpuOperations(driver), tokens=callers, node=i.c.name("gpu-a"))
-    yield app, sent
-    await reviewer.aclose()
+    return create_agent_app(GpuOperations(driver), tokens=callers, node=node), reviewer
 
 
-async def test_the_agent_takes_actions_from_the_bots_token_only(
-    installed: Install, agent_app: tuple[Any, list[Sent]]
+async def test_the_agent_takes_actions_from_the_bots_token_for_its_node_only(
+    installed: Install,
 ) -> None:
+    """The bot's tokens come from the TokenRequest API, as the bot (its chart Role), one per
+    node and bound to its pod. Node A's agent takes A's; it refuses B's (node B's agent
+    replaying what it received), every agent's own token, a workload's, and API tokens."""
     i, c = installed, installed.c
-    app, sent = agent_app
-    default_sa = c.core.create_namespaced_service_account_token(
-        "default", i.namespace, {"spec": {"audiences": [i.audience], "expirationSeconds": 600}}
-    ).status.token
+    node_a, node_b = c.name("gpu-a"), c.name("gpu-b")
+    bot_kube = KubeTokenReviewer(c.client(i.token("bot", i.bot_service_account)))
+    agent_cfg = i.config["clusters"][0]["agent"]
+    bot_tokens = PerNodeBotTokens(
+        bot_kube,
+        namespace=agent_cfg["namespace"],
+        service_account=agent_cfg["bot_service_account"],
+        audience=agent_cfg["audience"],
+        pod=i.pods["bot"],
+    )
+    audience_a = node_audience(i.audience, node_a)
+
+    def minted(account: str, audience: str) -> str:
+        """A token an attacker could not get from the API server: another account's, for
+        node A's audience (made here as the admin)."""
+        spec = {"audiences": [audience], "expirationSeconds": 600}
+        made = c.core.create_namespaced_service_account_token(account, i.namespace, {"spec": spec})
+        return str(made.status.token)
+
     tokens = {
-        "node A's agent": (403, i.token("a", i.agent_service_account, audience=i.audience)),
-        "node B's agent": (403, i.token("b", i.agent_service_account, audience=i.audience)),
-        "a workload's account": (403, default_sa),
+        "the bot's token for node B (node B's agent replaying it)": (401, await bot_tokens(node_b)),
+        "the bot's projected token (the shared audience)": (
+            401,
+            i.token("bot", i.bot_service_account, audience=i.audience),
+        ),
+        "node B's agent's own token": (
+            401,
+            i.token("b", i.agent_service_account, audience=i.audience),
+        ),
         "the bot's API token": (401, i.token("bot", i.bot_service_account)),
         "the admin's static token": (401, c.plane.token),
+        "node A's agent's account, for A's audience": (
+            403,
+            minted(i.agent_service_account, audience_a),
+        ),
+        "a workload's account, for A's audience": (403, minted("default", audience_a)),
     }
+    sent: list[Sent] = []
+    app, reviewer = agent_app(i, node_a, sent)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://agent"
     ) as client:
@@ -152,19 +180,24 @@ async def test_the_agent_takes_actions_from_the_bots_token_only(
                 headers={"authorization": f"Bearer {token}"},
             )
             assert r.status_code == status, (why, r.text)
-        bot = i.token("bot", i.bot_service_account, audience=i.audience)
+        mine = await bot_tokens(node_a)
         r = await client.post(
-            "/v1/gpus/6/reset", json={"dry_run": True}, headers={"authorization": f"Bearer {bot}"}
+            "/v1/gpus/6/reset", json={"dry_run": True}, headers={"authorization": f"Bearer {mine}"}
         )
         assert r.status_code == 200, r.text
-        r = await client.get("/v1/gpus", headers={"authorization": f"Bearer {bot}"})
+        r = await client.get("/v1/gpus", headers={"authorization": f"Bearer {mine}"})
         assert r.status_code == 200, r.text
-    # The agent's TokenReviews, as its own account under the chart's RBAC: none refused.
+    await reviewer.aclose()
+    # The agent's TokenReviews, as its own account under the chart's RBAC: none refused;
+    # the bot's TokenRequests, as its account under the chart's Role: none refused.
     assert sent
     assert {(s.method, s.path) for s in sent} == {
         ("POST", "/apis/authentication.k8s.io/v1/tokenreviews")
     }
     assert [s for s in sent if s.status not in (200, 201)] == []
+    requested = c.calls_of("POST", f"/serviceaccounts/{i.bot_service_account}/token")
+    assert len(requested) == 2  # one per node, then reused
+    assert [x for x in c.calls if x.status in (401, 403)] == []
 
 
 def test_rbac_grants_each_account_what_it_needs_and_the_agent_nothing_more(
@@ -177,6 +210,11 @@ def test_rbac_grants_each_account_what_it_needs_and_the_agent_nothing_more(
     assert allowed(c, bot, **review)
     assert allowed(c, agent, **review)
     assert allowed(c, bot, verb="get", group="", resource="pods", ns=i.namespace)
+    own_token = {"verb": "create", "group": "", "resource": "serviceaccounts", "sub": "token"}
+    assert allowed(c, bot, **own_token, ns=i.namespace, name=i.bot_service_account)
+    # … for its own account only: not the agents', not another namespace's.
+    assert not allowed(c, bot, **own_token, ns=i.namespace, name=i.agent_service_account)
+    assert not allowed(c, bot, **own_token, ns="default", name=i.bot_service_account)
     for verb, resource in (("get", "pods"), ("list", "nodes"), ("get", "secrets")):
         assert not allowed(c, agent, verb=verb, group="", resource=resource, ns=i.namespace)
     assert not allowed(c, agent, verb="create", group="", resource="serviceaccounts/token")

@@ -50,7 +50,7 @@ class Agent:
         )
         ops = GpuOperations(SimulatedDriver(self.cluster.agent, node=NODE))
         self.app = create_agent_app(ops, tokens=self.callers, node=NODE)
-        self.bot = self.api.issue(
+        self.bot = self.api.mint(
             namespace=NS, service_account="gpubot", audience=AUDIENCE, pod="gpubot-0", node="n"
         )
 
@@ -78,7 +78,7 @@ async def test_attack_any_token_but_the_bots_is_refused(
     refused = {
         "other agent": (
             403,
-            api.issue(
+            api.mint(
                 namespace=NS,
                 service_account="gpubot-agent",
                 audience=AUDIENCE,
@@ -88,7 +88,7 @@ async def test_attack_any_token_but_the_bots_is_refused(
         ),
         "workload": (
             403,
-            api.issue(
+            api.mint(
                 namespace="research",
                 service_account="gpubot",
                 audience=AUDIENCE,
@@ -98,7 +98,7 @@ async def test_attack_any_token_but_the_bots_is_refused(
         ),
         "api audience": (
             401,
-            api.issue(
+            api.mint(
                 namespace=NS, service_account="gpubot", audience="https://kubernetes.default.svc"
             ),
         ),
@@ -216,11 +216,11 @@ async def test_bot_sends_its_projected_token_re_read_on_each_call(tmp_path: Path
     )
     token_file.write_text(agent.bot + "\n")
     assert len(await client.gpus(node=NODE)) == 8
-    rotated = agent.api.issue(namespace=NS, service_account="gpubot", audience=AUDIENCE)
+    rotated = agent.api.mint(namespace=NS, service_account="gpubot", audience=AUDIENCE)
     token_file.write_text(rotated)
     await client.gpus(node=NODE)
     assert seen == [f"Bearer {agent.bot}", f"Bearer {rotated}"]
-    token_file.write_text(agent.api.issue(namespace=NS, service_account="x", audience=AUDIENCE))
+    token_file.write_text(agent.api.mint(namespace=NS, service_account="x", audience=AUDIENCE))
     with pytest.raises(PermanentStepError, match="may not call the agent"):
         await client.gpus(node=NODE)
     await client.aclose()

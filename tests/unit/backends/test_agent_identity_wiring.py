@@ -74,6 +74,10 @@ def test_serviceaccount_needs_a_kubernetes_cluster() -> None:
 
 
 def test_the_bot_starts_only_with_its_projected_token(tmp_path: Path) -> None:
+    """bot_audience: shared sends the projected token: it must be there. (per_node, the
+    default, requests a token per node from the API server instead.)"""
     s = _settings(tmp_path, identity_token_file=str(tmp_path / "absent"))
+    build_clusters(s)
+    s = _settings(tmp_path, bot_audience="shared", identity_token_file=str(tmp_path / "absent"))
     with pytest.raises(ConfigError, match=r"identity_token_file: .* is not a file"):
         build_clusters(s)

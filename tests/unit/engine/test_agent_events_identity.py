@@ -70,7 +70,7 @@ class Bot:
         )
 
     def agent_token(self, node: str, **kw: Any) -> str:
-        return self.api.issue(
+        return self.api.mint(
             namespace=NS,
             service_account=AGENT_SA,
             audience=AUDIENCE,
@@ -178,25 +178,25 @@ async def test_attack_tokens_that_are_not_an_agent_pods(bot: Bot) -> None:
     no pod, a pod replaced since (uid differs), a pod not on any node, junk: all refused."""
     api = bot.api
     cases = {
-        "bot's account": api.issue(
+        "bot's account": api.mint(
             namespace=NS, service_account=BOT_SA, audience=AUDIENCE, pod="gpubot-0", node=NODE_A
         ),
-        "workload": api.issue(
+        "workload": api.mint(
             namespace="research", service_account=AGENT_SA, audience=AUDIENCE, pod="p", node=NODE_A
         ),
-        "other audience": api.issue(
+        "other audience": api.mint(
             namespace=NS,
             service_account=AGENT_SA,
             audience="https://kubernetes.default.svc",
             pod="gpubot-agent-03",
             node=NODE_A,
         ),
-        "no pod": api.issue(namespace=NS, service_account=AGENT_SA, audience=AUDIENCE),
+        "no pod": api.mint(namespace=NS, service_account=AGENT_SA, audience=AUDIENCE),
     }
     replaced = bot.agent_token(NODE_A)
     api.pods[(NS, "gpubot-agent-03")] = PodPlacement(uid="a-new-pod", node=NODE_A)
     cases["replaced pod"] = replaced
-    unbound = api.issue(
+    unbound = api.mint(
         namespace=NS, service_account=AGENT_SA, audience=AUDIENCE, pod="pending-agent", node=None
     )
     cases["unscheduled pod"] = unbound
