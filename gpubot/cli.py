@@ -21,12 +21,29 @@ if TYPE_CHECKING:
 # so `gpubot --help` stays fast.
 
 
+def _log_args(p: argparse.ArgumentParser) -> None:
+    """--log-format and --log-level, shared by serve and agent (they win over `log.*`)."""
+    p.add_argument(
+        "--log-format",
+        choices=["auto", "json", "text"],
+        help="log lines on stderr: json, text, or auto (text on a terminal, else JSON; "
+        "default from config log.format: auto)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="gpubot's records at this level and above (default from config log.level: info)",
+    )
+
+
 def _config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
         type=Path,
         metavar="FILE",
-        help="YAML config (same file as serve); default: simulated cluster, SQLite",
+        help="YAML config (same file as serve); default: $GPUBOT_CONFIG, else "
+        "/etc/gpubot/config/config.yaml if present, else the built-in defaults "
+        "(simulated cluster, SQLite ./gpubot.db)",
     )
 
 
@@ -62,17 +79,7 @@ def parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default from config: 8080)")
-    p.add_argument(
-        "--log-format",
-        choices=["auto", "json", "text"],
-        help="log lines on stderr: json, text, or auto (text on a terminal, else JSON; "
-        "default from config log.format: auto)",
-    )
-    p.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        help="gpubot's records at this level and above (default from config log.level: info)",
-    )
+    _log_args(p)
 
     p = sub.add_parser(
         "agent",
@@ -88,7 +95,11 @@ def parser() -> argparse.ArgumentParser:
         "e.g. Slurm hosts) it holds only its own node's tokens: GPUBOT_AGENT_READ_TOKEN (or "
         "agent.read_token_file) to be read, and GPUBOT_AGENT_MUTATE_TOKEN (or "
         "agent.mutate_token_file) to act; without a mutate token it is read-only. Print them "
-        "with `gpubot agent-token --node NAME`.",
+        "with `gpubot agent-token --node NAME`. Without a "
+        "token: /healthz (alive), /readyz (200 when NVML answers, else 503 with the reason) and "
+        "/metrics (Prometheus counters of requests, resets, power limits, diagnostics, XID "
+        "events, NVML errors). Logs one line per start, refusal, action, XID event and "
+        "shutdown, in serve's formats (log.format, log.level, or the flags below).",
     )
     _config_arg(p)
     p.add_argument(
@@ -99,6 +110,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--listen", metavar="HOST:PORT", help="bind (default from config: 0.0.0.0:9400)")
     p.add_argument("--node", help="this node's name (default: agent.node, else the host name)")
+    _log_args(p)
 
     p = sub.add_parser(
         "agent-token",
@@ -200,11 +212,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _settings(path: Path | None):  # type: ignore[no-untyped-def]
-    from gpubot.config import load_settings
+    from gpubot.config import find_config, load_settings
 
-    if path is not None and not path.is_file():
-        raise InputError(f"{path}: no such config file")
-    return load_settings(path)
+    return load_settings(find_config(path))
 
 
 def _app(path: Path | None) -> App:
@@ -331,12 +341,15 @@ async def _agent(args: argparse.Namespace) -> int:
     import socket
 
     from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
+    from gpubot.cli_serve import setup_logging
     from gpubot.config import load_settings
 
     s = load_settings(args.config)
     host, port = parse_listen(args.listen or s.agent.listen)
     node = args.node or s.agent.node or socket.gethostname()
-    callers, event_token, reviewer = _agent_callers(s, node=node)
+    callers, event_token, reviewer, secrets = _agent_callers(s, node=node)
+    # Before anything logs; the node's own tokens are redacted like the config's secrets.
+    setup_logging(s, fmt=args.log_format, level=args.log_level, extra_secrets=secrets)
     from gpubot.wiring import build_agent_driver
 
     driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
@@ -351,6 +364,7 @@ async def _agent(args: argparse.Namespace) -> int:
         reset_timeout_s=s.agent.reset_timeout_seconds,
         diagnostics=diagnostics,
         event_token=event_token,
+        driver_name=args.driver,
     )
     try:
         await serve_agent(driver, driver, opts)
@@ -362,8 +376,9 @@ async def _agent(args: argparse.Namespace) -> int:
 
 def _agent_callers(
     s: Settings, *, node: str
-) -> tuple[Callers, Callable[[], str] | None, HttpTokenReviewer | None]:
-    """Who may call the agent, what it sends with its events, and its TokenReview client."""
+) -> tuple[Callers, Callable[[], str] | None, HttpTokenReviewer | None, tuple[str | None, ...]]:
+    """Who may call the agent, what it sends with its events, its TokenReview client, and
+    the node's own tokens to keep out of the log (hmac)."""
     from gpubot.agent.api import AgentTokens
     from gpubot.errors import ConfigError
 
@@ -393,7 +408,7 @@ def _agent_callers(
             read_only=a.read_only,
         )
         token_file = a.identity_token_file
-        return callers, lambda: token_file.read_text(encoding="utf-8").strip(), reviewer
+        return callers, lambda: token_file.read_text(encoding="utf-8").strip(), reviewer, ()
     read, mutate = s.agent_node_tokens()
     if read is None:
         raise ConfigError(
@@ -402,7 +417,7 @@ def _agent_callers(
             "bot's side with `gpubot agent-token --node NAME` (on Kubernetes, set "
             "agent.identity: serviceaccount instead)"
         )
-    return AgentTokens(read=read, mutate=mutate), None, None
+    return AgentTokens(read=read, mutate=mutate), None, None, (read, mutate)
 
 
 def _agent_token(args: argparse.Namespace) -> int:
@@ -442,10 +457,28 @@ async def _report(args: argparse.Namespace) -> int:
 
 
 async def _ops(args: argparse.Namespace) -> int:
-    from gpubot.cli_ops import build_cli_app, run_ops
+    from gpubot.backends.store.database import StoreMissingError
+    from gpubot.cli_ops import READ_COMMANDS, build_cli_app, run_ops
+    from gpubot.config import find_config, load_settings
+    from gpubot.wiring import open_existing_store
 
-    app = build_cli_app(_settings(args.config))
+    found = find_config(args.config)
+    settings = load_settings(found)
     try:
+        # Break-glass reads and decides over the bot's database: never a new, empty one.
+        store = open_existing_store(settings)
+    except StoreMissingError as exc:
+        if found is not None:
+            raise
+        raise StoreMissingError(
+            f"{exc}; no config file was found: pass --config FILE or set GPUBOT_CONFIG"
+        ) from exc
+    app = build_cli_app(settings, store=store)
+    try:
+        if args.command not in READ_COMMANDS:
+            # A vote under another audit key (or none) than serve's would split the chain:
+            # one line, exit 2, before anything is written.
+            await app.service.read.audit_key_matches()
         return await run_ops(args, app=app)
     finally:
         await app.aclose()

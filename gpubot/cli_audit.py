@@ -199,7 +199,7 @@ def anchor_logging() -> None:
 
 async def log_head(store: AuditLog, when: str) -> None:
     """One line with the chain head; never raises (it runs on the way in and out)."""
-    from gpubot.domain.audit import anchor_line
+    from gpubot.domain.audit import AuditKeyError, anchor_line
 
     try:
         head = await store.head()
@@ -208,3 +208,9 @@ async def log_head(store: AuditLog, when: str) -> None:
         return
     level = logging.INFO if head is not None else logging.WARNING
     anchor_log.log(level, "%s (%s)", anchor_line(head), when)
+    try:
+        await store.check_key()
+    except AuditKeyError as exc:
+        anchor_log.error("%s; /readyz answers 503 until the keys agree", exc)
+    except Exception as exc:  # as above: the store may be what is failing
+        anchor_log.warning("audit key unchecked %s: %s", when, exc)

@@ -1,11 +1,11 @@
 """Break-glass CLI: incidents, runs, approve, deny, cancel, resume, over the shared store.
 
-For when Slack is down. Decisions go through the same service methods as Slack's buttons
-(the same approver groups, two-person rule and expiry) and land in the shared store; the
-running `gpubot serve`'s leader reads them from the audit trail within about a second
-(GpubotService.follow) and carries them out. This process never starts a step itself.
-Who decides is the local account running the command, mapped to an approver identity by
-`policy.operators` in the config: never something typed on the command line.
+For when Slack is down. A decision is a vote signed with the operator's own SSH key
+(`ssh-keygen -Y sign -n gpubot-vote`), stored in the shared store; the running `gpubot
+serve`'s leader checks the signature against the operator keys of its own config, and only
+then decides as the identity that key stands for, through the same service methods as Slack's
+buttons (approver groups, two-person rule, expiry). This process decides nothing and never
+starts a step: its environment and its --config cannot make anyone someone else.
 """
 
 from __future__ import annotations
@@ -15,24 +15,29 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpubot.errors import ApprovalError, InputError
 
 if TYPE_CHECKING:
     from gpubot.cli_ops_view import RunView
-    from gpubot.config import OperatorSettings, Settings
+    from gpubot.config import Settings
     from gpubot.wiring import App
 
 # The views (and the domain models under them) load with the commands, not with --help.
 
 COMMANDS = ("incidents", "runs", "approve", "deny", "cancel", "resume")
+READ_COMMANDS = ("incidents", "runs")  # the others write: a vote, a cancel, a resume
 REFUSED = 1  # refused by policy: one line why; usage and config errors exit 2 (cli.main)
-_PICKED_UP = "the running gpubot acts on it within about a second"
 _WHO = (
-    "Who decides is the local account running this command (its uid), as policy.operators "
-    "in the config maps it to an approver identity; an unmapped account is refused. "
-    "Exit codes: 0 done, 1 refused by policy, 2 usage or config error."
+    "Who decides is the holder of an SSH key listed in policy.operator_keys of the config "
+    "`gpubot serve` runs with: the vote is signed with it (ssh-keygen -Y sign -n gpubot-vote; "
+    "--key, else ~/.ssh/id_ed25519, id_ecdsa or id_rsa), and the running server checks the "
+    "signature against its own keys before it counts the vote; the environment and this "
+    "command's --config change nobody's identity. An unsigned vote, or one signed by a key "
+    "the server does not list, is refused. Exit codes: 0 done (or stored, not yet counted), "
+    "1 refused, 2 usage or config error."
 )
 
 
@@ -78,6 +83,7 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
         p.add_argument("id", metavar="ID", help="approval id (apr-…) or run id (run-…)")
         if verb == "deny":
             p.add_argument("--reason", default="", help="why, recorded in the audit trail")
+        _signing_args(p)
 
     p = sub.add_parser(
         "cancel",
@@ -89,6 +95,7 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
     config_arg(p)
     p.add_argument("run", metavar="RUN", help="run id (run-…)")
     p.add_argument("--reason", default="", help="why, recorded in the audit trail")
+    _signing_args(p)
 
     p = sub.add_parser(
         "resume",
@@ -100,6 +107,35 @@ def add_parsers(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None])
     )
     config_arg(p)
     p.add_argument("run", metavar="RUN", help="run id (run-…)")
+    _signing_args(p)
+
+
+def _signing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--key",
+        type=Path,
+        metavar="FILE",
+        help="your SSH key (private, or the .pub of a key held by ssh-agent or a token); "
+        "default ~/.ssh/id_ed25519, id_ecdsa or id_rsa",
+    )
+    p.add_argument(
+        "--write-message",
+        type=Path,
+        metavar="FILE",
+        help="only write the vote to sign to FILE, for signing elsewhere: "
+        "ssh-keygen -Y sign -f KEY -n gpubot-vote FILE (writes FILE.sig)",
+    )
+    p.add_argument("--message", type=Path, metavar="FILE", help="a vote written by --write-message")
+    p.add_argument(
+        "--signature", type=Path, metavar="FILE", help="its signature (FILE.sig of ssh-keygen)"
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long to wait for the running gpubot to count the vote (default 15)",
+    )
 
 
 def local_account() -> str:
@@ -110,17 +146,6 @@ def local_account() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:
         return f"uid:{os.getuid()}"
-
-
-def operator(settings: Settings, account: str) -> OperatorSettings:
-    """The approver `account` stands for; ApprovalError (a refusal) when it is not mapped."""
-    found = settings.policy.operators.get(account)
-    if found is None:
-        raise ApprovalError(
-            f"local account {account!r} is not in policy.operators; "
-            "map it to an approver identity in the config to decide from the CLI"
-        )
-    return found
 
 
 def build_cli_app(settings: Settings, **overrides: Any) -> App:
@@ -138,7 +163,9 @@ async def run_ops(args: argparse.Namespace, *, app: App, account: str | None = N
             return await _incidents(app, args)
         if args.command == "runs":
             return await _runs(app, args)
-        return await _decide(app, args, account if account is not None else local_account())
+        from gpubot.cli_vote import decide
+
+        return await decide(app, args, account if account is not None else local_account())
     except ApprovalError as exc:
         from gpubot.cli_ops_view import plain
 
@@ -200,53 +227,6 @@ async def run_view(app: App, run_id: str) -> RunView:
         runbook=app.service.read.runbook(run.runbook),
         now=app.service.read.now(),
     )
-
-
-async def _decide(app: App, args: argparse.Namespace, account: str) -> int:
-    from gpubot.cli_ops_view import plain
-
-    who = operator(app.settings, account)
-    via = {"via": "cli", "account": account}
-    service = app.service
-    if args.command in ("approve", "deny"):
-        approval_id = await _approval_id(app, args.id)
-        outcome = await service.vote(
-            approval_id=approval_id,
-            user=who.user,
-            decision="approve" if args.command == "approve" else "deny",
-            user_groups=who.usergroups,
-            via=via,
-            reason=getattr(args, "reason", ""),
-        )
-        done = outcome.request.status.value != "pending"
-        tail = f"; {_PICKED_UP}" if done else ""
-        print(f"{plain(outcome.message)} ({approval_id}, as {who.user}){tail}")
-        return 0
-    if args.command == "cancel":
-        result = await service.cancel(
-            run_id=args.run, user=who.user, reason=args.reason, user_groups=who.usergroups, via=via
-        )
-    else:
-        result = await service.resume(
-            run_id=args.run, user=who.user, user_groups=who.usergroups, via=via
-        )
-    print(f"{plain(result.message)} (as {who.user}); {_PICKED_UP}")
-    return 0
-
-
-async def _approval_id(app: App, given: str) -> str:
-    """An approval id as given, or a run's pending request (the newest) for a run id."""
-    if not given.startswith("run-"):
-        return given
-    from gpubot.domain.approvals import ApprovalStatus
-
-    await app.store.get_run(given)  # NotFoundError (exit 2) for a wrong id
-    pending = [
-        a for a in await app.store.approvals_for(given) if a.status is ApprovalStatus.PENDING
-    ]
-    if not pending:
-        raise ApprovalError(f"run {given} has no pending approval request")
-    return pending[-1].id
 
 
 def _id(args: argparse.Namespace, noun: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
@@ -31,13 +32,18 @@ def secret_values(settings: Settings) -> list[str]:
 
 
 def setup_logging(
-    settings: Settings, *, fmt: LogFormat | None = None, level: LogLevel | None = None
+    settings: Settings,
+    *,
+    fmt: LogFormat | None = None,
+    level: LogLevel | None = None,
+    extra_secrets: Iterable[str | None] = (),
 ) -> logging.Handler:
-    """The flags win over the config file's `log` section."""
+    """The flags win over the config file's `log` section. `extra_secrets`: values to redact
+    besides the settings' own (the agent's node tokens read from files)."""
     return configure_logging(
         fmt=fmt or settings.log.format,
         level=level or settings.log.level,
-        secrets=secret_values(settings),
+        secrets=[*secret_values(settings), *(v for v in extra_secrets if v)],
     )
 
 

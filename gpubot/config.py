@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -21,8 +22,10 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gpubot.domain.durations import parse_duration
+from gpubot.domain.incidents import unlabelled_cluster
 from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
+from gpubot.domain.signed_votes import fingerprint, key_blob
 from gpubot.errors import ConfigError
 
 _AUDIENCE = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$"
@@ -225,19 +228,31 @@ class AttemptSettings(_Section):
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
 
 
-class OperatorSettings(_Section):
-    """Who a local account stands for in the break-glass CLI (`gpubot approve`, …)."""
+class OperatorKeySettings(_Section):
+    """One operator's SSH public key and who it stands for in a signed break-glass vote."""
 
-    user: str = Field(description="the approver identity: a Slack user id in policy.groups")
+    key: str = Field(
+        description="the OpenSSH public key line (`ssh-ed25519 AAAA… comment`, as in the "
+        "operator's id_ed25519.pub); ed25519, ecdsa or rsa (2048 bits or more)"
+    )
+    user: str = Field(
+        pattern=r"^[UW][A-Z0-9]{1,20}$",
+        description="the approver identity: a Slack user id in policy.groups",
+    )
     usergroups: list[str] = Field(
         default_factory=list,
-        description="Slack user-group ids this person is in (Slack is not asked from the CLI)",
+        description="Slack user-group ids this person is in (Slack is not asked for votes "
+        "that come from the CLI)",
     )
 
-    @model_validator(mode="before")
+    @field_validator("key")
     @classmethod
-    def _bare(cls, data: Any) -> Any:
-        return {"user": data} if isinstance(data, str) else data
+    def _key(cls, value: str) -> str:
+        key_blob(value)  # ValueError with one line: the adapter reads it fully at start
+        return value
+
+    def fingerprint(self) -> str:
+        return fingerprint(key_blob(self.key)[1])
 
 
 class EscalationSettings(_Section):
@@ -289,10 +304,34 @@ class PolicySettings(_Section):
         "0 turns diagnostics off, and a node is then released on NVML's word alone",
     )
     escalation: EscalationSettings = Field(default_factory=EscalationSettings)
-    operators: dict[str, OperatorSettings] = Field(
-        default_factory=dict,
-        description="local account (the OS user running the CLI) → the approver it stands for",
+    operator_keys: list[OperatorKeySettings] = Field(
+        default_factory=list,
+        description="break-glass CLI: each operator's SSH public key → the approver it stands "
+        "for; votes are signed with it and checked by the server. Read from the config file "
+        "only, never from GPUBOT_* variables",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_operators(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "operators" in data:
+            raise ValueError(
+                "operators (local account → approver) is no longer read: break-glass "
+                "decisions are signed with the operator's SSH key; list the keys under "
+                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; README: Break-glass)"
+            )
+        return data
+
+    @field_validator("operator_keys")
+    @classmethod
+    def _one_identity_per_key(cls, value: list[OperatorKeySettings]) -> list[OperatorKeySettings]:
+        seen: dict[str, str] = {}
+        for entry in value:
+            key = entry.fingerprint()
+            if key in seen:
+                raise ValueError(f"key {key} is listed twice (for {seen[key]} and {entry.user})")
+            seen[key] = entry.user
+        return value
 
     @field_validator("approval_expiry", mode="before")
     @classmethod
@@ -454,7 +493,8 @@ class WebSettings(_Section):
 
 
 class LogSettings(_Section):
-    """What `gpubot serve` writes to stderr (`--log-format`, `--log-level` override these)."""
+    """What `gpubot serve` and `gpubot agent` write to stderr (`--log-format`, `--log-level`
+    override these)."""
 
     format: Literal["auto", "json", "text"] = Field(
         "auto", description="json, text, or auto: text on a terminal, JSON otherwise"
@@ -463,7 +503,8 @@ class LogSettings(_Section):
         "info", description="gpubot's own records at this level and above"
     )
     access_log: bool = Field(
-        False, description="one line per HTTP request (uvicorn's access log, same format)"
+        False,
+        description="serve only: one line per HTTP request (uvicorn's access log, same format)",
     )
 
 
@@ -584,6 +625,12 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     clusters: list[ClusterSettings] = Field(default_factory=_default_clusters, min_length=1)
+    default_cluster: str | None = Field(
+        None,
+        description="the cluster of an alert without a `cluster` label and of a command "
+        "without cluster=; unset: the only cluster, and with several, such an alert is "
+        "refused (logged, counted, said in the channel)",
+    )
     policy: PolicySettings = Field(default_factory=PolicySettings)
     web: WebSettings = Field(default_factory=WebSettings)
     log: LogSettings = Field(default_factory=LogSettings)
@@ -634,8 +681,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The environment overrides the file, so a Secret or a Helm value can patch one key.
-        return env_settings, init_settings, file_secret_settings
+        # The environment overrides the file, so a Secret or a Helm value can patch one key;
+        # never who the operators are (see _FileOnlyIdentity).
+        return _FileOnlyIdentity(env_settings), init_settings, file_secret_settings
 
     def agent_token_value(self) -> str | None:
         """The bot's agent master secret: GPUBOT_AGENT_TOKEN, else agent.token_file's first line."""
@@ -653,6 +701,55 @@ class Settings(BaseSettings):
     def cluster(self, name: str) -> ClusterSettings | None:
         return next((c for c in self.clusters if c.name == name), None)
 
+    @property
+    def fallback_cluster(self) -> str | None:
+        """Where an alert without a `cluster` label goes: `default_cluster`, else the only
+        configured cluster; None when several are configured and none is the default."""
+        return unlabelled_cluster(
+            default=self.default_cluster, configured=[c.name for c in self.clusters]
+        )
+
+    @model_validator(mode="after")
+    def _known_default_cluster(self) -> Settings:
+        names = [c.name for c in self.clusters]
+        if self.default_cluster is not None and self.default_cluster not in names:
+            raise ValueError(
+                f"default_cluster: {self.default_cluster!r} is not a configured cluster "
+                f"(clusters: {', '.join(names)})"
+            )
+        duplicate = next((n for n in names if names.count(n) > 1), None)
+        if duplicate is not None:
+            raise ValueError(f"clusters: {duplicate!r} is configured twice")
+        return self
+
+
+class _FileOnlyIdentity(PydanticBaseSettingsSource):
+    """The environment, refusing any value for who the break-glass operators are: whoever
+    runs a command sets its environment, so a key or identity from there would let them be
+    someone else (GPUBOT_POLICY__OPERATOR_KEYS, or `operator_keys` in GPUBOT_POLICY's JSON)."""
+
+    def __init__(self, inner: PydanticBaseSettingsSource) -> None:
+        super().__init__(inner.settings_cls)
+        self._inner = inner
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._inner.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        data = self._inner()
+        policy = data.get("policy")
+        if isinstance(policy, dict):
+            for key in policy:
+                if str(key).lower() in _FILE_ONLY:
+                    raise ConfigError(
+                        f"GPUBOT_POLICY__{str(key).upper()}: policy.{str(key).lower()} is read "
+                        "from the config file only, never from the environment"
+                    )
+        return data
+
+
+_FILE_ONLY = frozenset({"operator_keys", "operators"})
+
 
 def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:
     """A secret from the environment, else the first line of a file; None when neither is set."""
@@ -667,6 +764,29 @@ def _secret(value: SecretStr | None, path: Path | None, key: str) -> str | None:
     if not token:
         raise ConfigError(f"{key}: {path} is empty")
     return token
+
+
+# Where the Helm chart mounts the config in the bot's pod, so `kubectl exec deploy/gpubot --
+# gpubot runs` reads the same file as serve without --config.
+DEFAULT_CONFIG = Path("/etc/gpubot/config/config.yaml")
+CONFIG_ENV = "GPUBOT_CONFIG"
+
+
+def find_config(given: Path | None) -> Path | None:
+    """The config file a command reads, found as kubectl finds its kubeconfig: `--config`,
+    else $GPUBOT_CONFIG, else DEFAULT_CONFIG when it exists; None: no file (built-in
+    defaults). A file named by the flag or the variable must exist (ConfigError)."""
+    if given is not None:
+        if not given.is_file():
+            raise ConfigError(f"{given}: no such config file")
+        return given
+    named = os.environ.get(CONFIG_ENV, "")
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_ENV}={named}: no such config file")
+        return path
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
 
 
 def load_settings(path: Path | None = None, **overrides: Any) -> Settings:

@@ -27,6 +27,11 @@ class InputError(GpubotError):
     """Input from outside (webhook body, command arguments) is malformed."""
 
 
+class RunDeferred(GpubotError):
+    """A run cannot start yet: another run of its runbook is acting on the same node. It
+    starts when that run ends."""
+
+
 class NotFoundError(GpubotError):
     """A named thing (incident, runbook, approval) does not exist."""
 
@@ -71,6 +76,15 @@ class DisruptionBlockedError(GpubotError):
     def __init__(self, message: str, *, budget: str = "") -> None:
         super().__init__(message)
         self.budget = budget
+
+
+class SignatureError(ApprovalError):
+    """A signed break-glass vote that does not count: malformed, forged, or signed by a key
+    the server does not list. `key` is the fingerprint the signature names, when readable."""
+
+    def __init__(self, message: str, *, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class ObjectionClosed(ApprovalError):

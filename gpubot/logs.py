@@ -37,6 +37,9 @@ FIELDS = (
     "path",
     "reason",
     "count",
+    "node",
+    "gpu",
+    "xid",
 )
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*):[^@\s/]*@")
 _PLAIN = re.compile(r"[\w.:/@,+=-]+")

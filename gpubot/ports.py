@@ -25,6 +25,7 @@ from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, Inc
 from gpubot.domain.intake import IntakeOutcome
 from gpubot.domain.results import Message
 from gpubot.domain.runs import Run, RunStatus, StepState
+from gpubot.domain.signed_votes import Signer, SubmittedVote
 from gpubot.domain.token_reviews import ReviewedToken
 from gpubot.domain.workloads import Workload
 
@@ -364,8 +365,47 @@ class AuditLog(Protocol):
 
     async def verify(self) -> list[ChainProblem]: ...
 
+    async def check_key(self) -> None:
+        """AuditKeyError when this process's audit key is not the chain's (checked before
+        writing, and by the readiness probe)."""
+
     async def head(self) -> ChainHead | None:
         """The chain head as stored (None if missing): what the thread and log anchor."""
+        ...
+
+
+class SignedVoteStore(Protocol):
+    """Break-glass votes the CLI signed and stored, until the server has counted each once."""
+
+    async def submit_vote(self, vote: SubmittedVote) -> bool:
+        """Store a pending vote; False when the same signed vote is there already."""
+        ...
+
+    async def pending_votes(self) -> list[SubmittedVote]: ...
+
+    async def claim_vote(self, digest: str) -> bool:
+        """pending → counting; True for the one process that moved it (it counts it)."""
+        ...
+
+    async def mark_verified(self, digest: str, *, signer: str) -> bool:
+        """Note the key that verifiably signed it; False when another stored vote with the
+        same nonce was verified before (a replay of a vote already used)."""
+        ...
+
+    async def settle_vote(self, digest: str, *, accepted: bool, verdict: str, at: datetime) -> None:
+        """counting → accepted or refused, with the one line the voter is shown."""
+        ...
+
+    async def get_vote(self, digest: str) -> SubmittedVote | None: ...
+
+
+class VoteSigners(Protocol):
+    """The operator keys the server was configured with, and what checks a signature."""
+
+    def configured(self) -> bool: ...
+
+    def verify(self, *, message: bytes, signature: str) -> Signer:
+        """The configured signer of `message`; SignatureError (a refusal) otherwise."""
         ...
 
 
@@ -404,7 +444,7 @@ class GpuLedger(Protocol):
         ...
 
 
-class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, GpuLedger, Protocol):
+class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, GpuLedger, SignedVoteStore, Protocol):
     """Everything that must survive a restart, in one database."""
 
     async def close(self) -> None: ...

@@ -30,6 +30,7 @@ from gpubot.ports import (
     ReportPoster,
     Store,
     TokenIssuer,
+    VoteSigners,
 )
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
@@ -256,6 +257,7 @@ def build_app(
     policy = build_policy(settings)
     loaded = load_runbooks(settings, registry=registry, policy=policy)
     key = _audit_key(settings)
+    signers = build_signers(settings)
     clusters = clusters or build_clusters(settings)  # refuse a bad config before writing
     store = store or open_store(settings.store.url, audit_key=key)
     slack_on = settings.slack.mode != "off" and settings.slack_bot_token is not None
@@ -278,6 +280,8 @@ def build_app(
         notifier=notifier,
         clock=clock or SystemClock(),
         policy=policy,
+        default_cluster=settings.default_cluster,
+        signers=signers,
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
     reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)
@@ -445,6 +449,21 @@ def build_breakglass_app(settings: Settings, **overrides: Any) -> App:
 
     quiet = ConsoleNotifier(io.StringIO())
     return build_app(settings, leadership=NeverLeader(), notifier=quiet, **overrides)
+
+
+def build_signers(settings: Settings) -> VoteSigners:
+    """The operator keys the server counts signed break-glass votes with: from the config
+    file only (config.py refuses them from the environment), read fully here, so a key
+    cryptography cannot use stops the start with one line."""
+    from gpubot.backends.sshsig import OperatorKey, SshSigners
+
+    keys = settings.policy.operator_keys
+    try:
+        return SshSigners(
+            OperatorKey(public_key=k.key, user=k.user, usergroups=tuple(k.usergroups)) for k in keys
+        )
+    except ValueError as exc:
+        raise ConfigError(f"policy.operator_keys: {exc}") from None
 
 
 def _audit_key(settings: Settings) -> bytes | None:

@@ -11,12 +11,16 @@ from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from gpubot.agent.driver import DriverErrorKind, GpuDriverError
-from gpubot.agent.operations import GpuOperations
+from gpubot.agent.metrics import CONTENT_TYPE, AgentMetrics
+from gpubot.agent.operations import Operations
+from gpubot.agent.readiness import Readiness
+from gpubot.agent.request_log import RequestLog
 from gpubot.domain.agent_tokens import Scope, bearer, same_token
 from gpubot.domain.problems import first_problem
 from gpubot.errors import IdentityUnavailableError
@@ -118,8 +122,21 @@ def error(code: int, reason: str, kind: str = "bad_request") -> JSONResponse:
     return JSONResponse({"error": reason.splitlines()[0] if reason else kind, "kind": kind}, code)
 
 
-def create_agent_app(ops: GpuOperations, *, tokens: Callers, node: str) -> Starlette:
-    """The agent's routes, every one but /healthz behind `tokens`: an agent is never open."""
+def create_agent_app(
+    ops: Operations,
+    *,
+    tokens: Callers,
+    node: str,
+    readiness: Readiness | None = None,
+    metrics: AgentMetrics | None = None,
+) -> Starlette:
+    """The agent's routes, every one but the probes and /metrics behind `tokens`: an agent
+    is never open.
+
+    `/healthz`, `/readyz` and `/metrics` need no token: probes and Prometheus send none, and
+    they tell no GPU's state, only how many NVML sees and counts of what the agent did (see
+    README, Node agent: logs, metrics and probes).
+    """
     if isinstance(tokens, AgentTokens) and not tokens.read:
         raise ValueError("the agent needs its node's read token")
     Handler = Callable[[Request], Awaitable[Response]]
@@ -193,9 +210,22 @@ def create_agent_app(ops: GpuOperations, *, tokens: Callers, node: str) -> Starl
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
+    ready = readiness or Readiness(lambda: ops.driver.system().gpu_count)
+
+    async def readyz(request: Request) -> Response:
+        verdict = await ready.verdict()
+        return PlainTextResponse(verdict.reason, 200 if verdict.ready else 503)
+
+    async def exposition(request: Request) -> Response:
+        body = metrics.exposition() if metrics is not None else b""
+        return Response(body, media_type=CONTENT_TYPE)
+
     return Starlette(
+        middleware=[Middleware(RequestLog, metrics=metrics)],
         routes=[
             Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/metrics", exposition),
             Route("/v1/gpus", authed(gpus)),
             Route("/v1/gpus/{index:int}/processes", authed(processes)),
             Route(
@@ -212,7 +242,7 @@ def create_agent_app(ops: GpuOperations, *, tokens: Callers, node: str) -> Starl
             # Diagnostics change no setting but load every GPU they test for minutes: they
             # need the mutate token, like any other action.
             Route("/v1/diag", authed(diag, needs="mutate"), methods=["POST"]),
-        ]
+        ],
     )
 
 

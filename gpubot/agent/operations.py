@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from gpubot.agent.dcgm import Diagnostics, check_gpus, check_level
 from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
+
+
+class Operations(Protocol):
+    """What the HTTP API asks of the node: GpuOperations, or it observed (agent.observed)."""
+
+    @property
+    def driver(self) -> GpuDriver: ...
+
+    def set_power_limit(
+        self, *, index: int, watts: float, dry_run: bool = False
+    ) -> dict[str, Any]: ...
+
+    def restore_default(self, *, index: int, dry_run: bool = False) -> dict[str, Any]: ...
+
+    def reset(
+        self, *, index: int, uuid: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]: ...
+
+    def diag(self, *, level: int, gpus: Sequence[int] = ()) -> dict[str, Any]: ...
 
 
 class GpuOperations:

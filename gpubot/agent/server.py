@@ -5,19 +5,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import FrameType
 
 import uvicorn
 
 from gpubot.agent.api import AgentTokens, Callers, create_agent_app
 from gpubot.agent.dcgm import Diagnostics
-from gpubot.agent.driver import GpuDriver, XidSource
+from gpubot.agent.driver import GpuDriver, GpuDriverError, XidSource
+from gpubot.agent.metrics import AgentMetrics
+from gpubot.agent.observed import ObservedDriver, ObservedOperations
 from gpubot.agent.operations import GpuOperations
+from gpubot.agent.readiness import Clock, Readiness
+from gpubot.agent.request_log import ASGIApp
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher
 from gpubot.errors import InputError
 
 log = logging.getLogger(__name__)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,7 @@ class AgentOptions:
     xid_window_s: float = 300.0
     reset_timeout_s: float = 120.0
     diagnostics: Diagnostics | None = None
+    driver_name: str = "nvml"
     # What the agent sends the bot with its XID events: its projected ServiceAccount token
     # (re-read each time) on Kubernetes, its read token in hmac mode.
     event_token: Callable[[], str] | None = None
@@ -45,13 +56,114 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOptions) -> None:
-    ops = GpuOperations(driver, reset_timeout_s=opts.reset_timeout_s, diagnostics=opts.diagnostics)
-    app = create_agent_app(ops, tokens=opts.tokens, node=opts.node)
-    config = uvicorn.Config(
-        app, host=opts.host, port=opts.port, log_level="warning", access_log=False
+class AgentServer(uvicorn.Server):
+    """uvicorn that logs the signal that stops it, and does not re-raise it afterwards (which
+    would end the process before the XID sender is closed and the last line is written)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in _SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if not self.should_exit:
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = str(sig)
+            log.info(
+                "%s received: stopping once the open requests are answered",
+                name,
+                extra={"event": "agent.stopping", "reason": name},
+            )
+        super().handle_exit(sig, frame)
+
+
+def build_agent_app(
+    driver: GpuDriver,
+    opts: AgentOptions,
+    *,
+    metrics: AgentMetrics,
+    clock: Clock = time.monotonic,
+) -> ASGIApp:
+    """The agent's app, its driver calls, actions and requests logged and counted."""
+    observed = ObservedDriver(driver, metrics)
+    ops = ObservedOperations(
+        GpuOperations(observed, reset_timeout_s=opts.reset_timeout_s, diagnostics=opts.diagnostics),
+        metrics,
     )
-    server = uvicorn.Server(config)
+    readiness = Readiness(lambda: observed.system().gpu_count, clock=clock)
+    return create_agent_app(
+        ops, tokens=opts.tokens, node=opts.node, readiness=readiness, metrics=metrics
+    )
+
+
+def build_agent_server(
+    driver: GpuDriver, opts: AgentOptions, *, metrics: AgentMetrics
+) -> AgentServer:
+    """The agent's app on uvicorn, uvicorn's own records in gpubot's log format."""
+    config = uvicorn.Config(
+        build_agent_app(driver, opts, metrics=metrics),
+        host=opts.host,
+        port=opts.port,
+        log_level="warning",
+        log_config=None,  # uvicorn's records go to gpubot's handler, in the same format
+        access_log=False,
+        lifespan="off",
+        # No graceful-shutdown timeout: a reset or a diagnostic under way finishes and is
+        # answered (the pod's termination grace period bounds the wait).
+    )
+    return AgentServer(config)
+
+
+def log_start(driver: GpuDriver, opts: AgentOptions) -> None:
+    """One line: the node, the driver, where it listens, the bot, read-only or not, GPUs."""
+    try:
+        info = driver.system()
+        gpus, version = str(info.gpu_count), info.driver_version or "unknown"
+    except GpuDriverError as exc:  # /readyz says not ready; the agent still starts
+        gpus, version = "unknown", f"not answering ({exc.kind})"
+    mode = "read-only" if opts.tokens.read_only else "mutating"
+    host = f"[{opts.host}]" if ":" in opts.host else opts.host
+    listen = f"{host}:{opts.port}"
+    log.info(
+        "agent for node %s starting: %s driver %s, %s GPU(s), listening on %s, %s, bot %s",
+        opts.node,
+        opts.driver_name,
+        version,
+        gpus,
+        listen,
+        mode,
+        opts.bot_url or "unset (XID events not forwarded)",
+        extra={
+            "event": "agent.start",
+            "node": opts.node,
+            "status": mode,
+            "path": listen,
+            "count": gpus,
+            "reason": f"driver {version}",
+        },
+    )
+
+
+async def serve_agent(
+    driver: GpuDriver,
+    xids: XidSource | None,
+    opts: AgentOptions,
+    *,
+    metrics: AgentMetrics | None = None,
+    sock: socket.socket | None = None,
+) -> None:
+    metrics = metrics or AgentMetrics()
+    server = build_agent_server(driver, opts, metrics=metrics)
+    log_start(driver, opts)
     stop = asyncio.Event()
     watcher_task = None
     sender = None
@@ -65,10 +177,14 @@ async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOpti
             token = lambda: read  # noqa: E731
         if token is None:
             raise ValueError("agent.bot_url is set but the agent has no token to send events")
-        sender = BotEventSender(bot_url=opts.bot_url, token=token)
-        model = next((g.name for g in driver.gpus() if g.name), "") if opts.node else ""
+        sender = BotEventSender(
+            bot_url=opts.bot_url,
+            token=token,
+            counted=lambda outcome: metrics.xid_event(outcome=outcome),
+        )
+        model = _model(driver) if opts.node else ""
         watcher = XidWatcher(
-            xids,
+            ObservedDriver(driver, metrics, xids=xids),
             node=opts.node,
             cluster=opts.cluster,
             send=sender,
@@ -77,9 +193,12 @@ async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOpti
         )
         watcher_task = asyncio.create_task(watcher.run(stop))
     else:
-        log.warning("agent.bot_url unset: XID events are not forwarded to the bot")
+        log.warning(
+            "agent.bot_url unset: XID events are not forwarded to the bot",
+            extra={"event": "agent.no_bot_url"},
+        )
     try:
-        await server.serve()
+        await server.serve(sockets=[sock] if sock is not None else None)
     finally:
         stop.set()
         if watcher_task is not None:
@@ -88,3 +207,11 @@ async def serve_agent(driver: GpuDriver, xids: XidSource | None, opts: AgentOpti
                 await watcher_task
         if sender is not None:
             await sender.aclose()
+        log.info("agent stopped", extra={"event": "agent.stopped", "node": opts.node})
+
+
+def _model(driver: GpuDriver) -> str:
+    try:
+        return next((g.name for g in driver.gpus() if g.name), "")
+    except GpuDriverError:
+        return ""  # the alert goes out without modelName

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -104,8 +105,11 @@ class BotEventSender:
         attempts: int = 5,
         retry_delay_s: float = 2.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        counted: Callable[[str], None] | None = None,
     ) -> None:
+        """`counted` is told each event's outcome: forwarded, refused (4xx) or failed."""
         self._url = bot_url.rstrip("/") + "/agent/events"
+        self._counted = counted
         self._attempts = attempts
         self._delay = retry_delay_s
         self._token = token if callable(token) else (lambda: token)
@@ -113,27 +117,77 @@ class BotEventSender:
 
     async def __call__(self, body: dict[str, Any]) -> None:
         # Resending is safe: the bot deduplicates by fingerprint and window start.
+        labels = body["alerts"][0]["labels"]
+        what = f"XID {labels.get('xid')} on GPU {labels.get('gpu')}"
+        fields = {"gpu": _int(labels.get("gpu")), "xid": _int(labels.get("xid"))}
         for attempt in range(1, self._attempts + 1):
             try:
                 headers = {"authorization": f"Bearer {self._token()}"}
                 response = await self._client.post(self._url, json=body, headers=headers)
+                if response.status_code < 400:
+                    self._outcome("forwarded")
+                    log.info(
+                        "%s forwarded to the bot",
+                        what,
+                        extra={"event": "agent.xid_forwarded", "result": "forwarded", **fields},
+                    )
+                    return
                 if response.status_code < 500:
-                    if response.status_code >= 400:
-                        log.error(
-                            "bot refused an XID event: %s %s", response.status_code, response.text
-                        )
+                    self._outcome("refused")
+                    reason = _printable(response.text)
+                    log.error(
+                        "%s refused by the bot: HTTP %d %s",
+                        what,
+                        response.status_code,
+                        reason,
+                        extra={
+                            "event": "agent.xid_failed",
+                            "result": "refused",
+                            "status": response.status_code,
+                            "reason": reason,
+                            **fields,
+                        },
+                    )
                     return
                 reason = f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
-                reason = repr(exc)
+                reason = _printable(f"{type(exc).__name__}: {exc}")
             except OSError as exc:  # the token file, mid-rotation or not mounted yet
                 reason = f"cannot read the agent's token: {exc.strerror}"
-            log.warning("XID event not delivered (attempt %d): %s", attempt, reason)
-            await asyncio.sleep(self._delay * attempt)
-        log.error("XID event dropped after %d attempts: %s", self._attempts, body["alerts"][0])
+            log.warning(
+                "%s not delivered (attempt %d of %d): %s",
+                what,
+                attempt,
+                self._attempts,
+                reason,
+                extra={"event": "agent.xid_retry", "reason": reason, **fields},
+            )
+            if attempt < self._attempts:
+                await asyncio.sleep(self._delay * attempt)
+        self._outcome("failed")
+        log.error(
+            "%s dropped after %d attempts: %s",
+            what,
+            self._attempts,
+            reason,
+            extra={"event": "agent.xid_failed", "result": "failed", "reason": reason, **fields},
+        )
+
+    def _outcome(self, outcome: str) -> None:
+        if self._counted is not None:
+            self._counted(outcome)
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def _printable(text: str) -> str:
+    """A bot's answer as one short line: it is data, not part of this log."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", " ", text)[:300] or "-"
 
 
 class XidWatcher:
@@ -181,7 +235,14 @@ class XidWatcher:
         fingerprint = body["alerts"][0]["fingerprint"]
         if fingerprint in self._sent:
             return False
-        log.warning("XID %d on GPU %d of %s: telling the bot", event.xid, event.gpu, self._node)
+        # The sender logs the outcome (forwarded or failed): one line per event at INFO.
+        log.debug(
+            "XID %d on GPU %d of %s: telling the bot",
+            event.xid,
+            event.gpu,
+            self._node,
+            extra={"event": "agent.xid", "gpu": event.gpu, "xid": event.xid},
+        )
         await self._send(body)
         self._sent.add(fingerprint)
         return True

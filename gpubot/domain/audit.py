@@ -94,6 +94,11 @@ class AuditTrailError(GpubotError):
     behind the events): appending would hide what happened, so the append is refused."""
 
 
+class AuditKeyError(AuditTrailError):
+    """This process's audit key is not the one the chain is sealed with: an append would
+    split the chain (events no one process can verify), so nothing is written."""
+
+
 @dataclass(frozen=True)
 class ChainHead:
     """The store's head row: the newest event's seq and hash, and their seal."""
@@ -104,6 +109,8 @@ class ChainHead:
     # key, moving the head back (to hide a cut tail) cannot be sealed again. None: the
     # database predates seals and was opened read-only, so nothing has sealed it yet.
     seal: str | None = ""
+    # Which key the chain is sealed with (key_id), never the key: "" for no key.
+    key_id: str = ""
 
     def __str__(self) -> str:
         return f"seq {self.seq} / hash {self.hash[:SHORT_HASH]}"
@@ -126,6 +133,29 @@ def seal_head(seq: int, hash_: str, *, key: bytes | None) -> str:
     if not key:
         return ""
     return hmac.new(key, f"gpubot-audit-head:{seq}:{hash_}".encode(), hashlib.sha256).hexdigest()
+
+
+def key_id(key: bytes | None) -> str:
+    """Names an audit key without revealing it (an HMAC of a fixed label under the key, 64
+    bits): "" for no key. Stored in the head, so every appender can tell it holds the key
+    the chain is sealed with before it writes."""
+    if not key:
+        return ""
+    return hmac.new(key, b"gpubot-audit-key-id", hashlib.sha256).hexdigest()[:16]
+
+
+def key_mismatch(head: ChainHead, *, key: bytes | None) -> str | None:
+    """One line when `key` is not the key the chain's head was sealed with; else None."""
+    mine = key_id(key)
+    if head.key_id == mine:
+        return None
+    chain = f"key id {head.key_id}" if head.key_id else "no key"
+    held = f"key id {mine}" if mine else "no GPUBOT_AUDIT_KEY"
+    return (
+        f"the audit chain is sealed with {chain} but this process has {held}: refusing to "
+        "write; give every gpubot process the same GPUBOT_AUDIT_KEY (a new key is adopted "
+        "only by `gpubot audit reseal`, recorded)"
+    )
 
 
 def head_is_sealed(head: ChainHead, *, key: bytes | None) -> bool:

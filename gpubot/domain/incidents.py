@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
 from gpubot.domain.alerts import NODE_LABELS, Alert, AlertmanagerPayload
-from gpubot.domain.codes import ascii_int
+from gpubot.domain.codes import ascii_int, is_gpu_uuid
 from gpubot.domain.xid import explain
 from gpubot.domain.xid_recovery import RECOVERY_XID, parse_recovery, recovery_from_label
 
@@ -24,7 +24,18 @@ RECOVERY_SOURCE_LABEL = "recovery_action"
 # An alert rule can choose with the label `gpubot_scope: pod | node`.
 SCOPE_LABEL = "gpubot_scope"
 POD_SCOPED_ALERTS = frozenset({"GPUIdleAllocated", "PodOOMKilled"})
-DEFAULT_CLUSTER = "sim"
+# The cluster of an alert with no `cluster` label when no cluster is the default (several
+# are configured and none is named `default_cluster`): matches no configured cluster, so the
+# service says so instead of acting.
+NO_CLUSTER = ""
+
+
+def unlabelled_cluster(*, default: str | None, configured: Sequence[str]) -> str | None:
+    """The cluster of an alert without a `cluster` label: the configured default, else the
+    only cluster; None when several are configured and none is the default."""
+    if default is not None:
+        return default
+    return configured[0] if len(configured) == 1 else None
 
 
 class IncidentStatus(StrEnum):
@@ -52,7 +63,8 @@ class AlertObservation:
 
     @property
     def correlation_key(self) -> str:
-        """Alerts about the same problem on the same node share one incident (one run).
+        """Alerts about the same problem on the same node share one incident (one run); for
+        XID alerts the same problem is the same GPU and XID (gpu_fault).
 
         Workload alerts (GPUIdleAllocated, PodOOMKilled, or `gpubot_scope: pod`) key on the
         pod, so two idle pods on one node are two incidents; so do pod alerts without a node
@@ -64,15 +76,35 @@ class AlertObservation:
             "pod" if self.alertname in POD_SCOPED_ALERTS else "node"
         )
         subject = (workload or self.node) if scope == "pod" else (self.node or workload)
-        return f"{self.cluster}/{self.alertname}/{subject or '-'}"
+        key = f"{self.cluster}/{self.alertname}/{subject or '-'}"
+        return f"{key}/{fault}" if scope == "node" and (fault := self.gpu_fault) else key
+
+    @property
+    def gpu_fault(self) -> str | None:
+        """Which fault of the node an XID alert reports: its GPU (UUID, else index) and XID.
+        Each is an incident of its own, so a second GPU failing on a node that is already
+        quarantined gets its own run (deferred while the first runs), never only a line in
+        the first incident. None for an alert without an `xid` label."""
+        xid = ascii_int(self.labels.get("xid", ""))
+        if xid is None:
+            return None
+        uuid, index = self.labels.get("UUID", ""), ascii_int(self.labels.get("gpu", ""))
+        gpu = uuid if is_gpu_uuid(uuid) else (str(index) if index is not None else "-")
+        return f"gpu {gpu} xid {xid}"
 
 
-def observations(payload: AlertmanagerPayload) -> list[AlertObservation]:
-    """Flatten a webhook payload into per-alert observations."""
-    return [observe(alert, group_key=payload.group_key) for alert in payload.alerts]
+def observations(
+    payload: AlertmanagerPayload, *, default_cluster: str | None
+) -> list[AlertObservation]:
+    """Flatten a webhook payload into per-alert observations. An alert without a `cluster`
+    label belongs to `default_cluster` (None: to no cluster)."""
+    return [
+        observe(alert, group_key=payload.group_key, default_cluster=default_cluster)
+        for alert in payload.alerts
+    ]
 
 
-def observe(alert: Alert, *, group_key: str) -> AlertObservation:
+def observe(alert: Alert, *, group_key: str, default_cluster: str | None) -> AlertObservation:
     labels = dict(alert.labels)
     annotations = dict(alert.annotations)
     if (action := xid_action(labels.get("xid", ""))) is not None:
@@ -90,7 +122,7 @@ def observe(alert: Alert, *, group_key: str) -> AlertObservation:
         ends_at=alert.ends_at,
         status=alert.status,
         alertname=alert.alertname,
-        cluster=labels.get("cluster", DEFAULT_CLUSTER),
+        cluster=labels.get("cluster") or default_cluster or NO_CLUSTER,
         node=node,
         severity=labels.get("severity", "warning"),
         summary=summary,

@@ -56,6 +56,9 @@ class CordonSlots:
         self._flight: dict[str, int] = {}  # node → cordons of it in flight
         self._seen: dict[str, int] = {}  # node → view.cordon_seen when its slot was reserved
         self._made: dict[str, datetime] = {}  # node → when gpubot's cordon of it returned
+        # Nodes whose cordon returned success here (not adopted, not failed): the API server
+        # has it, so a later uncached read that shows the node schedulable means it was undone.
+        self._landed: set[str] = set()
         self.released = 0  # reservations dropped without the view showing the node cordoned
 
     async def take(
@@ -67,6 +70,11 @@ class CordonSlots:
             self.expire(view, now=now)
             counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
             reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
+            if reason is not None and await self._drop_undone(nodes, view):
+                counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
+                reason = check_cordon(
+                    policy=policy, fleet_size=view.size, cordoned=counted, node=node
+                )
             if reason is None:
                 self._flight[node] = self._flight.get(node, 0) + 1
                 self._seen.setdefault(node, view.cordon_seen.get(node, 0))
@@ -90,10 +98,37 @@ class CordonSlots:
             seen = view.cordon_seen.get(name, 0) > self._seen.get(name, 0)
             if name in view.cordoned or seen or now - at > self._settle:
                 del self._made[name]
+                self._landed.discard(name)
                 if name not in self._flight:
                     self._seen.pop(name, None)
                 if name not in view.cordoned:
                     self.released += 1  # its slot is free again
+
+    async def _drop_undone(self, nodes: NodeOps, view: FleetView) -> bool:
+        """Only when the cap would hold a cordon: ask the API server (an uncached read, after
+        the cordon returned) about each node counted as made here that the view does not
+        show cordoned. One that is schedulable had its cordon undone (a person's `kubectl
+        uncordon` before any view saw it): its slot is free. Only cordons that returned
+        success here are asked about: an adopted or failed one may still be landing.
+        Whether any was dropped."""
+        dropped = False
+        unseen = [n for n in self._landed if n not in view.cordoned and n not in self._flight]
+        for name in sorted(unseen):
+            try:
+                info = await nodes.get_node(node=name)
+            except GpubotError:
+                continue  # unread: it stays counted until the view or SETTLE decides
+            if not info.unschedulable:
+                self._made.pop(name, None)
+                self._landed.discard(name)
+                self._seen.pop(name, None)
+                self.released += 1
+                dropped = True
+        return dropped
+
+    def landed(self, node: str) -> None:
+        """The cordon call of `node` returned success: the API server has it."""
+        self._landed.add(node)
 
     def done(self, node: str, *, now: datetime) -> None:
         """The cordon call returned (or failed: it may still have landed, so it counts)."""
@@ -270,11 +305,17 @@ class BlastRadiusGate:
         finally:
             self.released()
 
+    def returned(self, run: Run, spec: ActionSpec[Any], params: BaseModel) -> None:
+        """The step's action returned success: for a cordon, the API server has it."""
+        node = gated_node(spec, params)
+        if node is not None and spec.blast == "cordon" and run.cluster in self._slots:
+            self._slots[run.cluster].landed(node)
+
     def released(self) -> None:
         """A run or a drain ended here: held steps may go now."""
         self._ended += 1
-        if self.on_release is not None and len(self.holds):
-            self.on_release()
+        if self.on_release is not None:
+            self.on_release()  # held steps, and runs deferred behind the run that ended
 
     async def wake_key(self, cluster: str, blast: str) -> WakeKey:
         """What a held step waits on to change: cheap (the fleet view is cached). A cordon

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpubot.domain.incidents import unlabelled_cluster
 from gpubot.domain.policy import Policy
 from gpubot.domain.runbooks import Runbook
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.observe import NoTally, Tally
 from gpubot.engine.registry import Registry
-from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store
+from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store, VoteSigners
 
 
 @dataclass(frozen=True)
@@ -26,3 +27,10 @@ class Engine:
     policy: Policy
     leadership: Leadership = field(default_factory=AlwaysLeader)  # who may start steps
     tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
+    default_cluster: str | None = None  # config default_cluster: see alert_cluster
+    signers: VoteSigners | None = None  # operator keys for signed break-glass votes
+
+    @property
+    def alert_cluster(self) -> str | None:
+        """The cluster of an alert without a `cluster` label (None: it names none)."""
+        return unlabelled_cluster(default=self.default_cluster, configured=list(self.clusters))

@@ -24,6 +24,7 @@ from gpubot.engine.deps import Engine
 from gpubot.engine.observe import step_outcome
 from gpubot.engine.recorder import Next, RunRecorder
 from gpubot.engine.standing import standing_blocks
+from gpubot.engine.taken_back import taken_back
 from gpubot.errors import (
     GpubotError,
     NeedsHumanError,
@@ -99,7 +100,10 @@ class Executor:
         step = runbook.step(state.step_id)
         spec = self.e.registry.get(step.action)
         stale = state.status in _WAITING and spec.mutating and not run.dry_run
-        if stale and (reason := await self._stale_reason(run, runbook)):
+        if stale and (
+            (reason := await self._stale_reason(run, runbook))
+            or (reason := await taken_back(self.e, run, runbook, states, waiting_at=step.id))
+        ):
             return await self.record.cancel(run, reason)
         variables = run_variables(run, states)
         try:
@@ -251,6 +255,7 @@ class Executor:
             await self.record.started(run, step, state, actor=ctx.actor)
             try:
                 output = await self._action(spec.run(ctx, params), limit=step.timeout)
+                self.gate.returned(run, spec, params)
             except _Interrupted:
                 interrupted = {"attempt": attempts}
                 await self.record.audit(

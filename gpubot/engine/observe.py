@@ -36,6 +36,8 @@ class Tally(Protocol):
 
     def attempt_cap_refused(self, *, runbook: str) -> None: ...
 
+    def alert_unrouted(self) -> None: ...
+
 
 class NoTally:
     """Counts nothing: the CLI commands and tests that do not read counters."""
@@ -47,6 +49,9 @@ class NoTally:
         return None
 
     def attempt_cap_refused(self, *, runbook: str) -> None:
+        return None
+
+    def alert_unrouted(self) -> None:
         return None
 
 

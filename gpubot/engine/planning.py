@@ -175,7 +175,7 @@ async def plan_command(e: Engine, *, runbook: str, args: Mapping[str, str], clus
 async def plan_alerts(e: Engine, payload: AlertmanagerPayload) -> list[Plan]:
     """Plans for every firing alert in a payload, as the runs would start (`gpubot plan`)."""
     plans: list[Plan] = []
-    for item in observations(payload):
+    for item in observations(payload, default_cluster=e.alert_cluster):
         if item.status != "firing":
             continue
         now = e.clock.now()

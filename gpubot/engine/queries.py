@@ -42,6 +42,11 @@ class Queries:
         """Raises when the store cannot be read (the readiness probe's question)."""
         await self._e.store.list_incidents(limit=1)
 
+    async def audit_key_matches(self) -> None:
+        """AuditKeyError (one line) when this process's audit key is not the one the chain
+        is sealed with: it could not append a single event."""
+        await self._e.store.check_key()
+
     async def incidents(self, *, open_only: bool, limit: int) -> list[Incident]:
         status = IncidentStatus.OPEN if open_only else None
         return await self._e.store.list_incidents(status=status, limit=limit)

@@ -17,6 +17,7 @@ from gpubot.domain.policy import check_attempts
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
+from gpubot.domain.signed_votes import SubmittedVote, VoteMessage
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
@@ -36,15 +37,18 @@ from gpubot.engine.planning import (
     runbook_named,
 )
 from gpubot.engine.queries import Queries
-from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError
+from gpubot.engine.signed_votes import SUBMITTED_KIND, VoteCounter, submit
+from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError, RunDeferred
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
 _FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process() acts on
 # What a replica records that only the leader can act on: a run it created, a vote it took,
 # a step its shutdown interrupted.
-# A cancel or resume (from any process: a replica, the break-glass CLI) wakes the run too.
+# A cancel or resume (from any process: a replica, the break-glass CLI) wakes the run too,
+# and a signed vote the CLI stored is counted.
 _FOR_THE_LEADER = (
+    SUBMITTED_KIND,
     "run.created",
     "approval.vote",
     "step.interrupted",
@@ -65,6 +69,10 @@ class GpubotService:
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
+        # Incidents whose run waits for another run of its runbook on the same node to end
+        # (RunDeferred): started when a run ends here; the tick starts them after a restart.
+        self._deferred: set[str] = set()
+        self.counter = VoteCounter(self)  # signed break-glass votes, counted by the leader
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -76,7 +84,9 @@ class GpubotService:
         now = self.e.clock.now()
         outcomes: list[IntakeOutcome] = []
         if webhook.payload is not None:
-            outcomes = await self.e.store.ingest(observations(webhook.payload), now=now)
+            outcomes = await self.e.store.ingest(
+                observations(webhook.payload, default_cluster=self.e.alert_cluster), now=now
+            )
         for bad in webhook.rejected:
             log.warning(
                 "alert rejected: %s (alertname %r)",
@@ -127,6 +137,10 @@ class GpubotService:
     # -- runs -----------------------------------------------------------------------------
 
     async def start_incident_runs(self, incident: Incident, *, quiet: bool = False) -> list[Run]:
+        if incident.cluster not in self.e.clusters:
+            if not quiet:  # a retry (recover, tick) must not say it again
+                await self._unknown_cluster(incident)
+            return []
         runbooks = runbooks_for_alert(self.e.runbooks.values(), incident.labels)
         if not runbooks and not quiet:
             await self._post(
@@ -145,6 +159,11 @@ class GpubotService:
                     dry_run=False,
                     quiet=quiet,
                 )
+            except RunDeferred as exc:
+                self._deferred.add(incident.id)
+                if not quiet:  # said once; the retries (a run ending, the tick) are silent
+                    await self._defer(incident, runbook, exc)
+                continue
             except GpubotError as exc:
                 if not quiet:  # a retry (recover, tick) must not repeat this every time
                     await self._post(
@@ -215,6 +234,8 @@ class GpubotService:
                         "%s", refusal, extra={"event": "attempt_cap.refused", "runbook": rb.name}
                     )
                 raise InputError(refusal)
+        if incident is not None and target and not dry_run:
+            await self._check_node_free(rb, incident=incident, node=target)
         plan = await plan_run(self.e, inputs, incident_id=incident.id if incident else None)
         run = Run(
             id=new_run_id(),
@@ -339,6 +360,16 @@ class GpubotService:
             self.spawn(self.executor.advance(run.id))
         return outcome
 
+    async def submit_signed_vote(self, vote: SubmittedVote, message: VoteMessage) -> None:
+        """The break-glass CLI's vote, signed by the operator's key: stored for the leader,
+        which checks the signature against its own operator keys before it counts it (this
+        call decides nothing). ApprovalError when the same signed vote was stored before."""
+        await submit(self.e, self.trail, vote, message)
+
+    async def count_signed_votes(self) -> int:
+        """Leader: verify and count the signed votes the CLI stored, each once."""
+        return await self.counter.count_pending()
+
     async def cancel(
         self,
         *,
@@ -406,6 +437,8 @@ class GpubotService:
             if run.status is RunStatus.HELD and not await self.gate.due(run):
                 continue
             self.spawn(self.executor.advance(run.id))
+        if self.e.leadership.is_leader():  # a vote stored while no leader was following
+            await self.count_signed_votes()
         # The follow-up after intake may have failed (the database went away after the
         # alert was stored): without this, such an incident would wait for a restart.
         await self._start_missing_runs()
@@ -433,11 +466,52 @@ class GpubotService:
             return
         events = await self.e.store.events(after_seq=self._followed, kinds=_FOR_THE_LEADER)
         self._followed = max([seq, *(e.seq for e in events)])
+        if any(e.kind == SUBMITTED_KIND for e in events):
+            await self.count_signed_votes()  # its own events wake the runs it decided
         for event in events:  # a cancel from the CLI, which tells no chat: told here
             await Interventions(self.e).tell_cancelled(event)
         for run_id in dict.fromkeys(e.run_id for e in events if e.run_id):
             if not self.executor.busy(run_id):
                 self.spawn(self.executor.advance(run_id))
+
+    async def _check_node_free(self, rb: Runbook, *, incident: Incident, node: str) -> None:
+        """RunDeferred while another incident's run of this runbook is active on `node`: two
+        runs would drain and release one node each on its own plan. The second fault waits
+        for the first run to end, then runs from the node as it is then."""
+        for other in await self.e.store.list_runs(statuses=_ACTIVE, runbook=rb.name, target=node):
+            if other.incident_id != incident.id and not other.dry_run:
+                raise RunDeferred(
+                    f"run {other.id} of {rb.name} is already acting on {node} (incident "
+                    f"{other.incident_id}): this fault's run starts when that run ends"
+                )
+
+    async def _defer(self, incident: Incident, runbook: Runbook, why: RunDeferred) -> None:
+        log.info(
+            "%s on %s deferred: %s",
+            runbook.name,
+            incident.node,
+            why,
+            extra={"event": "run.deferred", "incident": incident.id},
+        )
+        await self.trail.record(
+            "run.deferred",
+            actor="gpubot",
+            incident_id=incident.id,
+            target=incident.node,
+            args={"runbook": runbook.name},
+            reason=str(why),
+        )
+        await self._post(incident.id, messages.text(f"Runbook {runbook.name} waits", str(why)))
+
+    async def start_deferred(self) -> None:
+        """Start the runs deferred here whose node is free now (a run on it ended)."""
+        for incident_id in sorted(self._deferred):
+            incident = await self.e.store.get_incident(incident_id)
+            if not incident.is_open or await self.e.store.list_runs(incident_id=incident_id):
+                self._deferred.discard(incident_id)
+                continue
+            self._deferred.discard(incident_id)  # put back by start_incident_runs if still busy
+            await self.start_incident_runs(incident, quiet=True)
 
     def _wake_soon(self) -> None:
         """One wake at a time: a storm of ending runs costs one pass over the held ones."""
@@ -446,8 +520,13 @@ class GpubotService:
             self.spawn(self.wake_held())
 
     async def wake_held(self) -> None:
-        """Re-check the held runs whose slot may have freed (a run or drain ended here)."""
+        """Re-check the held runs whose slot may have freed (a run or drain ended here), and
+        start the deferred runs whose node may be free."""
         self._waking = False  # what ends from here on asks for another pass
+        if self._deferred:
+            await self.start_deferred()
+        if not len(self.gate.holds):
+            return
         for run in await self.e.store.list_runs(statuses=(RunStatus.HELD,)):
             if not self.executor.busy(run.id) and await self.gate.due(run):
                 self.spawn(self.executor.advance(run.id))
@@ -549,6 +628,33 @@ class GpubotService:
             result={"status": incident.status.value},
             reason=f"alert {incident.alertname} {why}",
         )
+
+    async def _unknown_cluster(self, incident: Incident) -> None:
+        """An alert for a cluster the bot does not know (or with no `cluster` label when
+        several are configured and none is the default): nothing runs, and the log, the
+        metrics, the audit trail and the channel all say so."""
+        known = ", ".join(sorted(self.e.clusters))
+        named = f"cluster {incident.cluster!r}" if incident.cluster else "no `cluster` label"
+        why = (
+            f"{named}, and no configured cluster matches (configured: {known}; an alert "
+            "without the label goes to `default_cluster`, or to the only cluster)"
+        )
+        log.warning(
+            "alert %s for an unknown cluster: %s; no action taken",
+            incident.alertname,
+            why,
+            extra={"event": "alert.unknown_cluster", "incident": incident.id},
+        )
+        self.e.tally.alert_unrouted()
+        await self.trail.record(
+            "alert.unknown_cluster",
+            actor="alertmanager",
+            incident_id=incident.id,
+            target=incident.node,
+            args={"cluster": incident.cluster},
+            reason=why,
+        )
+        await self._post(incident.id, messages.text("No action taken: unknown cluster", why))
 
     async def _post(self, incident_id: str | None, message: Message) -> None:
         await self._notify(self.e.notifier.post(incident_id=incident_id, message=message))

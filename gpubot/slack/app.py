@@ -162,7 +162,7 @@ def make_slack_app(
         [g for members in usergroups.values() for g in members],
         ttl=settings.slack.usergroup_cache_seconds,
     )
-    default_cluster = settings.clusters[0].name
+    default_cluster = settings.fallback_cluster or settings.clusters[0].name
     commands = GpuCommands(service, default_cluster=default_cluster, idle=idle)
     register(app, commands=commands, groups=groups)
     return SlackParts(

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from gpubot.domain.alerts import parse_webhook
+from gpubot.domain.audit import AuditKeyError
 from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
@@ -117,6 +118,9 @@ def create_app(
     async def readyz(request: Request) -> Response:
         try:
             await service.read.store_answers()
+            await service.read.audit_key_matches()
+        except AuditKeyError as exc:  # every append would be refused: not ready to act
+            return PlainTextResponse(f"audit key: {exc}", status_code=503)
         except Exception as exc:  # the probe reports, it does not crash
             return PlainTextResponse(f"store unavailable: {type(exc).__name__}", status_code=503)
         return PlainTextResponse("ready")

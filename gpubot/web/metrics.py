@@ -189,6 +189,12 @@ class WebMetrics:
             ["runbook"],
             registry=self.registry,
         )
+        self.unrouted = Counter(
+            "gpubot_alerts_unknown_cluster",
+            "Alerts that named no configured cluster (or none, with several and no "
+            "default_cluster): no runbook started",
+            registry=self.registry,
+        )
         for status in ("succeeded", "failed", "cancelled"):
             self.runs_finished.labels(status)  # present at 0 from the start, for rate()
         for kind in AGENT_REFUSAL_KINDS:
@@ -213,3 +219,6 @@ class WebMetrics:
 
     def attempt_cap_refused(self, *, runbook: str) -> None:
         self.attempt_refusals.labels(runbook).inc()
+
+    def alert_unrouted(self) -> None:
+        self.unrouted.inc()

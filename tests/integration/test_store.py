@@ -58,7 +58,7 @@ def observation(
         "generatorURL": "http://127.0.0.1:19090/graph?g0.expr=DCGM_FI_DEV_GPU_TEMP+%3E+85",
         "fingerprint": fingerprint,
     }
-    return observe(Alert.model_validate(alert), group_key=GROUP_KEY)
+    return observe(Alert.model_validate(alert), group_key=GROUP_KEY, default_cluster="sim")
 
 
 def resolved(item: AlertObservation) -> AlertObservation:

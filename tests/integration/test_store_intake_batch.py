@@ -32,7 +32,7 @@ def fired(fingerprint: str, node: str, *, status: str = "firing", **over: Any) -
     }
     if not alert["endsAt"]:
         alert["endsAt"] = "0001-01-01T00:00:00Z"
-    return observe(Alert.model_validate(alert), group_key="{}:{}")
+    return observe(Alert.model_validate(alert), group_key="{}:{}", default_cluster="sim")
 
 
 @contextmanager

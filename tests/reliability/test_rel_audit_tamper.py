@@ -22,7 +22,14 @@ from sqlalchemy import Engine, create_engine, text
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.audit import GENESIS_HASH, Anchor, AuditDraft, AuditTrailError
+from gpubot.domain.audit import (
+    GENESIS_HASH,
+    Anchor,
+    AuditDraft,
+    AuditKeyError,
+    AuditTrailError,
+    key_id,
+)
 from gpubot.domain.runs import Run, RunStatus
 from gpubot.errors import ApprovalError
 from gpubot.logs import redact_url
@@ -323,6 +330,55 @@ async def test_a_database_from_before_seals_is_upgraded_once(db: Db) -> None:
     upgraded = db.open(KEY)
     assert await upgraded.verify() == []
     assert (await upgraded.append(draft(4))).seq == 4
+    assert await upgraded.verify() == []
+
+
+# -- one key -------------------------------------------------------------------------------
+
+
+async def test_an_appender_with_another_key_or_none_writes_nothing(db: Db) -> None:
+    """The chain is sealed with KEY: a process without a key, or with another, is refused
+    before its transaction writes (no row, head unmoved), so the chain never holds rows that
+    one process cannot verify; the keyed process goes on."""
+    keyed = await filled(db, 3, key=KEY)
+    head = await keyed.head()
+    for key, held in ((None, "no GPUBOT_AUDIT_KEY"), (b"a-stale-copy", "key id")):
+        other = db.open(key)
+        with pytest.raises(AuditKeyError, match=f"sealed with key id [0-9a-f]{{16}}.*{held}"):
+            await other.check_key()
+        with pytest.raises(AuditKeyError, match="refusing to write"):
+            await other.append(draft(9))
+        assert db.rows("SELECT count(*) FROM audit") == [(3,)]
+        assert await keyed.head() == head
+    assert (await keyed.append(draft(4))).seq == 4
+    assert await keyed.verify() == []
+
+
+async def test_resealing_with_a_new_key_adopts_it_on_the_record(db: Db) -> None:
+    """Changing the key is deliberate: `audit reseal` under the new key names it in the head
+    and records the old and new key ids; the old key can no longer append."""
+    store = await filled(db, 2, key=KEY)
+    new = db.open(b"the-rotated-key")
+    _old, event = await new.reseal(draft(3))
+    assert event.args["previous"]["key_id"] == key_id(KEY)
+    assert event.result["key_id"] == key_id(b"the-rotated-key")
+    await new.check_key()
+    with pytest.raises(AuditKeyError):
+        await store.append(draft(4))
+
+
+async def test_a_database_from_before_key_ids_is_named_by_the_key_that_sealed_it(db: Db) -> None:
+    """audit_head without key_id (an older gpubot): the next keyed start adds the column and
+    names the head's key, because the head's seal proves it; from then on an unkeyed process
+    is refused."""
+    store = await filled(db, 2, key=KEY)
+    await store.close()
+    db.sql("ALTER TABLE audit_head DROP COLUMN key_id")
+    upgraded = db.open(KEY)
+    assert db.rows("SELECT key_id FROM audit_head") == [(key_id(KEY),)]
+    assert (await upgraded.append(draft(3))).seq == 3
+    with pytest.raises(AuditKeyError):
+        await db.open(None).append(draft(4))
     assert await upgraded.verify() == []
 
 

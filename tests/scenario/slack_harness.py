@@ -157,7 +157,10 @@ async def slack_harness(
                 "api_url": standin.api_url,
                 "rate_per_second": rate,
             },
-            policy={"groups": {"oncall": {"users": ["U1", "U2"], "usergroups": ["S0ONCALL"]}}},
+            policy=overrides.pop(
+                "policy",
+                {"groups": {"oncall": {"users": ["U1", "U2"], "usergroups": ["S0ONCALL"]}}},
+            ),
             runbooks={"dirs": [str(d) for d in runbook_dirs or []]},
             **overrides,
         )

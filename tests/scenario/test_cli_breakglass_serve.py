@@ -4,14 +4,13 @@ the running server (SQLite, no Slack) carries the step out without a restart."""
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import time
 from pathlib import Path
 
 import httpx
 import yaml
 from test_cli import Workspace, gpubot, serving
+from test_cli_breakglass import fingerprint_of, make_key
 
 NODE = "gpu-node-05"
 RUNBOOK = """\
@@ -59,21 +58,23 @@ def _until(ws: Workspace, query: str, expected: list[tuple[str, ...]], *, within
 
 
 def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
-    """The alert's run waits at `release`; `gpubot approve` (the OS account mapped in
-    policy.operators) records the vote; the serving process runs the step within seconds,
-    as the approver, and the node is back in service."""
+    """The alert's run waits at `release`; `gpubot approve` signs the vote with the
+    operator's key (listed in policy.operator_keys) and stores it; the serving process checks
+    the signature, counts the vote and runs the step within seconds, as the approver, and the
+    node is back in service."""
     rb = tmp_path / "runbooks"
     rb.mkdir()
     (rb / "breakglass.yaml").write_text(RUNBOOK)
     db, state = tmp_path / "gpubot.db", tmp_path / "sim.json"
-    account = pwd.getpwuid(os.getuid()).pw_name
+    key = make_key(tmp_path, "alice")
+    listed = [{"key": Path(f"{key}.pub").read_text().strip(), "user": "U1"}]
     config = tmp_path / "cfg.yaml"
     config.write_text(
         yaml.safe_dump(
             {
                 "store": {"url": f"sqlite:///{db}"},
                 "clusters": [{"name": "sim", "backend": "simulated", "state_file": str(state)}],
-                "policy": {"groups": {"oncall": {"users": ["U1"]}}, "operators": {account: "U1"}},
+                "policy": {"groups": {"oncall": {"users": ["U1"]}}, "operator_keys": listed},
                 "slack": {"mode": "off"},
                 "runbooks": {"builtin": False, "dirs": [str(rb)]},
             }
@@ -88,11 +89,12 @@ def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
         [(run_id,)] = ws.sql("SELECT id FROM runs")
         assert ws.cluster().snapshot().node(NODE).unschedulable
 
-        approved = gpubot("approve", run_id, "--config", config, cwd=tmp_path)
+        # The serving process's follow loop looks every second: the CLI waits for its verdict.
+        approved = gpubot("approve", run_id, "--config", config, "--key", key, cwd=tmp_path)
         assert approved.returncode == 0, approved.stderr
         assert "Approved by U1" in approved.stdout
-
-        # The serving process's follow loop looks every second.
+        [(signer,)] = ws.sql("SELECT signer FROM signed_votes")
+        assert signer == fingerprint_of(key)
         _until(ws, "SELECT status FROM runs", [("succeeded",)], within=15)
         shown = gpubot("runs", "show", run_id, "--json", "--config", config, cwd=tmp_path)
         steps = {s["id"]: s for s in json.loads(shown.stdout)["steps"]}

@@ -32,7 +32,7 @@ class SimulatedNodes(OnState):
         super().__init__(cluster)
         # The last fleet read, to count slots freed between reads (FleetView.released).
         self._fleet: tuple[frozenset[str], frozenset[str], int] = (frozenset(), frozenset(), 0)
-        self._became: dict[str, int] = {}  # times each node was seen becoming cordoned
+        self._became: dict[str, int] = {}  # times each node became cordoned through this API
 
     async def list_nodes(self) -> list[NodeInfo]:
         with self._cluster.reading() as state:
@@ -51,8 +51,6 @@ class SimulatedNodes(OnState):
             seen_gpu, seen_cordoned, released = self._fleet
             if (seen_cordoned - cordoned) or (gpu - seen_gpu and seen_gpu):
                 released += 1
-            for name in cordoned - seen_cordoned:
-                self._became[name] = self._became.get(name, 0) + 1
             self._fleet = (gpu, cordoned, released)
             became = dict(self._became)
         return FleetView(
@@ -87,6 +85,10 @@ class SimulatedNodes(OnState):
             return
         with self._cluster.mutation() as state:
             sim_node = state.node(node)
+            if value and not sim_node.unschedulable:
+                # Counted as it happens, as a watch delivers each event: a cordon undone by
+                # hand before the next fleet read was still seen.
+                self._became[node] = self._became.get(node, 0) + 1
             sim_node.unschedulable = value
             sim_node.taints = [t for t in sim_node.taints if t != UNSCHEDULABLE_TAINT]
             if value:

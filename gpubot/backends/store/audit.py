@@ -17,12 +17,15 @@ from gpubot.domain.audit import (
     Anchor,
     AuditDraft,
     AuditEvent,
+    AuditKeyError,
     AuditTrailError,
     ChainHead,
     ChainProblem,
     chain_hash,
     head_is_sealed,
     head_problems,
+    key_id,
+    key_mismatch,
     seal_head,
     verify_trail,
 )
@@ -85,6 +88,14 @@ class SqlAuditLog(SqlDatabase):
         enough to log after every run and to show in the incident thread."""
         return await self._run(self._head, write=False)
 
+    async def check_key(self) -> None:
+        """AuditKeyError, one line, when this process's key is not the one the chain is
+        sealed with; checked before anything is written (the break-glass CLI) and by the
+        readiness probe. A missing head is verify's to report, not this check's."""
+        head = await self.head()
+        if head is not None and (mismatch := key_mismatch(head, key=self._audit_key)):
+            raise AuditKeyError(mismatch)
+
     async def reseal(self, draft: AuditDraft) -> tuple[ChainHead | None, AuditEvent]:
         """After `verify` reported the head (missing, not naming the last event, not sealed
         with this key): point it at the last event, seal it, and append `draft` (kind
@@ -107,6 +118,12 @@ class SqlAuditLog(SqlDatabase):
                 f"refusing to append; {_SEE}"
             )
         seq, prev_hash = int(head.seq) + 1, str(head.hash)
+        mismatch = key_mismatch(
+            ChainHead(seq - 1, prev_hash, key_id=str(head.key_id)), key=self._audit_key
+        )
+        if mismatch is not None:
+            # Rows hashed under another key (or none) would fail every later verify.
+            raise AuditKeyError(mismatch)
         if self._audit_key and not head_is_sealed(
             ChainHead(seq - 1, prev_hash, str(head.seal)), key=self._audit_key
         ):
@@ -132,13 +149,17 @@ class SqlAuditLog(SqlDatabase):
         return event
 
     def _head(self, conn: Connection) -> ChainHead | None:
-        # An older database opened read-only has no seal column: its seal reads as None.
-        seal = [audit_head.c.seal] if self._head_sealed else []
-        query = select(audit_head.c.seq, audit_head.c.hash, *seal).where(audit_head.c.id == 1)
+        # An older database opened read-only may lack the seal (read as None) or the key_id
+        # (read as "": unkeyed) column.
+        columns = self._head_columns
+        extra = [getattr(audit_head.c, name) for name in ("seal", "key_id") if name in columns]
+        query = select(audit_head.c.seq, audit_head.c.hash, *extra).where(audit_head.c.id == 1)
         row = conn.execute(query).first()
         if row is None:
             return None
-        return ChainHead(int(row.seq), str(row.hash), str(row.seal) if seal else None)
+        seal = str(row.seal) if "seal" in columns else None
+        named = str(row.key_id) if "key_id" in columns else ""
+        return ChainHead(int(row.seq), str(row.hash), seal, named)
 
     def _last(self, conn: Connection) -> ChainHead:
         row = conn.execute(
@@ -167,7 +188,8 @@ class SqlAuditLog(SqlDatabase):
         old = self._head(conn)
         last = self._last(conn)
         seal = seal_head(last.seq, last.hash, key=self._audit_key)
-        values = {"seq": last.seq, "hash": last.hash, "seal": seal}
+        named = key_id(self._audit_key)  # resealing adopts this process's key, on the record
+        values = {"seq": last.seq, "hash": last.hash, "seal": seal, "key_id": named}
         if old is None:
             conn.execute(insert(audit_head).values(id=1, **values))
         else:
@@ -178,6 +200,7 @@ class SqlAuditLog(SqlDatabase):
             else {
                 "head": {"seq": old.seq, "hash": old.hash},
                 "sealed": head_is_sealed(old, key=self._audit_key),
+                "key_id": old.key_id,
             }
         )
         count = conn.scalar(select(func.count()).select_from(audit)) or 0
@@ -188,6 +211,7 @@ class SqlAuditLog(SqlDatabase):
             result={
                 **draft.result,
                 "head": {"seq": last.seq, "hash": last.hash},
+                "key_id": named,
                 "problems": [str(p) for p in found],
             },
         )
@@ -198,7 +222,7 @@ _DRAFT_FIELDS = tuple(AuditDraft.__dataclass_fields__)
 # Built once: a statement object keeps its compiled form, so an append (several per step)
 # does not build and key three statements each time (half of its cost).
 _HEAD_FOR_UPDATE = (
-    select(audit_head.c.seq, audit_head.c.hash, audit_head.c.seal)
+    select(audit_head.c.seq, audit_head.c.hash, audit_head.c.seal, audit_head.c.key_id)
     .where(audit_head.c.id == 1)
     .with_for_update()
 )

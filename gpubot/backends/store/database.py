@@ -33,7 +33,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
 from gpubot.backends.store.tables import audit, audit_head, metadata, runs
-from gpubot.domain.audit import GENESIS_HASH, seal_head
+from gpubot.domain.audit import GENESIS_HASH, ChainHead, head_is_sealed, key_id, seal_head
 from gpubot.errors import ConfigError
 
 T = TypeVar("T")
@@ -225,7 +225,7 @@ class SqlDatabase:
             prepare_audit_head(conn, fresh=fresh, key=self._audit_key)
 
         self._transact(create, write=True)
-        self._head_sealed = True
+        self._head_columns = frozenset({"seal", "key_id"})
 
     def check_prepared(self) -> None:
         """For commands that only read (`audit verify`, `audit export`): the tables must be
@@ -240,13 +240,13 @@ class SqlDatabase:
                     f"store.url: {where} has no gpubot tables ({', '.join(missing)} missing; "
                     "nothing was created)"
                 )
-            columns = {c["name"] for c in found.get_columns(audit_head.name)}
-            self._head_sealed = "seal" in columns
+            self._head_columns = frozenset(c["name"] for c in found.get_columns(audit_head.name))
 
         self._transact(check, write=False)
 
-    # False on a database from before the head's seal column, opened read-only (no upgrade).
-    _head_sealed = True
+    # The head's columns: fewer on a database from before its seal or key_id, opened
+    # read-only (no upgrade).
+    _head_columns = frozenset({"seal", "key_id"})
 
     def dispose(self) -> None:
         if self._writer is not None:
@@ -258,18 +258,31 @@ def prepare_audit_head(conn: Connection, *, fresh: bool, key: bytes | None) -> N
     """The head row goes in with the tables, once. A row missing from tables that already
     existed stays missing: re-creating it would restart the chain and hide whatever removed
     it (verify reports it; appends refuse; `gpubot audit reseal` is the deliberate way back).
-    A database from before the head's seal gets the column, and its head sealed, here."""
+    A database from before the head's seal or key_id gets the column here: its head sealed
+    and named by this key when it holds one (a key_id only where the seal proves the key)."""
+    named = key_id(key)
     if fresh:
         seal = seal_head(0, GENESIS_HASH, key=key)
-        conn.execute(insert(audit_head).values(id=1, seq=0, hash=GENESIS_HASH, seal=seal))
+        conn.execute(
+            insert(audit_head).values(id=1, seq=0, hash=GENESIS_HASH, seal=seal, key_id=named)
+        )
         return
-    if "seal" in {c["name"] for c in inspect(conn).get_columns(audit_head.name)}:
-        return
-    conn.execute(text("ALTER TABLE audit_head ADD COLUMN seal VARCHAR(64) DEFAULT '' NOT NULL"))
-    head = conn.execute(select(audit_head.c.seq, audit_head.c.hash)).first()
-    if head is not None and key:
-        seal = seal_head(int(head.seq), str(head.hash), key=key)
-        conn.execute(update(audit_head).where(audit_head.c.id == 1).values(seal=seal))
+    columns = {c["name"] for c in inspect(conn).get_columns(audit_head.name)}
+    if "seal" not in columns:
+        conn.execute(text("ALTER TABLE audit_head ADD COLUMN seal VARCHAR(64) DEFAULT '' NOT NULL"))
+        head = conn.execute(select(audit_head.c.seq, audit_head.c.hash)).first()
+        if head is not None and key:
+            seal = seal_head(int(head.seq), str(head.hash), key=key)
+            conn.execute(update(audit_head).where(audit_head.c.id == 1).values(seal=seal))
+    if "key_id" not in columns:
+        conn.execute(
+            text("ALTER TABLE audit_head ADD COLUMN key_id VARCHAR(64) DEFAULT '' NOT NULL")
+        )
+        row = conn.execute(select(audit_head.c.seq, audit_head.c.hash, audit_head.c.seal)).first()
+        if row is not None and key:
+            sealed = ChainHead(int(row.seq), str(row.hash), str(row.seal))
+            if head_is_sealed(sealed, key=key):
+                conn.execute(update(audit_head).where(audit_head.c.id == 1).values(key_id=named))
 
 
 def _retryable(exc: DBAPIError) -> bool:

@@ -17,6 +17,7 @@ from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.gpu_ledger import SqlGpuLedger
 from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
+from gpubot.backends.store.signed_votes import SqlSignedVotes
 from gpubot.backends.store.slackseen import SqlSlackSeen
 from gpubot.domain.audit import AuditDraft
 from gpubot.domain.runs import Run, RunStatus, StepState
@@ -27,7 +28,14 @@ if TYPE_CHECKING:
 
 
 class SqlStore(
-    SqlIncidents, SqlRuns, SqlApprovals, SqlAuditLog, SqlChatRefs, SqlSlackSeen, SqlGpuLedger
+    SqlIncidents,
+    SqlRuns,
+    SqlApprovals,
+    SqlAuditLog,
+    SqlChatRefs,
+    SqlSlackSeen,
+    SqlGpuLedger,
+    SqlSignedVotes,
 ):
     """The Store port over one SQLAlchemy engine; every call is one transaction in a thread."""
 

@@ -180,6 +180,9 @@ audit_head = Table(
     # HMAC of seq and hash under GPUBOT_AUDIT_KEY ("" without a key), so the head cannot be
     # moved back without the key. Added in place to databases from before it (ADD COLUMN).
     Column("seal", String(64), nullable=False, server_default=""),
+    # key_id of the key that sealed the head ("" without a key), never the key: an appender
+    # holding another key (or none) refuses before it writes. Added in place like `seal`.
+    Column("key_id", String(64), nullable=False, server_default=""),
 )
 
 # Where the bot's chat messages are (Slack channel id and ts), by key: "thread:<incident id>",
@@ -190,6 +193,29 @@ chat_refs = Table(
     Column("key", String(255), primary_key=True),
     Column("channel", String(255), nullable=False),
     Column("ts", String(64), nullable=False),
+)
+
+# Break-glass votes signed with an operator's SSH key (gpubot.domain.signed_votes), as the
+# CLI stored them, keyed by a digest of message and signature: the same signed vote is one
+# row, the server counts each row once (pending → counting → accepted | refused), and a
+# nonce counts for one row only (`signer` set: its signature verified).
+signed_votes = Table(
+    "signed_votes",
+    metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("nonce", String(32), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("target", String(80), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("account", String(255), nullable=False),
+    Column("submitted_at", UtcDateTime, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("verdict", Text, nullable=False, server_default=""),
+    Column("settled_at", UtcDateTime, nullable=True),
+    Column("signer", String(80), nullable=False, server_default=""),
+    Index("ix_signed_votes_state", "state"),
+    Index("ix_signed_votes_nonce", "nonce"),
 )
 
 # Signed Slack requests already accepted (a SHA-256 of their signature), kept until their

@@ -51,7 +51,7 @@ def test_monitoring_labels_reach_the_objects() -> None:
             "prometheusRule": {"enabled": True, "labels": labels},
         }
     )
-    for kind in ("ServiceMonitor", "PrometheusRule"):
+    for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule"):
         assert rendered.one(kind)["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
@@ -65,6 +65,45 @@ def test_service_monitor_selects_the_bot_service_and_its_metrics_port() -> None:
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["path"] == "/metrics"
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+
+
+def test_pod_monitor_scrapes_each_agent_pod_on_its_metrics_route() -> None:
+    """The agents have no Service: a PodMonitor selects their pods and the http port."""
+    rendered = render_case("monitoring")
+    monitor = rendered.one("PodMonitor")
+    agents = rendered.one("DaemonSet")
+    pod_labels = agents["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "agent"
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["path"] == "/metrics"
+    ports = agents["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert endpoint["port"] in {p["name"] for p in ports}
+    assert (
+        render({"serviceMonitor": {"enabled": True}, "agent": {"enabled": False}}).all("PodMonitor")
+        == []
+    )
+
+
+def test_agent_rules_are_the_deploy_file_behind_self_monitoring(tmp_path: Path) -> None:
+    """prometheusRule.selfMonitoring with the agent on adds the agents' rules too: the chart's
+    copy is the deploy file, the spec that file, and promtool accepts it; none without agents."""
+    deploy = REPO / "deploy" / "prometheus" / "gpubot-agent-rules.yaml"
+    assert (CHART / "files" / "gpubot-agent-rules.yaml").read_bytes() == deploy.read_bytes()
+    on = render({"prometheusRule": {"enabled": True, "selfMonitoring": True}})
+    rule = on.one("PrometheusRule", name="gpubot-agent")
+    assert rule["spec"] == yaml.safe_load(deploy.read_text())
+    extracted = tmp_path / "agent-rules.yaml"
+    extracted.write_text(yaml.safe_dump(rule["spec"]), encoding="utf-8")
+    result = _run(binary("promtool"), "check", "rules", str(extracted))
+    assert result.returncode == 0, result.stdout + result.stderr
+    no_agents = render(
+        {"prometheusRule": {"enabled": True, "selfMonitoring": True}, "agent": {"enabled": False}}
+    )
+    assert {r["metadata"]["name"] for r in no_agents.all("PrometheusRule")} == {
+        "gpubot",
+        "gpubot-self",
+    }
 
 
 def _receiver_block(notes: str) -> str:

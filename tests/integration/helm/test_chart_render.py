@@ -11,7 +11,7 @@ from gpubot_chart import CASES, CHART, RELEASE, helm, render, render_case
 
 # Prometheus Operator CRDs: kubernetes-validate ships only the built-in kinds' schemas, so
 # these get the structural checks below (and promtool, in test_chart_monitoring.py).
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+CRD_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 
 
 def _kube_version() -> str:
@@ -59,16 +59,21 @@ def test_objects_are_named_and_namespaced_once(case: str) -> None:
 
 
 def test_crds_are_structurally_sound() -> None:
-    """ServiceMonitor and PrometheusRule: the right API group, and specs of the right shape."""
+    """ServiceMonitor, PodMonitor and PrometheusRule: the right API group, and specs of the
+    right shape."""
     rendered = render_case("monitoring")
     monitor = rendered.one("ServiceMonitor")
     rule = rendered.one("PrometheusRule")
-    for obj in (monitor, rule):
+    agents = rendered.one("PodMonitor")
+    for obj in (monitor, rule, agents):
         assert obj["apiVersion"] == "monitoring.coreos.com/v1"
         assert set(obj) == {"apiVersion", "kind", "metadata", "spec"}
     (endpoint,) = monitor["spec"]["endpoints"]
     assert set(endpoint) == {"port", "path", "interval"}
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["gpubot"]}
+    (endpoint,) = agents["spec"]["podMetricsEndpoints"]
+    assert set(endpoint) == {"port", "path", "interval"}
+    assert agents["spec"]["namespaceSelector"] == {"matchNames": ["gpubot"]}
     assert set(rule["spec"]) == {"groups"}
     for group in rule["spec"]["groups"]:
         assert group["name"]
@@ -76,7 +81,8 @@ def test_crds_are_structurally_sound() -> None:
 
 
 def test_crds_only_when_asked_for() -> None:
-    """ServiceMonitor and PrometheusRule need the Prometheus Operator: off by default."""
+    """ServiceMonitor, PodMonitor and PrometheusRule need the Prometheus Operator: off by
+    default."""
     kinds = {o["kind"] for o in render_case("default").objects}
     assert not kinds & CRD_KINDS
 

@@ -184,7 +184,10 @@ def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     assert env["GPUBOT_AGENT__BOT_URL"]["value"] == "http://gpubot.gpubot.svc:8080"
     assert env["GPUBOT_AGENT__CLUSTER"]["value"] == "default"
-    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    # Alive while the process answers; ready only while NVML does (GET /readyz).
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert c["readinessProbe"]["timeoutSeconds"] >= 3  # the agent waits 2 s for NVML
     assert "hostPort" not in c["ports"][0]  # the bot reaches the agent pod on the pod network
     assert env["GPUBOT_AGENT__BOT_SERVICE_ACCOUNT"]["value"] == (
         "system:serviceaccount:gpubot:gpubot"
@@ -289,6 +292,11 @@ def test_network_policy_admits_alertmanager_and_reaches_what_the_bot_calls() -> 
     agent_policy = render_case("default").one("NetworkPolicy", "gpubot-agent")
     (ingress,) = agent_policy["spec"]["ingress"]
     assert ingress["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "bot"
+    # Prometheus scrapes the agents' /metrics, as it does the bot's.
+    assert ingress["from"][1] == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+    }
     host = render_case("agent-host-port").one("NetworkPolicy", "gpubot")
     assert any("ipBlock" in t for r in host["spec"]["egress"] for t in r.get("to", []))
     assert render_case("no-netpol-no-pvc").all("NetworkPolicy") == []

@@ -26,7 +26,7 @@ if str(REPO / "tests" / "integration" / "helm") not in sys.path:
 from gpubot_chart import Rendered, render  # noqa: E402
 
 # Objects of the Prometheus Operator's CRDs: not applied (their CRDs are not installed here).
-OPERATOR_KINDS = {"ServiceMonitor", "PrometheusRule"}
+OPERATOR_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 GPU_LABEL = {"nvidia.com/gpu.present": "true"}
 
 

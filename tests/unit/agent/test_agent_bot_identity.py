@@ -241,7 +241,7 @@ async def test_event_sender_reads_its_token_on_each_send(tmp_path: Path) -> None
     )
     for text in ("one", "two"):
         token_file.write_text(text)
-        await sender({"alerts": [{}]})
+        await sender({"alerts": [{"labels": {"xid": "79", "gpu": "0"}}]})
     await sender.aclose()
     assert seen == ["Bearer one", "Bearer two"]
 

@@ -120,7 +120,7 @@ def test_naive_start_time_is_made_utc() -> None:
 
 def test_observation_correlation_key_uses_the_hostname_label() -> None:
     """The key is cluster/alertname/node, the node read from the DCGM `Hostname` label."""
-    (obs,) = observations(load("alertmanager_firing.json"))
+    (obs,) = observations(load("alertmanager_firing.json"), default_cluster="sim")
     assert obs.node == "gpu-node-07"
     assert obs.cluster == "gpu-prod-1"
     assert obs.correlation_key == "gpu-prod-1/GPUHighTemperature/gpu-node-07"
@@ -132,15 +132,17 @@ def test_observation_correlation_key_uses_the_hostname_label() -> None:
 
 def test_xid79_observation() -> None:
     """The XID 79 fixture correlates on cluster `sim`, node gpu-node-07, severity critical."""
-    (obs,) = observations(load("xid79_firing.json"))
-    assert obs.correlation_key == "sim/GPUXidError/gpu-node-07"
+    (obs,) = observations(load("xid79_firing.json"), default_cluster="sim")
+    assert obs.correlation_key == (
+        "sim/GPUXidError/gpu-node-07/gpu GPU-9d33a01c-353c-631c-dfd4-3f371200339d xid 79"
+    )
     assert obs.severity == "critical"
     assert obs.labels["xid"] == "79"
 
 
 def test_grouped_alerts_share_one_correlation_key_but_not_a_fingerprint() -> None:
     """Two GPUs on one node, same alertname: one incident key, two distinct alerts."""
-    first, second = observations(load("grouped_two_alerts.json"))
+    first, second = observations(load("grouped_two_alerts.json"), default_cluster="sim")
     assert first.correlation_key == second.correlation_key
     assert first.correlation_key == "gpu-test/GPUHighTemperature/gpu-node-07"
     assert first.fingerprint != second.fingerprint
@@ -156,7 +158,9 @@ def test_workload_alerts_key_on_the_pod_even_on_one_node() -> None:
 
     def key(**labels: str) -> str:
         alert = dict(base, labels={"cluster": "c", "Hostname": "gpu-node-12", **labels})
-        (obs,) = observations(AlertmanagerPayload.model_validate(dict(body, alerts=[alert])))
+        (obs,) = observations(
+            AlertmanagerPayload.model_validate(dict(body, alerts=[alert])), default_cluster="sim"
+        )
         return obs.correlation_key
 
     idle = {"alertname": "GPUIdleAllocated", "namespace": "research"}
@@ -176,7 +180,7 @@ def test_observation_without_node_or_cluster_labels_uses_defaults() -> None:
     body = raw("alertmanager_firing.json")
     body["alerts"][0]["labels"] = {"alertname": "Watchdog"}
     body["alerts"][0]["annotations"] = {}
-    (obs,) = observations(AlertmanagerPayload.model_validate(body))
+    (obs,) = observations(AlertmanagerPayload.model_validate(body), default_cluster="sim")
     assert obs.node is None
     assert obs.correlation_key == "sim/Watchdog/-"
     assert obs.summary == "Watchdog"

@@ -45,6 +45,7 @@ def alert(fp: str, node: str, *, status: str = FIRING, **labels: str) -> AlertOb
             }
         ),
         group_key="{}:{}",
+        default_cluster="sim",
     )
 
 

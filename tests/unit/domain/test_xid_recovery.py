@@ -85,7 +85,7 @@ def labels_after_intake(
     alert["labels"] |= {"xid": xid} | (extra or {})
     if description is not None:
         alert["annotations"]["description"] = description
-    [seen] = observations(AlertmanagerPayload.model_validate(body))
+    [seen] = observations(AlertmanagerPayload.model_validate(body), default_cluster="sim")
     return dict(seen.labels)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from gpubot.domain.cluster import FleetView
+from gpubot.domain.cluster import FleetView, NodeInfo
 from gpubot.domain.policy import BlastRadius
 from gpubot.engine.blast_radius import SETTLE, CordonSlots
+from gpubot.errors import TemporaryStepError
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 NODES = [f"n{i:02d}" for i in range(10)]
@@ -22,6 +23,19 @@ class Fleet:
             gpu_nodes=frozenset(NODES), cordoned=frozenset(cordoned or ()), as_of=T0, live=True
         )
         self.reads = 0
+        # The API server's own answer to an uncached GET: which nodes are cordoned there
+        # (None: every cordon gpubot made landed and stays), or unreadable.
+        self.server: set[str] | None = None
+        self.unreadable = False
+        self.gets = 0
+
+    async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
+        assert not cached, "the slot check asks the API server, not a cache"
+        self.gets += 1
+        if self.unreadable:
+            raise TemporaryStepError("the API server did not answer")
+        cordoned = self.server is None or node in self.server
+        return NodeInfo(name=node, unschedulable=cordoned, gpu_capacity=8)
 
     async def gpu_fleet(self) -> FleetView:
         self.reads += 1
@@ -76,10 +90,43 @@ async def test_cordons_made_count_until_the_view_shows_them() -> None:
     assert slots.released == 0
 
 
-async def test_a_cordon_the_view_never_shows_frees_its_slot_after_the_settle_time() -> None:
-    """Uncordoned by someone before the watch saw it, or it never landed: counted for
-    SETTLE (longer than any view may lag), then the slot is free again."""
+async def test_a_cordon_undone_by_hand_before_any_view_saw_it_frees_its_slot_at_once() -> None:
+    """gpubot cordoned three nodes; a person uncordoned one before the view (a LIST, or a
+    watch that relisted) ever showed it cordoned. When the cap would hold the next cordon,
+    the API server is asked about the counted nodes the view does not show: the undone one
+    frees its slot there and then, without waiting out SETTLE."""
     slots, fleet = CordonSlots(), Fleet()
+    for node in NODES[:3]:
+        assert await take(slots, fleet, node) is None
+        slots.landed(node)  # the PATCH returned 200
+        slots.done(node, now=T0)
+    fleet.server = {NODES[0], NODES[1]}  # `kubectl uncordon n02`
+    assert await take(slots, fleet, NODES[3], now=T0 + timedelta(seconds=1)) is None
+    assert slots.released == 1
+    assert fleet.gets == 3  # the three the view did not show; none while the cap had room
+    assert await take(slots, fleet, NODES[4], now=T0 + timedelta(seconds=1)) is not None
+
+
+async def test_a_failed_or_adopted_cordon_is_not_asked_about_it_may_still_land() -> None:
+    """A cordon whose call failed (a timeout: the PATCH may still be applied) and one adopted
+    from the last leader are counted until the view shows them or SETTLE, whatever an
+    uncached read says now."""
+    slots, fleet = CordonSlots(), Fleet()
+    fleet.server = set()
+    for node in NODES[:2]:
+        assert await take(slots, fleet, node) is None
+        slots.done(node, now=T0)  # failed: no landed()
+    await slots.adopt(nodes=fleet, node=NODES[2], now=T0)  # type: ignore[arg-type]
+    assert await take(slots, fleet, NODES[3], now=T0 + timedelta(seconds=1)) is not None
+    assert fleet.gets == 0
+    assert slots.released == 0
+
+
+async def test_a_cordon_the_view_never_shows_frees_its_slot_after_the_settle_time() -> None:
+    """The view never shows it and the API server cannot be asked: counted for SETTLE
+    (longer than any view may lag), then the slot is free again."""
+    slots, fleet = CordonSlots(), Fleet()
+    fleet.server, fleet.unreadable = set(), True
     for node in NODES[:3]:
         assert await take(slots, fleet, node) is None
         slots.done(node, now=T0)

@@ -134,7 +134,7 @@ async def test_run_end_puts_the_chain_head_in_the_thread_and_the_log(
     )
     payload = _payload()
     caplog.set_level(logging.INFO, logger="gpubot.audit")
-    outcomes = await h.store.ingest(observations(payload), now=h.clock.now())
+    outcomes = await h.store.ingest(observations(payload, default_cluster="sim"), now=h.clock.now())
     incident = await h.store.get_incident(outcomes[0].incident_id)
     await h.service.start_incident_runs(incident)
     await h.service.wait_idle()

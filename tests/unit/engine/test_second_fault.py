@@ -1,0 +1,109 @@
+"""A second fault on a node: XID alerts correlate per GPU and XID, so a new GPU failing on a
+node gets its own incident and run: at once when no run acts on the node, deferred (said in
+its thread, audited) while another run of the runbook does, and started when that one ends.
+A re-report of the same GPU and XID joins its incident."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gpubot.backends.simulated.scenarios import inject_xid
+from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.engine.service import GpubotService
+
+MakeHarness = Any  # the `harness` fixture in tests/unit/conftest.py
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "alertmanager"
+XID79 = (Path(__file__).parents[3] / "runbooks" / "xid79.yaml").read_text()
+NODE = "gpu-node-07"
+
+
+def xid(h: Any, gpu: int, *, fingerprint: str | None = None) -> AlertmanagerPayload:
+    """The captured XID 79 webhook for GPU `gpu` of gpu-node-07, as DCGM labels it: that
+    GPU's index and UUID (read from the simulated cluster), a fingerprint of its own."""
+    body = json.loads((FIXTURES / "xid79_firing.json").read_bytes())
+    labels = body["alerts"][0]["labels"]
+    labels.update(gpu=str(gpu), device=f"nvidia{gpu}")
+    labels["UUID"] = h.cluster.snapshot().node(NODE).gpus[gpu].uuid
+    body["alerts"][0]["fingerprint"] = fingerprint or f"7c0a5e21f4b3d9{gpu:02d}"
+    return AlertmanagerPayload.model_validate(body)
+
+
+async def deliver(service: GpubotService, payload: AlertmanagerPayload) -> None:
+    await service.process(await service.ingest(payload))
+    await service.wait_idle()
+
+
+async def approve_all(h: Any, run_id: str) -> None:
+    """Approve every step the run asks for until it ends."""
+    while (await h.run_of(run_id)).status.value == "waiting_approval":
+        ask = h.notifier.of("ask_approval")[-1]
+        await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
+        await h.service.wait_idle()
+
+
+async def test_a_second_gpu_after_the_first_run_ended_gets_its_own_run(
+    harness: MakeHarness,
+) -> None:
+    """GPU 3's run has finished (node released) while its alert still fires; XID 79 on GPU 5
+    opens an incident of its own and quarantines the node again."""
+    h = harness(XID79)
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    await deliver(h.service, xid(h, 3))
+    [first] = await h.store.list_runs()
+    await approve_all(h, first.id)
+    assert (await h.run_of(first.id)).status.value == "succeeded"
+    assert not (await h.cluster.kube.get_node(node=NODE)).unschedulable
+
+    inject_xid(h.cluster, node=NODE, gpu=5)
+    await deliver(h.service, xid(h, 5))
+    incidents = await h.store.list_incidents()
+    assert len(incidents) == 2
+    second = next(r for r in await h.store.list_runs() if r.id != first.id)
+    assert second.incident_id != first.incident_id
+    assert (await h.step_status(second.id))["cordon"] == "succeeded"
+    assert (await h.cluster.kube.get_node(node=NODE)).unschedulable
+
+
+async def test_a_second_gpu_while_a_run_acts_on_the_node_waits_then_runs(
+    harness: MakeHarness,
+) -> None:
+    """GPU 3's run waits for its drain approval; XID 79 on GPU 5 opens its own incident,
+    whose run is deferred (one message, one audit event), and starts when GPU 3's run ends."""
+    h = harness(XID79)
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    await deliver(h.service, xid(h, 3))
+    [first] = await h.store.list_runs()
+    inject_xid(h.cluster, node=NODE, gpu=5)
+    await deliver(h.service, xid(h, 5))
+
+    assert len(await h.store.list_incidents()) == 2
+    assert [r.id for r in await h.store.list_runs()] == [first.id]
+    assert "Runbook xid79 waits" in h.notifier.text()
+    assert f"run {first.id} of xid79 is already acting on {NODE}" in h.notifier.text()
+    deferred = [e for e in await h.store.events() if e.kind == "run.deferred"]
+    assert len(deferred) == 1
+    await h.service.tick()  # retried quietly: no second message, no second event
+    assert len([e for e in await h.store.events() if e.kind == "run.deferred"]) == 1
+
+    await h.service.cancel(run_id=first.id, user="U1", reason="taking it", user_groups=())
+    await h.service.wait_idle()
+    runs = await h.store.list_runs()
+    assert len(runs) == 2
+    second = next(r for r in runs if r.id != first.id)
+    assert second.incident_id == deferred[0].incident_id
+    assert second.context["params"]["gpu"] == "5"
+
+
+async def test_the_same_gpu_and_xid_reported_again_joins_its_incident(
+    harness: MakeHarness,
+) -> None:
+    """A new fingerprint for the same GPU and XID (a label changed upstream) is the same
+    fault: it joins the incident, and no second run starts."""
+    h = harness(XID79)
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    await deliver(h.service, xid(h, 3))
+    await deliver(h.service, xid(h, 3, fingerprint="00000000000000aa"))
+    assert len(await h.store.list_incidents()) == 1
+    assert len(await h.store.list_runs()) == 1
