@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpubot.errors import GpubotError, InputError
 
 if TYPE_CHECKING:
+    from gpubot.agent.api import Callers
+    from gpubot.agent.token_review import HttpTokenReviewer
+    from gpubot.config import Settings
     from gpubot.wiring import App
 
 # Heavy imports (SQLAlchemy, uvicorn, pydantic models) happen inside the commands,
@@ -83,10 +86,16 @@ def parser() -> argparse.ArgumentParser:
         help="run the node agent (GPU reads and actions over HTTP, XID watcher)",
         description="The per-node agent (a DaemonSet): reads the node's GPUs through NVML, "
         "sets power limits within the device's range, resets a GPU no process holds, and "
-        "forwards critical XID events to the bot (agent.bot_url). It holds only its own "
-        "node's tokens: GPUBOT_AGENT_READ_TOKEN (or agent.read_token_file) to be read, and "
-        "GPUBOT_AGENT_MUTATE_TOKEN (or agent.mutate_token_file) to act; without a mutate "
-        "token it is read-only. Print them with `gpubot agent-token --node NAME`. Without a "
+        "forwards critical XID events to the bot (agent.bot_url). On Kubernetes "
+        "(agent.identity: serviceaccount, the chart's setting) it sends its projected "
+        "ServiceAccount token (agent.identity_token_file) and takes calls only from the bot's "
+        "ServiceAccount (agent.bot_service_account) with a token for this node alone "
+        "(audience AUDIENCE:NODE; agent.bot_audience), checked with the TokenReview API at "
+        "agent.api_url: nothing to provision on the node. Without Kubernetes (identity: hmac, "
+        "e.g. Slurm hosts) it holds only its own node's tokens: GPUBOT_AGENT_READ_TOKEN (or "
+        "agent.read_token_file) to be read, and GPUBOT_AGENT_MUTATE_TOKEN (or "
+        "agent.mutate_token_file) to act; without a mutate token it is read-only. Print them "
+        "with `gpubot agent-token --node NAME`. Without a "
         "token: /healthz (alive), /readyz (200 when NVML answers, else 503 with the reason) and "
         "/metrics (Prometheus counters of requests, resets, power limits, diagnostics, XID "
         "events, NVML errors). Logs one line per start, refusal, action, XID event and "
@@ -105,8 +114,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "agent-token",
-        help="print a node agent's tokens, derived from the bot's master secret",
-        description="Derive NODE's agent tokens from the master secret (GPUBOT_AGENT_TOKEN or "
+        help="print a node agent's tokens, derived from the bot's master secret (hmac mode)",
+        description="For agents on hosts without Kubernetes (agent identity hmac, e.g. Slurm "
+        "nodes; on Kubernetes the agents use ServiceAccount tokens and need none). "
+        "Derive NODE's agent tokens from the master secret (GPUBOT_AGENT_TOKEN or "
         "agent.token_file): HMAC-SHA256(master, 'gpubot-agent:SCOPE:NODE'), hex. The read "
         "token reads that node's GPUs; the mutate token also sets power limits and resets "
         "them, on that node only. Without --scope, prints both as environment lines.",
@@ -284,7 +295,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from gpubot.cli_listen import check_port, listen_problem
     from gpubot.cli_serve import log_start, setup_logging
     from gpubot.web.server import make_server, serve
-    from gpubot.wiring import build_app
+    from gpubot.wiring import agent_event_auth, build_app
 
     check_port(args.port)
     s = _settings(args.config)
@@ -300,7 +311,7 @@ async def _serve(args: argparse.Namespace) -> int:
         host=host,
         port=port,
         webhook_token=token,
-        agent_token=s.agent_token_value(),  # XID events from node agents (POST /agent/events)
+        agent_auth=agent_event_auth(s),  # XID events from node agents (POST /agent/events)
         max_body_bytes=s.web.max_body_bytes,
         body_timeout_s=s.web.body_timeout_seconds,
         header_timeout_s=s.web.header_timeout_seconds,
@@ -332,29 +343,21 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _agent(args: argparse.Namespace) -> int:
     import socket
 
-    from gpubot.agent.api import AgentTokens
     from gpubot.agent.server import AgentOptions, parse_listen, serve_agent
     from gpubot.cli_serve import setup_logging
     from gpubot.config import load_settings
-    from gpubot.errors import ConfigError
 
     s = load_settings(args.config)
-    read, mutate = s.agent_node_tokens()
-    if read is None:
-        raise ConfigError(
-            "the agent needs its node's tokens: set GPUBOT_AGENT_READ_TOKEN (and "
-            "GPUBOT_AGENT_MUTATE_TOKEN to act) or agent.read_token_file; print them on the "
-            "bot's side with `gpubot agent-token --node NAME`"
-        )
     host, port = parse_listen(args.listen or s.agent.listen)
     node = args.node or s.agent.node or socket.gethostname()
+    callers, event_token, reviewer, secrets = _agent_callers(s, node=node)
     # Before anything logs; the node's own tokens are redacted like the config's secrets.
-    setup_logging(s, fmt=args.log_format, level=args.log_level, extra_secrets=(read, mutate))
+    setup_logging(s, fmt=args.log_format, level=args.log_level, extra_secrets=secrets)
     from gpubot.wiring import build_agent_driver
 
     driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
     opts = AgentOptions(
-        tokens=AgentTokens(read=read, mutate=mutate),
+        tokens=callers,
         node=node,
         cluster=s.agent.cluster,
         host=host,
@@ -363,10 +366,61 @@ async def _agent(args: argparse.Namespace) -> int:
         xid_window_s=s.agent.xid_window_seconds,
         reset_timeout_s=s.agent.reset_timeout_seconds,
         diagnostics=diagnostics,
+        event_token=event_token,
         driver_name=args.driver,
     )
-    await serve_agent(driver, driver, opts)
+    try:
+        await serve_agent(driver, driver, opts)
+    finally:
+        if reviewer is not None:
+            await reviewer.aclose()
     return 0
+
+
+def _agent_callers(
+    s: Settings, *, node: str
+) -> tuple[Callers, Callable[[], str] | None, HttpTokenReviewer | None, tuple[str | None, ...]]:
+    """Who may call the agent, what it sends with its events, its TokenReview client, and
+    the node's own tokens to keep out of the log (hmac)."""
+    from gpubot.agent.api import AgentTokens
+    from gpubot.errors import ConfigError
+
+    a = s.agent
+    if a.identity == "serviceaccount":
+        from gpubot.agent.bot_identity import BotServiceAccount
+        from gpubot.agent.token_review import HttpTokenReviewer
+
+        for key in ("identity_token_file", "api_token_file"):
+            path = getattr(a, key)
+            if not path.is_file():
+                raise ConfigError(f"agent.{key}: {path} is not a file (a projected token?)")
+        if a.api_ca_file is not None and not a.api_ca_file.is_file():
+            raise ConfigError(f"agent.api_ca_file: {a.api_ca_file} is not a file")
+        reviewer = HttpTokenReviewer(
+            api_url=a.api_url, token_file=a.api_token_file, ca_file=a.api_ca_file
+        )
+        from gpubot.domain.token_reviews import node_audience
+
+        # per_node: the bot's token for this node alone; one sent to another agent fails here.
+        audience = node_audience(a.audience, node) if a.bot_audience == "per_node" else a.audience
+        callers = BotServiceAccount(
+            reviewer=reviewer,
+            audience=audience,
+            username=a.bot_service_account,
+            cache_seconds=a.review_cache_seconds,
+            read_only=a.read_only,
+        )
+        token_file = a.identity_token_file
+        return callers, lambda: token_file.read_text(encoding="utf-8").strip(), reviewer, ()
+    read, mutate = s.agent_node_tokens()
+    if read is None:
+        raise ConfigError(
+            "the agent needs its node's tokens: set GPUBOT_AGENT_READ_TOKEN (and "
+            "GPUBOT_AGENT_MUTATE_TOKEN to act) or agent.read_token_file; print them on the "
+            "bot's side with `gpubot agent-token --node NAME` (on Kubernetes, set "
+            "agent.identity: serviceaccount instead)"
+        )
+    return AgentTokens(read=read, mutate=mutate), None, None, (read, mutate)
 
 
 def _agent_token(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
 from gpubot.domain.signed_votes import fingerprint, key_blob
 from gpubot.errors import ConfigError
 
+_AUDIENCE = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$"
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?-]{1,64}", re.ASCII)
 _LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?",
@@ -111,6 +112,49 @@ class ClusterAgentSettings(_Section):
     cache_seconds: float = Field(
         30.0, ge=0, description="how long node addresses read from the cluster are reused"
     )
+    identity: Literal["hmac", "serviceaccount"] = Field(
+        "hmac",
+        description="how bot and agents know each other. serviceaccount (Kubernetes): each "
+        "side sends its projected ServiceAccount token and the other checks it with the "
+        "TokenReview API; an agent's node is the node its pod is bound to. hmac (hosts "
+        "without Kubernetes, e.g. Slurm nodes, and the simulated cluster): per-node tokens "
+        "derived from the master secret GPUBOT_AGENT_TOKEN",
+    )
+    audience: str = Field(
+        "gpubot",
+        pattern=_AUDIENCE,
+        description="serviceaccount: the audience of the bot's and the agents' projected tokens",
+    )
+    bot_audience: Literal["per_node", "shared"] = Field(
+        "per_node",
+        description="serviceaccount: the token the bot sends an agent. per_node: one the bot "
+        "requests for itself (TokenRequest API) for the audience `<audience>:<node>`, so a "
+        "token an agent receives opens that node's agent only; shared: the bot's projected "
+        "token for `audience` (identity_token_file), which every agent receives",
+    )
+    bot_service_account: str = Field(
+        "gpubot",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="serviceaccount, per_node: the bot's own ServiceAccount, in `namespace`, "
+        "that it requests the agents' tokens for (create serviceaccounts/token)",
+    )
+    bot_token_seconds: int = Field(
+        600, ge=600, le=86400, description="serviceaccount, per_node: each token's lifetime"
+    )
+    identity_token_file: Path = Field(
+        Path("/var/run/secrets/gpubot/token"),
+        description="serviceaccount, shared: the bot's projected token for `audience`, "
+        "sent to the agents; re-read on each call (the kubelet rotates it)",
+    )
+    service_account: str = Field(
+        "gpubot-agent",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="serviceaccount: the agents' ServiceAccount, in `namespace`; a token of "
+        "any other account is not an agent's",
+    )
+    review_cache_seconds: float = Field(
+        10.0, ge=0, le=300, description="serviceaccount: how long a token's review is reused"
+    )
 
 
 class ClusterSettings(_Section):
@@ -147,6 +191,16 @@ class ClusterSettings(_Section):
         None,
         description="how the bot reaches the node agents: at an address the cluster reports",
     )
+
+    @model_validator(mode="after")
+    def _serviceaccount_needs_kubernetes(self) -> ClusterSettings:
+        a = self.agent
+        if a is not None and a.identity == "serviceaccount" and self.backend != "kubernetes":
+            raise ValueError(
+                "agent.identity: serviceaccount needs backend: kubernetes (its API server "
+                "reviews the tokens); use identity: hmac here"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -505,23 +559,76 @@ class LogSettings(_Section):
 class AgentSettings(_Section):
     """The node agent (`gpubot agent`), one per GPU node."""
 
+    identity: Literal["hmac", "serviceaccount"] = Field(
+        "hmac",
+        description="serviceaccount (Kubernetes): the agent sends its projected "
+        "ServiceAccount token (identity_token_file) and takes calls only from the bot's account "
+        "(bot_service_account), checked with the TokenReview API. hmac (hosts without "
+        "Kubernetes, e.g. Slurm nodes): this node's own read/mutate tokens",
+    )
+    audience: str = Field(
+        "gpubot",
+        pattern=_AUDIENCE,
+        description="serviceaccount: the audience of the bot's and the agent's tokens",
+    )
+    identity_token_file: Path = Field(
+        Path("/var/run/secrets/gpubot/token"),
+        description="serviceaccount: the agent's projected token for `audience`, sent with "
+        "its XID events; re-read on each send",
+    )
+    bot_service_account: str = Field(
+        "system:serviceaccount:gpubot:gpubot",
+        pattern=r"^system:serviceaccount:[a-z0-9-]{1,63}:[a-z0-9.-]{1,253}$",
+        description="serviceaccount: the only caller the agent takes, reads and actions "
+        "(system:serviceaccount:<namespace>:<bot's ServiceAccount>)",
+    )
+    bot_audience: Literal["per_node", "shared"] = Field(
+        "per_node",
+        description="serviceaccount: the audience of the bot's tokens, as the bot's cluster "
+        "sets it: per_node `<audience>:<this node>` (a token another agent received does "
+        "not open this one), shared `audience`",
+    )
+    api_url: str = Field(
+        "https://kubernetes.default.svc",
+        pattern=r"^https?://[A-Za-z0-9.:\[\]-]{1,255}(/[A-Za-z0-9._/-]*)?$",
+        description="serviceaccount: the API server the agent sends TokenReviews to",
+    )
+    api_token_file: Path = Field(
+        Path("/var/run/secrets/kubernetes.io/serviceaccount/token"),
+        description="serviceaccount: the agent's token for the API server (create "
+        "tokenreviews), re-read on each review",
+    )
+    api_ca_file: Path | None = Field(
+        Path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"),
+        description="serviceaccount: the API server's CA bundle",
+    )
+    review_cache_seconds: float = Field(
+        10.0, ge=0, le=300, description="serviceaccount: how long a token's review is reused"
+    )
+    read_only: bool = Field(
+        False,
+        description="serviceaccount: refuse every action (403), reads only; in hmac mode an "
+        "agent without a mutate token is read-only",
+    )
+
     # All interfaces by default: the bot reaches a DaemonSet pod over the pod network.
     listen: str = Field("0.0.0.0:9400", description="HOST:PORT the agent's HTTP API binds")
     node: str | None = Field(None, description="this node's name (default: the host name)")
     cluster: str = Field("sim", description="the cluster label on forwarded XID events")
     token_file: Path | None = Field(
         None,
-        description="bot side: file with the agent master secret, when GPUBOT_AGENT_TOKEN is "
-        "unset (each node's tokens are derived from it; never give it to an agent)",
+        description="bot side, hmac clusters: file with the agent master secret, when "
+        "GPUBOT_AGENT_TOKEN is unset (each node's tokens are derived from it; never give it "
+        "to an agent)",
     )
     read_token_file: Path | None = Field(
         None,
-        description="agent side: this node's read token, when GPUBOT_AGENT_READ_TOKEN is unset "
+        description="hmac: this node's read token, when GPUBOT_AGENT_READ_TOKEN is unset "
         "(`gpubot agent-token --node NAME --scope read`)",
     )
     mutate_token_file: Path | None = Field(
         None,
-        description="agent side: this node's mutate token, when GPUBOT_AGENT_MUTATE_TOKEN is "
+        description="hmac: this node's mutate token, when GPUBOT_AGENT_MUTATE_TOKEN is "
         "unset; without one the agent is read-only",
     )
     bot_url: str | None = Field(
@@ -601,6 +708,17 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("GPUBOT_AGENT_MUTATE_TOKEN")
     )
     audit_key: SecretStr | None = Field(None, validation_alias=AliasChoices("GPUBOT_AUDIT_KEY"))
+    pod_name: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="the bot's own pod (GPUBOT_POD_NAME, from the downward API): the tokens it "
+        "requests for the agents are bound to it, so they die with it",
+    )
+    pod_uid: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f-]{1,64}$",
+        description="that pod's uid (GPUBOT_POD_UID)",
+    )
 
     @classmethod
     def settings_customise_sources(

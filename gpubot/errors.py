@@ -89,3 +89,8 @@ class SignatureError(ApprovalError):
 
 class ObjectionClosed(ApprovalError):
     """The grace period is over (or someone objected already): the button has no use left."""
+
+
+class IdentityUnavailableError(GpubotError):
+    """The API server could not say who a token is (unreachable, 5xx, refused by RBAC):
+    the caller answers 503, so the sender tries again; it is never read as a yes."""

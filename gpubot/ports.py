@@ -26,6 +26,7 @@ from gpubot.domain.intake import IntakeOutcome
 from gpubot.domain.results import Message
 from gpubot.domain.runs import Run, RunStatus, StepState
 from gpubot.domain.signed_votes import Signer, SubmittedVote
+from gpubot.domain.token_reviews import ReviewedToken
 from gpubot.domain.workloads import Workload
 
 
@@ -33,6 +34,52 @@ class Clock(Protocol):
     def now(self) -> datetime: ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+class TokenReviewer(Protocol):
+    """The API server's TokenReview (authentication.k8s.io/v1): who a bearer token is.
+
+    Raises IdentityUnavailableError when the API server cannot answer (the caller answers 503);
+    an answer of "not authenticated" is a ReviewedToken, not an error.
+    """
+
+    async def review(self, *, token: str, audience: str) -> ReviewedToken: ...
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: str
+    expires_at: datetime
+
+
+class TokenIssuer(Protocol):
+    """The API server's TokenRequest: a token for a ServiceAccount, for one audience,
+    optionally bound to a pod (`pod` = (name, uid)). IdentityUnavailableError when it
+    cannot."""
+
+    async def issue(
+        self,
+        *,
+        namespace: str,
+        service_account: str,
+        audience: str,
+        seconds: int,
+        pod: tuple[str, str] | None = None,
+    ) -> IssuedToken: ...
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    """A pod as the API server has it: its uid and the node it is bound to."""
+
+    uid: str
+    node: str | None
+
+
+class PodPlacements(Protocol):
+    """Where a pod runs, read from the API server (never from a request)."""
+
+    async def placement(self, *, namespace: str, name: str) -> PodPlacement | None: ...
 
 
 class NodeOps(Protocol):

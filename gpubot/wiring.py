@@ -29,6 +29,7 @@ from gpubot.ports import (
     NodeAgent,
     ReportPoster,
     Store,
+    TokenIssuer,
     VoteSigners,
 )
 from gpubot.reports.collect import IdleReporter
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from gpubot.agent.dcgm import Diagnostics
     from gpubot.agent.driver import AgentDriver
     from gpubot.slack.app import SlackParts
+    from gpubot.web.agent_identity import AgentEventAuth
 
 
 def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:
@@ -68,7 +70,9 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
         cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
     )
     kube = KubernetesKubeApi(api, dry_run=settings.dry_run, qps=c.kube_qps, burst=c.kube_burst)
-    agent = node_agent(settings, c, kube=kube)
+    from gpubot.backends.kube.token_review import KubeTokenReviewer
+
+    agent = node_agent(settings, c, kube=kube, issuer=KubeTokenReviewer(api))
     assert agent is not None  # c.agent is set
     return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
 
@@ -108,17 +112,46 @@ class _NoMetrics:
         )
 
 
-def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -> NodeAgent | None:
+def node_agent(
+    settings: Settings,
+    cluster: ClusterSettings,
+    *,
+    kube: KubeApi,
+    issuer: TokenIssuer | None = None,
+) -> NodeAgent | None:
     """The HTTP node agent when the cluster has an `agent` section, else None.
 
-    Agents are found at the addresses `kube` reports for each node, and called with tokens
-    derived per node from the master secret (GPUBOT_AGENT_TOKEN or agent.token_file).
+    Agents are found at the addresses `kube` reports for each node, and called with a token
+    of the bot's ServiceAccount (identity: serviceaccount; per node from `issuer`, the
+    TokenRequest API, or the projected one) or with tokens derived per node from the master
+    secret (hmac: GPUBOT_AGENT_TOKEN or agent.token_file).
     """
     a = cluster.agent
     if a is None:
         return None
     if a.ca_file is not None and not a.ca_file.is_file():
         raise ConfigError(f"clusters.{cluster.name}.agent.ca_file: {a.ca_file} is not a file")
+    sa, per_node = a.identity == "serviceaccount", a.bot_audience == "per_node"
+    node_tokens = None
+    if sa and per_node:
+        from gpubot.backends.bot_tokens import PerNodeBotTokens
+
+        if issuer is None:
+            raise ConfigError(f"clusters.{cluster.name}: per-node agent tokens need kubernetes")
+        pod = (settings.pod_name, settings.pod_uid)
+        node_tokens = PerNodeBotTokens(
+            issuer,
+            namespace=a.namespace,
+            service_account=a.bot_service_account,
+            audience=a.audience,
+            seconds=a.bot_token_seconds,
+            pod=(pod[0], pod[1]) if pod[0] and pod[1] else None,
+        )
+    if sa and not per_node and not a.identity_token_file.is_file():
+        raise ConfigError(
+            f"clusters.{cluster.name}.agent.identity_token_file: {a.identity_token_file} is "
+            "not a file (the bot's projected ServiceAccount token; the chart mounts it)"
+        )
     from gpubot.backends.agent_address import AgentAddresses, AgentLocation
     from gpubot.backends.agent_client import HttpNodeAgent
 
@@ -133,8 +166,49 @@ def node_agent(settings: Settings, cluster: ClusterSettings, *, kube: KubeApi) -
     )
     return HttpNodeAgent(
         addresses=AgentAddresses(kube, location),
-        master=settings.agent_token_value(),
+        master=settings.agent_token_value() if a.identity == "hmac" else None,
+        token_file=a.identity_token_file if sa and not per_node else None,
+        node_tokens=node_tokens,
         ca_file=a.ca_file,
+    )
+
+
+def agent_event_auth(settings: Settings) -> AgentEventAuth:
+    """Who may post to /agent/events, per cluster: the agent pods of a cluster whose agents
+    use ServiceAccount tokens (reviewed by that cluster's API server), or, for the other
+    clusters, a node's token derived from the master secret."""
+    from gpubot.web.agent_identity import AgentEventAuth, ServiceAccountAgents
+
+    service_accounts = []
+    for c in settings.clusters:
+        a = c.agent
+        if a is None or a.identity != "serviceaccount":
+            continue
+        from gpubot.backends.kube import api_client_for
+        from gpubot.backends.kube.token_review import KubeTokenReviewer
+
+        api = api_client_for(
+            cluster=c.name, context=c.context, kubeconfig=c.kubeconfig, in_cluster=c.in_cluster
+        )
+        reviewer = KubeTokenReviewer(api)
+        service_accounts.append(
+            ServiceAccountAgents(
+                cluster=c.name,
+                reviewer=reviewer,
+                pods=reviewer,
+                audience=a.audience,
+                namespace=a.namespace,
+                service_account=a.service_account,
+                cache_seconds=a.review_cache_seconds,
+            )
+        )
+    hmac_clusters = [
+        c.name for c in settings.clusters if c.agent is None or c.agent.identity == "hmac"
+    ]
+    return AgentEventAuth(
+        master=settings.agent_token_value() if hmac_clusters else None,
+        hmac_clusters=frozenset(hmac_clusters),
+        service_accounts=service_accounts,
     )
 
 

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -23,6 +23,7 @@ from gpubot.agent.readiness import Readiness
 from gpubot.agent.request_log import RequestLog
 from gpubot.domain.agent_tokens import Scope, bearer, same_token
 from gpubot.domain.problems import first_problem
+from gpubot.errors import IdentityUnavailableError
 
 log = logging.getLogger(__name__)
 B = TypeVar("B", bound=BaseModel)
@@ -75,21 +76,45 @@ class DiagBody(BaseModel):
     )
 
 
+class Callers(Protocol):
+    """Who may call this agent. `authorize` answers None (allowed) or (status, one line)."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    async def authorize(self, token: str, *, needs: Scope) -> tuple[int, str] | None: ...
+
+
 @dataclass(frozen=True)
 class AgentTokens:
-    """This node's own tokens (never the bot's master): `read` reads, `mutate` also acts.
+    """hmac mode (hosts without Kubernetes): this node's own tokens, never the bot's master.
 
-    Without `mutate` the agent is read-only: every action answers 403.
+    `read` reads, `mutate` also acts; without `mutate` the agent is read-only: every action
+    answers 403.
     """
 
     read: str
     mutate: str | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return self.mutate is None
 
     def scope_of(self, given: str) -> Scope | None:
         if self.mutate and same_token(given, self.mutate):
             return "mutate"
         if same_token(given, self.read):
             return "read"
+        return None
+
+    async def authorize(self, token: str, *, needs: Scope) -> tuple[int, str] | None:
+        scope = self.scope_of(token)
+        if scope is None:
+            return 401, "missing or wrong bearer token"
+        if needs == "mutate" and scope != "mutate":
+            if self.mutate is None:
+                return 403, "this agent is read-only (it has no mutate token)"
+            return 403, "a read token cannot change GPUs; this needs the node's mutate token"
         return None
 
 
@@ -100,34 +125,37 @@ def error(code: int, reason: str, kind: str = "bad_request") -> JSONResponse:
 def create_agent_app(
     ops: Operations,
     *,
-    tokens: AgentTokens,
+    tokens: Callers,
     node: str,
     readiness: Readiness | None = None,
     metrics: AgentMetrics | None = None,
 ) -> Starlette:
-    """The agent's routes. A read token is required: an agent is never open.
+    """The agent's routes, every one but the probes and /metrics behind `tokens`: an agent
+    is never open.
 
     `/healthz`, `/readyz` and `/metrics` need no token: probes and Prometheus send none, and
     they tell no GPU's state, only how many NVML sees and counts of what the agent did (see
     README, Node agent: logs, metrics and probes).
     """
-    if not tokens.read:
+    if isinstance(tokens, AgentTokens) and not tokens.read:
         raise ValueError("the agent needs its node's read token")
     Handler = Callable[[Request], Awaitable[Response]]
 
     def authed(handler: Handler, *, needs: Scope = "read") -> Handler:
         async def wrapped(request: Request) -> Response:
             given = bearer(request.headers.get("authorization", ""))
-            scope = tokens.scope_of(given) if given is not None else None
-            if scope is None:
+            if given is None:
                 return error(401, f"missing or wrong bearer token for node {node}", "unauthorized")
-            if needs == "mutate" and scope != "mutate":
-                reason = (
-                    "this agent is read-only (it has no mutate token)"
-                    if tokens.mutate is None
-                    else "a read token cannot change GPUs; this needs the node's mutate token"
-                )
-                return error(403, reason, "forbidden")
+            try:
+                refused = await tokens.authorize(given, needs=needs)
+            except IdentityUnavailableError as exc:
+                log.warning("agent: cannot review a caller's token: %s", exc)
+                return error(503, "cannot check the caller's token now; retry", "unavailable")
+            if refused is not None:
+                code, reason = refused
+                if code == 401:
+                    return error(401, f"{reason} for node {node}", "unauthorized")
+                return error(code, reason, "forbidden")
             try:
                 return await handler(request)
             except GpuDriverError as exc:

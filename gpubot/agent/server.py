@@ -9,13 +9,13 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 
 import uvicorn
 
-from gpubot.agent.api import AgentTokens, create_agent_app
+from gpubot.agent.api import AgentTokens, Callers, create_agent_app
 from gpubot.agent.dcgm import Diagnostics
 from gpubot.agent.driver import GpuDriver, GpuDriverError, XidSource
 from gpubot.agent.metrics import AgentMetrics
@@ -32,7 +32,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @dataclass(frozen=True)
 class AgentOptions:
-    tokens: AgentTokens
+    tokens: Callers  # who may call: AgentTokens (hmac) or BotServiceAccount (Kubernetes)
     node: str
     cluster: str
     host: str
@@ -42,6 +42,9 @@ class AgentOptions:
     reset_timeout_s: float = 120.0
     diagnostics: Diagnostics | None = None
     driver_name: str = "nvml"
+    # What the agent sends the bot with its XID events: its projected ServiceAccount token
+    # (re-read each time) on Kubernetes, its read token in hmac mode.
+    event_token: Callable[[], str] | None = None
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -127,7 +130,7 @@ def log_start(driver: GpuDriver, opts: AgentOptions) -> None:
         gpus, version = str(info.gpu_count), info.driver_version or "unknown"
     except GpuDriverError as exc:  # /readyz says not ready; the agent still starts
         gpus, version = "unknown", f"not answering ({exc.kind})"
-    mode = "read-only" if opts.tokens.mutate is None else "mutating"
+    mode = "read-only" if opts.tokens.read_only else "mutating"
     host = f"[{opts.host}]" if ":" in opts.host else opts.host
     listen = f"{host}:{opts.port}"
     log.info(
@@ -175,11 +178,18 @@ async def serve_agent(
     watcher_task = None
     sender = None
     if opts.bot_url and xids is not None:
-        # Events go out with the read token: the bot takes them only for this node, and a
-        # bot_url pointed elsewhere learns nothing that can change a GPU.
+        # Events go out with the read token (hmac) or the agent's own ServiceAccount token:
+        # the bot takes them only for this node, and a bot_url pointed elsewhere learns
+        # nothing that can change a GPU.
+        token = opts.event_token
+        if token is None and isinstance(opts.tokens, AgentTokens):
+            read = opts.tokens.read
+            token = lambda: read  # noqa: E731
+        if token is None:
+            raise ValueError("agent.bot_url is set but the agent has no token to send events")
         sender = BotEventSender(
             bot_url=opts.bot_url,
-            token=opts.tokens.read,
+            token=token,
             counted=lambda outcome: metrics.xid_event(outcome=outcome),
         )
         model = _model(driver) if opts.node else ""

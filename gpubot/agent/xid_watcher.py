@@ -91,13 +91,16 @@ def xid_alert(
 
 
 class BotEventSender:
-    """POSTs alert bodies to the bot's /agent/events with the agent's bearer token."""
+    """POSTs alert bodies to the bot's /agent/events with the agent's bearer token.
+
+    `token` is the token itself, or a function read on each send (a projected ServiceAccount
+    token: the kubelet rotates the file)."""
 
     def __init__(
         self,
         *,
         bot_url: str,
-        token: str,
+        token: str | Callable[[], str],
         timeout_s: float = 10.0,
         attempts: int = 5,
         retry_delay_s: float = 2.0,
@@ -109,11 +112,8 @@ class BotEventSender:
         self._counted = counted
         self._attempts = attempts
         self._delay = retry_delay_s
-        self._client = httpx.AsyncClient(
-            headers={"authorization": f"Bearer {token}"},
-            timeout=timeout_s,
-            transport=transport,
-        )
+        self._token = token if callable(token) else (lambda: token)
+        self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport)
 
     async def __call__(self, body: dict[str, Any]) -> None:
         # Resending is safe: the bot deduplicates by fingerprint and window start.
@@ -122,7 +122,8 @@ class BotEventSender:
         fields = {"gpu": _int(labels.get("gpu")), "xid": _int(labels.get("xid"))}
         for attempt in range(1, self._attempts + 1):
             try:
-                response = await self._client.post(self._url, json=body)
+                headers = {"authorization": f"Bearer {self._token()}"}
+                response = await self._client.post(self._url, json=body, headers=headers)
                 if response.status_code < 400:
                     self._outcome("forwarded")
                     log.info(
@@ -151,6 +152,8 @@ class BotEventSender:
                 reason = f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
                 reason = _printable(f"{type(exc).__name__}: {exc}")
+            except OSError as exc:  # the token file, mid-rotation or not mounted yet
+                reason = f"cannot read the agent's token: {exc.strerror}"
             log.warning(
                 "%s not delivered (attempt %d of %d): %s",
                 what,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport, 
 from gpubot.domain.pci import normalise_bus_id
 from gpubot.errors import (
     GpubotError,
+    IdentityUnavailableError,
     InputError,
     NotFoundError,
     PermanentStepError,
@@ -26,11 +27,15 @@ from gpubot.errors import (
 class HttpNodeAgent:
     """Talks to `gpubot agent` on each node, at the address the cluster reports for it.
 
-    Each call carries that node's own token, derived from the master secret: a read token
-    for reads, a mutate token for actions, so an agent (or anyone it is misrouted to) never
-    sees a credential for another node. Connection failures are retried (the request never
-    reached the agent); anything after that is not, since a POST may have taken effect: the
-    executor's check() decides then.
+    In hmac mode each call carries that node's own token, derived from the master secret: a
+    read token for reads, a mutate token for actions, so an agent (or anyone it is misrouted
+    to) never sees a credential for another node. On Kubernetes each call carries a token
+    of the bot's ServiceAccount, which the agent checks with the TokenReview API: by default
+    one issued for that node alone (`node_tokens`, audience `<audience>:<node>`), or the
+    bot's projected token (`token_file`, re-read each time: the kubelet rotates it), which
+    every agent receives. Connection failures
+    are retried (the request never reached the agent); anything after that is not, since a
+    POST may have taken effect: the executor's check() decides then.
     """
 
     def __init__(
@@ -38,6 +43,8 @@ class HttpNodeAgent:
         *,
         addresses: AgentAddresses,
         master: str | None,
+        token_file: Path | None = None,
+        node_tokens: Callable[[str], Awaitable[str]] | None = None,
         timeout_s: float = 10.0,
         reset_timeout_s: float = 180.0,
         connect_retries: int = 2,
@@ -47,6 +54,8 @@ class HttpNodeAgent:
     ) -> None:
         self._addresses = addresses
         self._master = master or None
+        self._token_file = token_file
+        self._node_tokens = node_tokens
         self._timeout = httpx.Timeout(timeout_s)
         self._reset_timeout = httpx.Timeout(timeout_s, read=reset_timeout_s)
         self._retries = connect_retries
@@ -112,15 +121,10 @@ class HttpNodeAgent:
         json: dict[str, Any] | None = None,
         limits: httpx.Timeout | None = None,
     ) -> dict[str, Any]:
-        if self._master is None:
-            raise PermanentStepError(
-                "the bot has no agent master secret: set GPUBOT_AGENT_TOKEN or agent.token_file"
-            )
-        # Raises before any request for a node the cluster does not report.
+        # Raises before any request (or token) for a node the cluster does not report.
         url = await self._addresses.base_url(node) + path
-        headers = {
-            "authorization": f"Bearer {node_token(master=self._master, node=node, scope=scope)}"
-        }
+        token = await self._token(node, scope)
+        headers = {"authorization": f"Bearer {token}"}
         attempt = 0
         while True:
             try:
@@ -154,6 +158,30 @@ class HttpNodeAgent:
             )
         return body
 
+    async def _token(self, node: str, scope: Scope) -> str:
+        if self._node_tokens is not None:
+            try:
+                return await self._node_tokens(node)
+            except IdentityUnavailableError as exc:
+                raise TemporaryStepError(f"no token for {node}'s agent: {exc}", delay=5.0) from exc
+        if self._token_file is not None:
+            try:
+                token = self._token_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise TemporaryStepError(
+                    f"cannot read the bot's ServiceAccount token {self._token_file}: "
+                    f"{exc.strerror}",
+                    delay=5.0,
+                ) from exc
+            if not token:
+                raise TemporaryStepError(f"{self._token_file} is empty", delay=5.0)
+            return token
+        if self._master is None:
+            raise PermanentStepError(
+                "the bot has no agent master secret: set GPUBOT_AGENT_TOKEN or agent.token_file"
+            )
+        return node_token(master=self._master, node=node, scope=scope)
+
 
 # DCGM diagnostics that cannot run: retrying at once would not help, a person must look.
 _DIAG_CANNOT_RUN = ("dcgm_missing", "hostengine_down", "timeout", "unparseable")
@@ -174,8 +202,9 @@ def agent_error(node: str, response: httpx.Response) -> GpubotError:
         return NotFoundError(message)
     if code == 401:
         return PermanentStepError(
-            message + " (the agent's tokens must be derived from the bot's GPUBOT_AGENT_TOKEN: "
-            f"gpubot agent-token --node {node})"
+            message + " (hmac: the agent's tokens must be derived from the bot's "
+            f"GPUBOT_AGENT_TOKEN, gpubot agent-token --node {node}; serviceaccount: bot and "
+            "agent must use the same audience)"
         )
     if code in (403, 409, 410, 501) or kind in ("in_use", "gpu_lost", *_DIAG_CANNOT_RUN):
         return PermanentStepError(message)

@@ -1,67 +1,67 @@
-"""Who may post agent events: a node's agent, for its own node only."""
+"""Who may post agent events: a node's agent, XID alerts of its own node's GPUs only."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import logging
+from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from gpubot.domain.agent_tokens import TOKEN_HEX_LENGTH, bearer, token_scope
-from gpubot.domain.alerts import NODE_LABELS  # every label the bot reads a node from
-from gpubot.domain.names import check_node_name
+from gpubot.domain.agent_events import check_agent_events
+from gpubot.domain.agent_tokens import bearer
+from gpubot.errors import IdentityUnavailableError
+from gpubot.web.agent_identity import AgentEventAuth, Unknown
+
+log = logging.getLogger(__name__)
+Refused = Callable[[str], None]  # counts a refusal by kind (gpubot_agent_event_refusals)
 
 
-async def agent_event_refusal(request: Request, *, master: str | None) -> JSONResponse | None:
-    """None when every alert in the body names the node whose token signed the request.
-
-    An agent holds only its own node's tokens (derived from the bot's `master`), so a body
-    that names any other node, or no node, is refused whole (403) and nothing is stored.
+async def agent_event_refusal(
+    request: Request, *, auth: AgentEventAuth, refused: Refused | None = None
+) -> JSONResponse | None:
+    """None when the token is a node agent's and every alert in the body is an XID alert
+    of that node, in a cluster it speaks for; else the answer (4xx, or 503 when the API
+    server cannot say who the token is). A refused body is refused whole: nothing is stored.
     """
+
+    def refuse(code: int, kind: str, reason: str) -> JSONResponse:
+        if refused is not None:
+            refused(kind)
+        return JSONResponse({"error": reason}, status_code=code)
+
     given = bearer(request.headers.get("authorization", ""))
-    # The token's shape is checked before the body is read: pre-authentication work is small.
-    if master is None or given is None or len(given) != TOKEN_HEX_LENGTH:
-        return _refuse(401, "missing or wrong agent bearer token")
+    if given is None:
+        return refuse(401, "unauthenticated", "missing or wrong agent bearer token")
     try:
-        nodes = event_nodes(await request.body())
-    except ValueError as exc:
-        return _refuse(400, str(exc))
-    if not nodes:
-        return _refuse(403, "the events name no node; an agent posts only for its own node")
-    for node in sorted(nodes):
-        if token_scope(master=master, node=node, given=given) is None:
-            return _refuse(403, f"this token is not node {node}'s; nothing was stored")
+        # The token is judged before the body is read: pre-authentication work is small.
+        identity = await auth.identify(given)
+    except IdentityUnavailableError as exc:
+        log.warning("agent event: %s", exc, extra={"event": "agent.identity_unavailable"})
+        return refuse(503, "identity_unavailable", "cannot check the agent's token now; retry")
+    if isinstance(identity, Unknown):
+        kind = "unauthenticated" if identity.status == 401 else "not_an_agent"
+        return refuse(identity.status, kind, identity.reason)
+    body = await request.body()
+    node = identity.node
+    if node is None:  # hmac: the token must be the node's that the body names
+        named = _first_hostname(body)
+        matches = named is not None and auth.hmac_node_matches(token=given, node=named)
+        # A name no Hostname can have: the check below then says what is wrong with the body.
+        node = named if matches and named is not None else "\x00"
+    problem = check_agent_events(body, node=node, clusters=identity.clusters)
+    if problem is not None:
+        return refuse(problem.status, problem.kind, problem.reason)
+    if node == "\x00":
+        return refuse(403, "other_node", "this token is no agent's of the node named")
     return None
 
 
-def event_nodes(body: bytes) -> set[str]:
-    """Every node named by an alert in an Alertmanager-shaped body; ValueError when an alert
-    names none, or a name that is not a node name."""
+def _first_hostname(body: bytes) -> str | None:
     try:
-        data: Any = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError("malformed JSON") from exc
-    alerts = data.get("alerts") if isinstance(data, dict) else None
-    if not isinstance(alerts, list):
-        raise ValueError("alerts: expected a list")
-    nodes: set[str] = set()
-    for i, alert in enumerate(alerts):
-        labels = alert.get("labels") if isinstance(alert, dict) else None
-        if not isinstance(labels, dict):
-            raise ValueError(f"alerts.{i}.labels: expected a mapping")
-        named = [labels[key] for key in NODE_LABELS if key in labels]
-        if not named:
-            raise ValueError(f"alerts.{i}: names no node ({', '.join(NODE_LABELS)} label)")
-        for value in named:
-            if not isinstance(value, str):
-                raise ValueError(f"alerts.{i}.labels: a node name must be a string")
-            try:
-                nodes.add(check_node_name(value))
-            except ValueError as exc:
-                raise ValueError(f"alerts.{i}.labels: {exc}") from exc
-    return nodes
-
-
-def _refuse(code: int, reason: str) -> JSONResponse:
-    return JSONResponse({"error": reason}, status_code=code)
+        data = json.loads(body)
+        value = data["alerts"][0]["labels"]["Hostname"]
+    except (ValueError, RecursionError, LookupError, TypeError):
+        return None
+    return value if isinstance(value, str) else None

@@ -20,6 +20,7 @@ from gpubot.domain.audit import AuditKeyError
 from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
+from gpubot.web.agent_identity import AgentEventAuth
 from gpubot.web.limits import BodyLimit
 from gpubot.web.metrics import WebMetrics
 from gpubot.web.refusals import RefusalLog
@@ -42,6 +43,7 @@ def create_app(
     body_timeout_s: float = 10.0,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
+    agent_auth: AgentEventAuth | None = None,
     metrics: WebMetrics | None = None,
 ) -> Starlette:
     """`slack_events` (Slack HTTP mode) verifies the signature before it parses anything.
@@ -51,6 +53,7 @@ def create_app(
     (wiring's, with the store and leader gauges) or a registry of the web counters alone.
     """
     metrics = metrics if metrics is not None else WebMetrics()
+    agents = agent_auth if agent_auth is not None else AgentEventAuth(master=agent_token)
     expected = webhook_token.encode() if webhook_token else None
 
     def refused_early(path: str, status: int) -> None:
@@ -100,8 +103,13 @@ def create_app(
 
     async def agent_events(request: Request) -> Response:
         """XID events from node agents, shaped as Alertmanager alerts: no scrape, no `for:`.
-        `agent_token` is the master secret; each agent signs with its own node's token."""
-        refusal = await agent_event_refusal(request, master=agent_token)
+        `agent_auth` says which node a token speaks for (`agent_token` alone: hmac mode with
+        that master secret)."""
+        refusal = await agent_event_refusal(
+            request,
+            auth=agents,
+            refused=lambda kind: metrics.agent_event_refusals.labels(kind).inc(),
+        )
         return refusal if refusal is not None else await _accept(request)
 
     async def healthz(request: Request) -> Response:

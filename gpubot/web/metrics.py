@@ -24,6 +24,16 @@ from gpubot.engine.observe import RESULTS
 log = logging.getLogger(__name__)
 RUN_STATES = tuple(s.value for s in RunStatus if not s.finished)
 SLACK_ERROR_KINDS = ("rate_limited", "server_error", "client_error")
+AGENT_REFUSAL_KINDS = (
+    "unauthenticated",
+    "not_an_agent",
+    "other_node",
+    "other_cluster",
+    "not_xid",
+    "foreign_label",
+    "malformed",
+    "identity_unavailable",
+)
 
 
 class StateSource(Protocol):
@@ -153,6 +163,14 @@ class WebMetrics:
             ["route", "code"],
             registry=self.registry,
         )
+        self.agent_event_refusals = Counter(
+            "gpubot_agent_event_refusals",
+            "Posts to /agent/events refused, nothing stored, by why (unauthenticated, "
+            "not_an_agent, other_node, other_cluster, not_xid, foreign_label, malformed, "
+            "identity_unavailable)",
+            ["kind"],
+            registry=self.registry,
+        )
         self.steps = Counter(
             "gpubot_step_outcomes",
             "Step outcomes by action and result (succeeded, failed, held, denied, …)",
@@ -179,6 +197,8 @@ class WebMetrics:
         )
         for status in ("succeeded", "failed", "cancelled"):
             self.runs_finished.labels(status)  # present at 0 from the start, for rate()
+        for kind in AGENT_REFUSAL_KINDS:
+            self.agent_event_refusals.labels(kind)
         self.state = StateCollector(Watched())
         self.registry.register(self.state)
 

@@ -15,6 +15,7 @@ import uvicorn
 
 from gpubot.engine.observe import LeaderLog
 from gpubot.engine.service import GpubotService
+from gpubot.web.agent_identity import AgentEventAuth
 from gpubot.web.app import SlackHandler, create_app
 from gpubot.web.limits import HeaderTimeoutProtocol
 from gpubot.web.metrics import WebMetrics
@@ -77,6 +78,7 @@ def make_server(
     sock: socket.socket | None = None,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
+    agent_auth: AgentEventAuth | None = None,
     metrics: WebMetrics | None = None,
     access_log: bool = False,
 ) -> uvicorn.Server:
@@ -88,6 +90,7 @@ def make_server(
         body_timeout_s=body_timeout_s,
         slack_events=slack_events,
         agent_token=agent_token,
+        agent_auth=agent_auth,
         metrics=metrics,
     )
     config = uvicorn.Config(

@@ -30,10 +30,10 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 
 
 def test_self_rules_pass_promtool_check() -> None:
-    """The real promtool loads all seven rules without an error."""
+    """The real promtool loads all eight rules without an error."""
     result = run(promtool(), "check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 7 rules found" in result.stdout
+    assert "SUCCESS: 8 rules found" in result.stdout
 
 
 def test_self_rules_pass_their_promtool_unit_tests() -> None:

@@ -31,6 +31,7 @@ from reliability_procs import (
 )
 
 from gpubot.backends.store import open_store
+from gpubot.domain.agent_events import AGENT_EVENT_LABELS
 from gpubot.domain.agent_tokens import node_token
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "alertmanager"
@@ -170,10 +171,13 @@ def test_served_bot_sends_nothing_for_hostile_alerts_and_refuses_forged_events(
     def event(*nodes: str, start: int = 100) -> dict[str, Any]:
         body = json.loads((FIXTURES / "xid79_firing.json").read_text())
         template = body["alerts"][0]
+        # As the agent's XID watcher labels it: no exporter labels (instance, job, device).
+        sent = {k: v for k, v in template["labels"].items() if k in AGENT_EVENT_LABELS}
+        body["commonLabels"] = {}
         body["alerts"] = [
             {
                 **template,
-                "labels": {**template["labels"], "Hostname": n},
+                "labels": {**sent, "Hostname": n},
                 "fingerprint": f"{i:016x}",
             }
             for i, n in enumerate(nodes, start=start)

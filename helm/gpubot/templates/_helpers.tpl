@@ -123,6 +123,11 @@ app.kubernetes.io/component: agent
 {{- else -}}sim{{- end -}}
 {{- end -}}
 
+{{/* The bot's tokens for the agents, as gpubot's config names it: per_node or shared. */}}
+{{- define "gpubot.botAudience" -}}
+{{- if eq (.Values.identity.botAudience | default "perNode") "shared" -}}shared{{- else -}}per_node{{- end -}}
+{{- end -}}
+
 {{- define "gpubot.leaseName" -}}
 {{- printf "%s-leader" (include "gpubot.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -152,6 +157,18 @@ app.kubernetes.io/component: agent
 {{- if not (hasKey $a "namespace") -}}{{- $_ := set $a "namespace" $.Release.Namespace -}}{{- end -}}
 {{- if not (hasKey $a "selector") -}}{{- $_ := set $a "selector" $agentSelector -}}{{- end -}}
 {{- if not (hasKey $a "port") -}}{{- $_ := set $a "port" (int $.Values.agent.port) -}}{{- end -}}
+{{- end -}}
+{{- /* This release's agents on a Kubernetes cluster: ServiceAccount tokens, this release's
+agent account and audience (a cluster may still say identity: hmac, e.g. Slurm hosts). */}}
+{{- if and $c.agent (eq ($c.backend | default "simulated") "kubernetes") -}}
+{{- if not (hasKey $a "identity") -}}{{- $_ := set $a "identity" "serviceaccount" -}}{{- end -}}
+{{- if eq $a.identity "serviceaccount" -}}
+{{- if not (hasKey $a "namespace") -}}{{- $_ := set $a "namespace" $.Release.Namespace -}}{{- end -}}
+{{- if not (hasKey $a "audience") -}}{{- $_ := set $a "audience" $.Values.identity.audience -}}{{- end -}}
+{{- if not (hasKey $a "service_account") -}}{{- $_ := set $a "service_account" (printf "%s-agent" (include "gpubot.fullname" $)) -}}{{- end -}}
+{{- if not (hasKey $a "bot_audience") -}}{{- $_ := set $a "bot_audience" (include "gpubot.botAudience" $) -}}{{- end -}}
+{{- if not (hasKey $a "bot_service_account") -}}{{- $_ := set $a "bot_service_account" (include "gpubot.serviceAccountName" $) -}}{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $le := deepCopy ($cfg.leader_election | default dict) -}}

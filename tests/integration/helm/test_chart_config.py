@@ -136,9 +136,22 @@ def test_agent_environment_loads_without_a_config_file(monkeypatch: pytest.Monke
     assert s.agent.dcgm_host == "10.0.7.12:5555"  # the GPU Operator's host engine, by default
     assert s.agent.bot_url == "http://gpubot.gpubot.svc:8080"
     assert s.agent.cluster == "default"
-    # The node's own tokens, from the host directory; never the bot's master.
-    assert s.agent.read_token_file == Path("/etc/gpubot/agent-tokens/read-token")
-    assert s.agent.mutate_token_file == Path("/etc/gpubot/agent-tokens/mutate-token")
+    # ServiceAccount identity: the token files are the pod's projected volumes, the one
+    # caller is the bot's account; no per-node token, never the bot's master.
+    rendered = render_case("default")
+    pod = rendered.one("DaemonSet")["spec"]["template"]["spec"]
+    mounts = {m["name"]: Path(m["mountPath"]) for m in container["volumeMounts"]}
+    assert s.agent.identity == "serviceaccount"
+    assert s.agent.identity_token_file == mounts["identity"] / "token"
+    assert s.agent.api_token_file == mounts["kube-api"] / "token"
+    assert s.agent.api_ca_file == mounts["kube-api"] / "ca.crt"
+    bot_sa = rendered.bot["spec"]["template"]["spec"]["serviceAccountName"]
+    assert s.agent.bot_service_account == f"system:serviceaccount:gpubot:{bot_sa}"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    [own] = volumes["identity"]["projected"]["sources"]
+    assert own["serviceAccountToken"]["audience"] == s.agent.audience == "gpubot"
+    assert s.agent_node_tokens() == (None, None)
+    assert "hostPath" not in str(volumes)
     assert "GPUBOT_AGENT_TOKEN" not in env_of(container)
     assert s.agent_token_value() is None
     listen = container["args"][container["args"].index("--listen") + 1]

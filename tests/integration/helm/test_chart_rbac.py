@@ -29,8 +29,9 @@ def _grants(rules: list[dict[str, Any]]) -> set[Grant]:
 
 
 def _deploy_rbac() -> dict[str, dict[str, Any]]:
+    """The deploy file's objects by name (gpubot, gpubot-leader-election, …)."""
     docs = yaml.safe_load_all((REPO / "deploy" / "rbac" / "clusterrole.yaml").read_text())
-    return {d["kind"]: d for d in docs}
+    return {d["metadata"]["name"]: d for d in docs}
 
 
 # -- what the code calls ----------------------------------------------------------------------
@@ -183,40 +184,64 @@ def test_the_request_mapping_reads_paths_as_the_api_server_does() -> None:
 
 def test_code_needs_exactly_the_chart_rbac() -> None:
     """Every grant is used by some API call in gpubot/backends/kube, and every call is granted:
-    cluster-wide for the cluster, the Lease only in the release namespace."""
+    cluster-wide for the cluster, in the release namespace the Lease and the bot's own
+    tokens for the agents (TokenRequest)."""
     rendered = render_case("ha-postgres-url")
-    cluster_role = _grants(rendered.one("ClusterRole")["rules"])
-    lease_role = _grants(rendered.one("Role")["rules"])
+    cluster_role = _grants(rendered.one("ClusterRole", "gpubot")["rules"])
+    lease_role = _grants(rendered.one("Role", "gpubot-leader-election")["rules"])
+    token_role = _grants(rendered.one("Role", "gpubot-agent-tokens")["rules"])
     needed = _code_grants()
-    assert needed == cluster_role | lease_role
+    assert needed == cluster_role | lease_role | token_role
     assert {g for g in needed if g[0] == "coordination.k8s.io"} == lease_role
-    assert not cluster_role & lease_role
+    assert token_role == {("", "serviceaccounts/token", "create")}
+    assert not cluster_role & (lease_role | token_role)
+    # The bot may request tokens for its own account only.
+    [rule] = rendered.one("Role", "gpubot-agent-tokens")["rules"]
+    assert rule["resourceNames"] == ["gpubot"]
 
 
 def test_chart_rbac_equals_the_deploy_file() -> None:
     """helm/ and deploy/rbac/clusterrole.yaml grant the same, so either install is the same."""
     deploy = _deploy_rbac()
     rendered = render_case("ha-postgres-url")
-    assert rendered.one("ClusterRole")["rules"] == deploy["ClusterRole"]["rules"]
-    assert rendered.one("Role")["rules"] == deploy["Role"]["rules"]
+    assert rendered.one("ClusterRole", "gpubot")["rules"] == deploy["gpubot"]["rules"]
+    for name in ("gpubot-leader-election", "gpubot-agent-tokens"):
+        assert rendered.one("Role", name)["rules"] == deploy[name]["rules"]
 
 
 def test_no_secrets_no_wildcards_and_bindings_to_the_bot_only() -> None:
     rendered = render_case("ha-postgres-url")
-    for kind in ("ClusterRole", "Role"):
-        for rule in rendered.one(kind)["rules"]:
+    for role in rendered.all("ClusterRole") + rendered.all("Role"):
+        for rule in role["rules"]:
             assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"]
             assert "secrets" not in rule["resources"]
-    for kind in ("ClusterRoleBinding", "RoleBinding"):
-        (subject,) = rendered.one(kind)["subjects"]
+    bindings = [rendered.one("ClusterRoleBinding", "gpubot"), *rendered.all("RoleBinding")]
+    for binding in bindings:
+        (subject,) = binding["subjects"]
         assert subject == {"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}
     assert rendered.bot["spec"]["template"]["spec"]["serviceAccountName"] == "gpubot"
 
 
+def test_the_agents_may_review_tokens_and_nothing_else() -> None:
+    """The agent checks the bot's token with the TokenReview API: its whole RBAC."""
+    rendered = render_case("default")
+    role = rendered.one("ClusterRole", "gpubot-agent")
+    assert _grants(role["rules"]) == {("authentication.k8s.io", "tokenreviews", "create")}
+    binding = rendered.one("ClusterRoleBinding", "gpubot-agent")
+    assert binding["roleRef"]["name"] == "gpubot-agent"
+    (subject,) = binding["subjects"]
+    assert subject == {"kind": "ServiceAccount", "name": "gpubot-agent", "namespace": "gpubot"}
+    agent_pod = rendered.one("DaemonSet")["spec"]["template"]["spec"]
+    assert agent_pod["serviceAccountName"] == "gpubot-agent"
+    assert render_case("agent-off").all("ClusterRole") == [rendered.one("ClusterRole", "gpubot")]
+
+
 def test_single_replica_has_no_lease_role() -> None:
     """Leader election, and with it the Lease permission, only with more than one replica."""
-    assert render_case("default").all("Role") == []
-    assert render_case("default").all("RoleBinding") == []
+    names = {r["metadata"]["name"] for r in render_case("default").all("Role")}
+    assert names == {"gpubot-agent-tokens"}
+    names = {r["metadata"]["name"] for r in render_case("default").all("RoleBinding")}
+    assert names == {"gpubot-agent-tokens"}
 
 
 def test_each_verb_says_which_feature_uses_it() -> None:
@@ -227,7 +252,9 @@ def test_each_verb_says_which_feature_uses_it() -> None:
         for line in rendered.text("rbac.yaml").splitlines()
         if line.strip().startswith("- ") and _verb(line)
     ]
-    rules = rendered.one("ClusterRole")["rules"] + rendered.one("Role")["rules"]
+    rules = [
+        r for role in rendered.all("ClusterRole") + rendered.all("Role") for r in role["rules"]
+    ]
     assert len(verbs) == sum(len(rule["verbs"]) for rule in rules)
     for line in verbs:
         assert "#" in line, line

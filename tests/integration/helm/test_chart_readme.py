@@ -96,6 +96,8 @@ def test_readme_secrets_are_the_ones_the_chart_reads() -> None:
         for key in keys:
             assert (name, key) in refs, f"README creates {name}/{key}; the chart never reads it"
     assert ("gpubot-postgres", "url") in refs
-    assert {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "GPUBOT_WEBHOOK_TOKEN", "GPUBOT_AGENT_TOKEN"} <= (
+    assert {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "GPUBOT_WEBHOOK_TOKEN"} <= (
         secrets["gpubot-tokens"]
     )
+    # The chart's agents use ServiceAccount tokens: no agent master secret to create.
+    assert "GPUBOT_AGENT_TOKEN" not in secrets["gpubot-tokens"]

@@ -84,7 +84,8 @@ def test_single_replica_keeps_sqlite_on_a_volume_claim() -> None:
     assert config["store"]["url"] == "sqlite:////var/lib/gpubot/gpubot.db"
     assert config["leader_election"]["enabled"] is False
     assert "GPUBOT_STORE__URL" not in env_of(rendered.bot_container)
-    assert rendered.all("Role") == []
+    # No Lease Role (only the agents' token Role).
+    assert [r["metadata"]["name"] for r in rendered.all("Role")] == ["gpubot-agent-tokens"]
 
 
 @pytest.mark.parametrize(
@@ -149,16 +150,18 @@ def test_tokens_reach_the_bot_from_one_secret(case: str) -> None:
     if existing:
         assert rendered.all("Secret") == []
     else:
-        data = rendered.one("Secret")["data"]
         given = CASES[case].get("secrets", {})
+        secrets = rendered.all("Secret")
+        data = secrets[0]["data"] if secrets else {}
         assert set(data) <= set(TOKENS)
         assert ("SLACK_BOT_TOKEN" in data) == bool(given.get("slackBotToken"))
-        assert data["GPUBOT_AGENT_TOKEN"]  # the agents' master: generated when not given
+        # Nothing generated: the agents' master only when given (for hmac hosts).
+        assert ("GPUBOT_AGENT_TOKEN" in data) == bool(given.get("agentToken"))
     if CASES[case].get("agent", {}).get("enabled", True):
-        # The agents hold only their own node's tokens, never the master.
+        # The agents hold no token but their pod's own ServiceAccount token.
         agent_env = env_of(_pod(_agent(case))["containers"][0])
         assert not {k for k in agent_env if k in TOKENS}
-        assert "GPUBOT_AGENT__READ_TOKEN_FILE" in agent_env
+        assert agent_env["GPUBOT_AGENT__IDENTITY"]["value"] == "serviceaccount"
 
 
 def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
@@ -186,9 +189,8 @@ def test_agent_runs_the_nvml_driver_on_gpu_nodes_only() -> None:
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert c["readinessProbe"]["timeoutSeconds"] >= 3  # the agent waits 2 s for NVML
     assert "hostPort" not in c["ports"][0]  # the bot reaches the agent pod on the pod network
-    assert env["GPUBOT_AGENT__READ_TOKEN_FILE"]["value"] == "/etc/gpubot/agent-tokens/read-token"
-    assert env["GPUBOT_AGENT__MUTATE_TOKEN_FILE"]["value"] == (
-        "/etc/gpubot/agent-tokens/mutate-token"
+    assert env["GPUBOT_AGENT__BOT_SERVICE_ACCOUNT"]["value"] == (
+        "system:serviceaccount:gpubot:gpubot"
     )
     published = render_case("agent-host-port").one("DaemonSet")
     assert _pod(published)["containers"][0]["ports"][0]["hostPort"] == 9400
@@ -220,11 +222,12 @@ def test_agent_has_only_the_device_access_nvml_needs() -> None:
     assert pod["hostPID"] is False
     assert pod["hostNetwork"] is False
     assert pod["automountServiceAccountToken"] is False
-    # One hostPath: this node's own token directory, read-only.
-    (tokens,) = [v for v in pod["volumes"] if "hostPath" in v]
-    assert tokens["hostPath"] == {"path": "/etc/gpubot/agent", "type": "Directory"}
-    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == tokens["name"]]
-    assert mount["readOnly"] is True
+    # No hostPath: the agent's identity is its pod's projected token, nothing from the node.
+    assert [v for v in pod["volumes"] if "hostPath" in v] == []
+    projected = {v["name"] for v in pod["volumes"] if "projected" in v}
+    assert projected == {"identity", "kube-api"}
+    for mount in pod["containers"][0]["volumeMounts"]:
+        assert mount.get("readOnly") is True or mount["name"] == "tmp"
     assert pod["securityContext"]["runAsUser"] == 0
     (c,) = pod["containers"]
     sc = c["securityContext"]
@@ -247,14 +250,14 @@ def test_read_only_agent_drops_root_and_every_capability() -> None:
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert sc["allowPrivilegeEscalation"] is False
     env = env_of(pod["containers"][0])
-    assert "GPUBOT_AGENT__READ_TOKEN_FILE" in env
-    assert "GPUBOT_AGENT__MUTATE_TOKEN_FILE" not in env  # no mutate token: a read-only agent
+    assert env["GPUBOT_AGENT__READ_ONLY"]["value"] == "true"  # every action 403
+    assert "GPUBOT_AGENT__READ_ONLY" not in env_of(_pod(_agent("default"))["containers"][0])
 
 
 def test_every_agent_privilege_carries_its_reason() -> None:
     """Each privileged setting in the rendered DaemonSet has a comment right above it."""
     lines = render_case("default").text("agent-daemonset.yaml").splitlines()
-    privileged = ("runtimeClassName:", "hostPID:", "runAsUser: 0", "add: [SYS_ADMIN]", "hostPath:")
+    privileged = ("runtimeClassName:", "hostPID:", "runAsUser: 0", "add: [SYS_ADMIN]")
     for needle in privileged:
         (at,) = [i for i, line in enumerate(lines) if line.strip().startswith(needle)]
         assert lines[at - 1].strip().startswith("#"), f"{needle} has no reason above it"

@@ -437,7 +437,7 @@ def shipped_rules() -> tuple[list[Obj], list[Obj]]:
     """The rules of the shipped ClusterRole and of its leader-election Role."""
     docs = list(yaml.safe_load_all(SHIPPED_RBAC.read_text()))
     [cluster_role] = [d for d in docs if d["kind"] == "ClusterRole"]
-    [role] = [d for d in docs if d["kind"] == "Role"]
+    [role] = [d for d in docs if d["metadata"]["name"] == "gpubot-leader-election"]
     return cluster_role["rules"], role["rules"]
 
 
