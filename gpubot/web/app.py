@@ -19,6 +19,7 @@ from gpubot.domain.alerts import parse_webhook
 from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
+from gpubot.web.connections import mark_authenticated
 from gpubot.web.limits import BodyLimit
 from gpubot.web.metrics import WebMetrics
 from gpubot.web.refusals import RefusalLog
@@ -72,6 +73,7 @@ def create_app(
                 token.strip().encode(), expected
             ):
                 return _error(401, "missing or wrong bearer token")
+        mark_authenticated(request.scope)  # its connection is not shed (web.max_connections)
         return await _accept(request)
 
     async def _accept(request: Request) -> Response:
@@ -101,7 +103,10 @@ def create_app(
         """XID events from node agents, shaped as Alertmanager alerts: no scrape, no `for:`.
         `agent_token` is the master secret; each agent signs with its own node's token."""
         refusal = await agent_event_refusal(request, master=agent_token)
-        return refusal if refusal is not None else await _accept(request)
+        if refusal is not None:
+            return refusal
+        mark_authenticated(request.scope)
+        return await _accept(request)
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
