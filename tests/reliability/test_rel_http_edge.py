@@ -54,7 +54,13 @@ def _serve(tmp_path: Path, procs: Procs, *, nofile: int | None = None) -> Served
     db = tmp_path / "gpubot.db"
     config = write_config(
         tmp_path / "gpubot.yaml",
-        slack={"mode": "http", "channel": "C0INCIDENT", "api_url": "http://127.0.0.1:9/api/"},
+        slack={
+            "mode": "http",
+            "team_id": "T0001",
+            "app_id": "A0001",
+            "channel": "C0INCIDENT",
+            "api_url": "http://127.0.0.1:9/api/",
+        },
         store={"url": f"sqlite:///{db}"},
         web={
             "body_timeout_seconds": LONG,
@@ -72,8 +78,6 @@ def _serve(tmp_path: Path, procs: Procs, *, nofile: int | None = None) -> Served
             SLACK_BOT_TOKEN="xoxb-test",
             SLACK_SIGNING_SECRET="signing-secret-for-tests",
             GPUBOT_WEBHOOK_TOKEN=TOKEN,
-            GPUBOT_SLACK__TEAM_ID="T0001",
-            GPUBOT_SLACK__APP_ID="A0001",
         ),
         preexec_fn=(lambda: _nofile(nofile)) if nofile is not None else None,
     )
