@@ -416,9 +416,8 @@ class WebSettings(_Section):
         ge=16,
         le=65536,
         description=(
-            "open HTTP connections at most (and never more than the open-file limit less 64): "
-            "past it a new connection sheds the oldest one that has no request in progress, "
-            "then the oldest whose request is not authenticated"
+            "open HTTP connections at most (and never more than the open-file limit less 128): "
+            "past it a new connection sheds the oldest one whose request has not authenticated"
         ),
     )
     shutdown_grace_seconds: float = Field(

@@ -78,6 +78,11 @@ class SlackParts:
             signed = self._verifier.check(body, request.headers)
         except Refused as exc:
             return _error(401, f"invalid request: {exc}")
+        # Signed: the server no longer sheds this connection at its bound (gpubot.web's
+        # connections offer this call as an ASGI scope extension).
+        mark = request.scope.get("extensions", {}).get("gpubot.authenticated")
+        if callable(mark):
+            mark()
         try:
             first = await self.seen.first_sight(
                 signed.digest, expires_at=signed.expires_at, now=signed.now

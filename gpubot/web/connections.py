@@ -11,12 +11,13 @@ each body, and a bound on how many are open that an attacker's sockets cannot sp
 - `FramingConnection` (gpubot.web.framing) in place of h11's own, so a body framed two ways
   is a 400 that closes the connection;
 - at most `max_connections` open (less where the open-file limit is lower). Past it, a new
-  connection sheds the oldest connection that has no request in progress (idle, or still
-  sending its headers); failing that, the oldest whose request is not authenticated (a
-  handler marks its request with `mark_authenticated` once the token or signature holds);
-  failing that, the new connection itself is closed. So sockets that never authenticate
-  cannot keep out Alertmanager: each new connection is the last of its kind to go, and once
-  its bearer token holds it is not shed at all.
+  connection sheds the oldest connection whose request has not authenticated: idle, still
+  sending its headers or its body, or waiting on a handler that has not yet found a valid
+  token (a handler marks its request with `mark_authenticated` once the token or signature
+  holds). When every other connection is authenticated, the new one is closed itself. So
+  sockets that never authenticate cannot keep out Alertmanager: a new connection is shed
+  only after every unauthenticated connection older than it, which gives it far longer than
+  it needs to send its token; once the token holds it is not shed at all.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ FILES_KEPT = 64  # open files left for the store, logs, Slack and the cluster's 
 # The listen backlog, which is also how many connections asyncio accepts at once before
 # any of them is seen here; a second batch may come before the first is: files for both.
 ACCEPT_BURST = 32
-_EXTENSION = "gpubot.connection"
+# The ASGI scope extension a handler calls once the request's token or signature holds
+# (gpubot.slack calls it by this name: it does not import the web layer).
+AUTHENTICATED = "gpubot.authenticated"
 _BODY_GRACE_S = 1.0
 _LOG_EVERY_S = 10.0
 _MAX_INCOMPLETE = 64 * 1024  # request line and headers, as in h11's default
@@ -59,12 +62,15 @@ class _Request:
 
     authenticated: bool = False
 
+    def mark(self) -> None:
+        self.authenticated = True
+
 
 def mark_authenticated(scope: Scope) -> None:
     """The request's token or signature holds: its connection is no longer sheddable."""
-    request = scope.get("extensions", {}).get(_EXTENSION)
-    if isinstance(request, _Request):
-        request.authenticated = True
+    mark = scope.get("extensions", {}).get(AUTHENTICATED)
+    if callable(mark):
+        mark()
 
 
 def connection_bound(configured: int) -> int:
@@ -102,7 +108,7 @@ class GuardedProtocol(H11Protocol):
 
         async def tagged(scope: Scope, receive: Receive, send: Send) -> None:
             request = self._request = _Request()
-            scope.setdefault("extensions", {})[_EXTENSION] = request
+            scope.setdefault("extensions", {})[AUTHENTICATED] = request.mark
             await inner(scope, receive, send)
 
         self.app = tagged
@@ -162,7 +168,7 @@ class GuardedProtocol(H11Protocol):
     # -- the bound ------------------------------------------------------------------------
 
     def _kind(self) -> str | None:
-        """Which shedding class this connection is in; None: never shed."""
+        """Why this connection may be shed (what it is doing), or None: it may not."""
         if self.transport.is_closing():
             return None
         if self.conn.their_state is h11.IDLE:
@@ -171,20 +177,13 @@ class GuardedProtocol(H11Protocol):
         return None if request is not None and request.authenticated else "unauthenticated"
 
     def _make_room(self) -> None:
-        unauthenticated = None
+        """Shed the oldest connection that may be shed (the record is in opening order)."""
         for other in self.shedding.open:
-            if other is self:
-                continue
-            kind = other._kind()
-            if kind == "idle":
+            kind = other._kind() if other is not self else None
+            if kind is not None:
                 self._shed(other, kind)
                 return
-            if kind == "unauthenticated" and unauthenticated is None:
-                unauthenticated = other
-        if unauthenticated is not None:
-            self._shed(unauthenticated, "unauthenticated")
-        else:
-            self._shed(self, "over_bound")
+        self._shed(self, "over_bound")
 
     def _shed(self, victim: GuardedProtocol, reason: str) -> None:
         self.shedding.open.pop(victim, None)

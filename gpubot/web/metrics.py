@@ -155,8 +155,9 @@ class WebMetrics:
         )
         self.connections_shed = Counter(
             "gpubot_http_connections_shed",
-            "Connections closed because max_connections were open, by what was closed: the "
-            "oldest idle one, the oldest unauthenticated one, or the new one (over_bound)",
+            "Connections closed because max_connections were open, by what the one closed was "
+            "doing: idle (no request), unauthenticated (a request not past its token), or "
+            "over_bound (the new one: every other had authenticated)",
             ["reason"],
             registry=self.registry,
         )

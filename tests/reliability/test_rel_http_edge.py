@@ -260,3 +260,32 @@ def test_slowloris_crowd_cannot_starve_authorised_alertmanager_posts(
     log = served.log.read_text()
     assert "Too many open files" not in log
     assert "Traceback" not in log
+
+
+def test_an_authorised_post_in_progress_outlives_a_crowd_at_the_bound(
+    tmp_path: Path, procs: Procs
+) -> None:
+    """The oldest connection of all is Alertmanager's, its token checked and half its body
+    sent; then 300 sockets arrive at a server held to 256 open files (its bound: 128).
+    They shed one another, never it: the rest of its body arrives and it is stored."""
+    served = _serve(tmp_path, procs, nofile=256)
+    head = _alertmanager_post(b"", framing=f"Content-Length: {len(XID79)}\r\n".encode())
+    half = len(XID79) // 2
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as mine:
+        mine.sendall(head + XID79[:half])
+        crowd = [s for k in range(300) if (s := _attacker(served.port, k)) is not None]
+        try:
+            # Every attacker socket was accepted and seen: a request after them answers.
+            assert httpx.get(served.url + "/healthz", timeout=5).status_code == 200
+            mine.sendall(XID79[half:])
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = mine.recv(65536)
+                assert chunk, "the server closed the authorised connection"
+                answer += chunk
+        finally:
+            for sock in crowd:
+                sock.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert served.incidents() == 1
+    assert "shedding" in served.log.read_text()  # the bound was reached
