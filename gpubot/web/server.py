@@ -109,6 +109,9 @@ def make_server(
             )
         ),
         backlog=ACCEPT_BURST,
+        # No WebSocket route: an Upgrade stays plain HTTP, on the protocol that holds the
+        # connection's deadlines and its place in the bound.
+        ws="none",
         timeout_keep_alive=max(1, round(header_timeout_s)),
         h11_max_incomplete_event_size=64 * 1024,  # request line and headers
         # Open connections get this long after SIGTERM; the pod's grace period is 30 s.
