@@ -56,6 +56,7 @@ def _shown(value: object) -> str:
 
 
 def _dicts(payload: Mapping[str, Any], *keys: str) -> Iterator[Mapping[str, Any]]:
+    """The payload itself and the objects (or lists of objects) under `keys`."""
     yield payload
     for key in keys:
         value = payload.get(key)
@@ -66,9 +67,7 @@ def _dicts(payload: Mapping[str, Any], *keys: str) -> Iterator[Mapping[str, Any]
 
 
 def _team_ids(payload: Mapping[str, Any]) -> list[object]:
-    found: list[object] = [payload.get("team_id")]
-    for part in _dicts(payload, "user", "authorizations"):
-        found.append(part.get("team_id"))
+    found = [part.get("team_id") for part in _dicts(payload, "user", "authorizations")]
     team = payload.get("team")
     if isinstance(team, Mapping):
         found.append(team.get("id"))
@@ -78,10 +77,7 @@ def _team_ids(payload: Mapping[str, Any]) -> list[object]:
 
 
 def _enterprise_ids(payload: Mapping[str, Any]) -> list[object]:
-    found: list[object] = [payload.get("enterprise_id")]
-    for part in _dicts(payload, "user", "team", "authorizations"):
-        if part is not payload:
-            found.append(part.get("enterprise_id"))
+    found = [p.get("enterprise_id") for p in _dicts(payload, "user", "team", "authorizations")]
     enterprise = payload.get("enterprise")
     if isinstance(enterprise, Mapping):
         found.append(enterprise.get("id"))
