@@ -205,9 +205,14 @@ class GuardedProtocol(H11Protocol):
 
 def connection_protocol(limits: ConnectionLimits) -> type[GuardedProtocol]:
     """The protocol class for one server: its limits and its own record of connections."""
-    attrs = {
-        "limits": limits,
-        "bound": connection_bound(limits.max_connections),
-        "shedding": _Shedding(),
-    }
+    bound = connection_bound(limits.max_connections)
+    if bound < limits.max_connections:
+        log.warning(
+            "at most %d open connections, not web.max_connections %d: the open-file limit "
+            "(ulimit -n) leaves room for no more",
+            bound,
+            limits.max_connections,
+            extra={"event": "serve.connections", "count": bound},
+        )
+    attrs = {"limits": limits, "bound": bound, "shedding": _Shedding()}
     return cast(type[GuardedProtocol], type("GuardedH11Protocol", (GuardedProtocol,), attrs))

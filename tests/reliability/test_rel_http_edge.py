@@ -288,4 +288,6 @@ def test_an_authorised_post_in_progress_outlives_a_crowd_at_the_bound(
                 sock.close()
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert served.incidents() == 1
-    assert "shedding" in served.log.read_text()  # the bound was reached
+    log = served.log.read_text()
+    assert "at most 128 open connections, not web.max_connections 512" in log  # said at start
+    assert "shedding" in log  # and reached
