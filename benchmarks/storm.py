@@ -109,6 +109,8 @@ async def main(alerts: int) -> None:
                 store={"url": f"sqlite:///{Path(tmp) / 'storm.db'}"},
                 slack={
                     "mode": "http",
+                    "team_id": "T0001",
+                    "app_id": "A0001",
                     "channel": CHANNEL,
                     "api_url": standin.api_url,
                     "rate_per_second": RATE,

@@ -315,6 +315,7 @@ async def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=s.web.max_body_bytes,
         body_timeout_s=s.web.body_timeout_seconds,
         header_timeout_s=s.web.header_timeout_seconds,
+        max_connections=s.web.max_connections,
         slack_events=app.slack.handle_http if app.slack and s.slack.mode == "http" else None,
         metrics=app.metrics,
         access_log=s.log.access_log,

@@ -17,15 +17,9 @@ from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
 from gpubot.domain.incidents import AlertRecord, Incident
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.terminal import safe
 
 _MENTION = re.compile(r"<@([A-Z0-9]+)>")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL, C1: ESC and CSI start sequences
-
-
-def safe(value: object) -> str:
-    r"""One value as terminal text: control characters as visible escapes (`\x1b`, `\n`)."""
-    text = "" if value is None else str(value)
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def plain(message: str) -> str:

@@ -82,7 +82,10 @@ def _slack_mode(app: App) -> str:
         return "off: incident threads are printed to stdout"
     if s.slack_bot_token is None:
         return f"{s.slack.mode} mode set, but SLACK_BOT_TOKEN is not: threads go to stdout"
+    ids = f"workspace {s.slack.team_id or 'any'}, app {s.slack.app_id or 'any'}"
+    if s.slack.enterprise_id:
+        ids += f", org {s.slack.enterprise_id}"
     if s.slack.mode == "http":
-        return f"HTTP mode (POST /slack/events), channel {s.slack.channel}"
+        return f"HTTP mode (POST /slack/events), channel {s.slack.channel}, {ids}"
     socket = "Socket Mode" if s.slack_app_token is not None else "Socket Mode without an app token"
-    return f"{socket}, channel {s.slack.channel}"
+    return f"{socket}, channel {s.slack.channel}, {ids}"

@@ -65,6 +65,30 @@ class SlackSettings(_Section):
     usergroup_cache_seconds: float = Field(
         300.0, ge=0, description="how long user-group members from Slack are cached"
     )
+    team_id: str | None = Field(
+        None,
+        pattern=r"^T[A-Z0-9]{2,31}$",
+        description=(
+            "the workspace's id (T…): a request from any other workspace is refused; "
+            "required for slack.mode http"
+        ),
+    )
+    enterprise_id: str | None = Field(
+        None,
+        pattern=r"^E[A-Z0-9]{2,31}$",
+        description=(
+            "the Enterprise Grid org's id (E…), when the workspace is in one; unset, a "
+            "request that names an org is refused"
+        ),
+    )
+    app_id: str | None = Field(
+        None,
+        pattern=r"^A[A-Z0-9]{2,31}$",
+        description=(
+            "the Slack app's id (A…): a request for any other app is refused; required for "
+            "slack.mode http"
+        ),
+    )
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -527,6 +551,15 @@ class WebSettings(_Section):
         gt=0,
         le=300,
         description="a connection idle this long, or whose request headers take longer, is closed",
+    )
+    max_connections: int = Field(
+        512,
+        ge=16,
+        le=65536,
+        description=(
+            "open HTTP connections at most (and never more than the open-file limit less 128): "
+            "past it a new connection sheds the oldest one whose request has not authenticated"
+        ),
     )
     shutdown_grace_seconds: float = Field(
         20.0,

@@ -20,6 +20,8 @@ from typing import Literal, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 
+from gpubot.domain.terminal import safe
+
 LogFormat = Literal["auto", "json", "text"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 MAX_MESSAGE = 2000  # characters of one message (and of one structured field)
@@ -43,7 +45,6 @@ FIELDS = (
 )
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*):[^@\s/]*@")
 _PLAIN = re.compile(r"[\w.:/@,+=-]+")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _MIN_SECRET = 6  # shorter values would redact ordinary words
 
 
@@ -54,7 +55,7 @@ def redact_url(url: str) -> str:
 
 def escape_control(text: str) -> str:
     r"""Control characters as visible escapes (`\n`, `\x1b`): one record stays one line."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return safe(text)
 
 
 def _cap(text: str) -> str:

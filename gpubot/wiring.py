@@ -301,6 +301,7 @@ def build_app(
                 usergroups={name: g.usergroups for name, g in policy.groups.items()},
                 idle=reporter.summary,
                 seen=cast(SeenRequests, store),  # replay record shared by replicas
+                on_foreign=metrics.slack_refused,
             )
     metrics.watch(watched(engine))
     return App(

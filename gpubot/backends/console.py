@@ -1,4 +1,9 @@
-"""ChatNotifier for the terminal: an incident thread as it would read in Slack."""
+"""ChatNotifier for the terminal: an incident thread as it would read in Slack.
+
+Alert titles, labels and step output come from outside: every line printed has its control
+characters shown as escapes (gpubot.domain.terminal, as the CLI shows them), so a newline
+or an ANSI sequence in an alert cannot forge a line of the bot's output or restyle it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from gpubot.domain.approvals import ApprovalRequest
 from gpubot.domain.incidents import Incident
 from gpubot.domain.messages import incident_root
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
+from gpubot.domain.terminal import safe
 
 CELL = 60  # widest table cell, in characters
 
@@ -66,7 +72,8 @@ def _table(table: Table) -> list[str]:
 
 
 def render(message: Message, *, indent: str = "   ") -> list[str]:
-    """Terminal lines for a message: fields as `key: value`, tables as aligned columns."""
+    """Terminal lines for a message: fields as `key: value`, tables as aligned columns; each
+    line with its control characters escaped (a text block's own lines stay lines)."""
     lines = [message.title]
     for block in message.blocks:
         if isinstance(block, Text):
@@ -79,7 +86,7 @@ def render(message: Message, *, indent: str = "   ") -> list[str]:
             lines.extend(f"    {line}" for line in block.text.splitlines())
         elif isinstance(block, Button):
             lines.append(f"[ {block.text} ]")
-    return [lines[0], *(indent + line for line in lines[1:])]
+    return [safe(lines[0]), *(indent + safe(line) for line in lines[1:])]
 
 
 class ConsoleNotifier:
@@ -92,7 +99,7 @@ class ConsoleNotifier:
 
     async def _print(self, lines: list[str]) -> None:
         async with self._lock:
-            self.out.write("\n".join(lines) + "\n")
+            self.out.write("\n".join(safe(line) for line in lines) + "\n")
             self.out.flush()
 
     async def open_thread(self, *, incident: Incident) -> None:

@@ -19,11 +19,12 @@ from gpubot.config import Settings
 from gpubot.domain.results import Message
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ConfigError
-from gpubot.slack.edge import unreadable_body
+from gpubot.slack.edge import read_payload
 from gpubot.slack.listeners import GpuCommands, UserGroups, register
 from gpubot.slack.notifier import NotifierStore, Route, SlackNotifier
 from gpubot.slack.outbox import SlackOutbox
 from gpubot.slack.verify import MemorySeenRequests, Refused, SeenRequests, SlackVerifier
+from gpubot.slack.workspace import OnForeign, Workspace, foreign, guard, refusal, refused
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class SlackParts:
     settings: Settings
     seen: SeenRequests = field(default_factory=MemorySeenRequests)
     now: Callable[[], float] = time.time  # epoch seconds, for the signature's 5-minute window
+    on_foreign: OnForeign | None = None  # counts requests refused as another workspace's
     _socket: AsyncSocketModeHandler | None = None
 
     def __post_init__(self) -> None:
@@ -67,7 +69,8 @@ class SlackParts:
 
     async def handle_http(self, request: Request) -> Response:
         """POST /slack/events: signature, window and replay first, on the raw bytes; only
-        then is the body parsed (unreadable ones get a 400) and handed to bolt."""
+        then is the body parsed (unreadable ones get a 400), its workspace, org and app
+        checked (gpubot.slack.workspace), and handed to bolt."""
         if self._verifier is None:
             return _error(401, "invalid request: no signing secret is configured")
         body = await request.body()  # the web layer caps its size and its read time
@@ -75,6 +78,11 @@ class SlackParts:
             signed = self._verifier.check(body, request.headers)
         except Refused as exc:
             return _error(401, f"invalid request: {exc}")
+        # Signed: the server no longer sheds this connection at its bound (gpubot.web's
+        # connections offer this call as an ASGI scope extension).
+        mark = request.scope.get("extensions", {}).get("gpubot.authenticated")
+        if callable(mark):
+            mark()
         try:
             first = await self.seen.first_sight(
                 signed.digest, expires_at=signed.expires_at, now=signed.now
@@ -88,8 +96,13 @@ class SlackParts:
             retry = request.headers.get("x-slack-retry-num")
             log.warning("slack: a request already accepted came again (retry %s)", retry or "-")
             return Response(status_code=200)
-        if reason := unreadable_body(body, request.headers):
-            return _error(400, reason)
+        payload = read_payload(body, request.headers)
+        if isinstance(payload, str):
+            return _error(400, payload)
+        if found := foreign(payload, Workspace.of(self.settings.slack)):
+            refused(found, self.on_foreign)
+            answer = refusal(payload, found)
+            return Response(answer.body, status_code=answer.status, media_type="application/json")
         response: Response = await self._http.handle(request)
         return response
 
@@ -98,6 +111,11 @@ class SlackParts:
         return self.settings.slack.mode == "socket" and self.settings.slack_app_token is not None
 
     async def start(self) -> None:
+        if self.settings.slack.mode == "socket" and self.settings.slack.team_id is None:
+            log.warning(
+                "slack: slack.team_id is not set, so a request from any workspace where this "
+                "app is installed is answered; set slack.team_id (and slack.enterprise_id)"
+            )
         if self.settings.slack.mode == "socket" and self.settings.slack_app_token is None:
             log.warning("slack: SLACK_APP_TOKEN is not set, so /gpu and the buttons are off")
         if not self.socket_mode:
@@ -140,14 +158,23 @@ def make_slack_app(
     idle: Callable[[str | None], Awaitable[Message]] | None = None,
     seen: SeenRequests | None = None,
     now: Callable[[], float] = time.time,
+    on_foreign: OnForeign | None = None,
 ) -> SlackParts:
     """Bolt AsyncApp with the `/gpu` command and approval buttons.
 
     `seen` records accepted requests (the store, so replicas share it; in memory when not
-    given); `now` is the clock for the signature's window.
+    given); `now` is the clock for the signature's window; `on_foreign` counts requests
+    refused because they name another workspace, org or app.
     """
-    if settings.slack.mode == "http" and settings.slack_signing_secret is None:
+    s = settings.slack
+    if s.mode == "http" and settings.slack_signing_secret is None:
         raise ConfigError("SLACK_SIGNING_SECRET is not set (needed for slack.mode: http)")
+    if s.mode == "http" and (s.team_id is None or s.app_id is None):
+        # A public Request URL takes requests from any workspace the app is installed in.
+        raise ConfigError(
+            "slack.team_id and slack.app_id must be set for slack.mode: http "
+            "(the workspace and app whose requests gpubot answers)"
+        )
     client = notifier.outbox.client
     app = AsyncApp(
         client=client,
@@ -164,6 +191,7 @@ def make_slack_app(
     )
     default_cluster = settings.fallback_cluster or settings.clusters[0].name
     commands = GpuCommands(service, default_cluster=default_cluster, idle=idle)
+    guard(app, Workspace.of(s), on_foreign)  # before every listener, in both modes
     register(app, commands=commands, groups=groups)
     return SlackParts(
         app=app,
@@ -171,4 +199,5 @@ def make_slack_app(
         settings=settings,
         seen=seen if seen is not None else MemorySeenRequests(),
         now=now,
+        on_foreign=on_foreign,
     )

@@ -43,6 +43,12 @@ class _BlockActions(_Open):
 
 def unreadable_body(raw: bytes, headers: Mapping[str, str]) -> str | None:
     """Why this body cannot be handled (one line), or None."""
+    read = read_payload(raw, headers)
+    return read if isinstance(read, str) else None
+
+
+def read_payload(raw: bytes, headers: Mapping[str, str]) -> dict[str, Any] | str:
+    """The payload as bolt reads it, or why it cannot be handled (one line)."""
     try:
         body = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -61,4 +67,4 @@ def unreadable_body(raw: bytes, headers: Mapping[str, str]) -> str | None:
             _BlockActions.model_validate(payload)
         except ValidationError as exc:
             return first_problem(exc, prefix="block_actions payload: ")
-    return None
+    return payload

@@ -21,6 +21,7 @@ from gpubot.domain.problems import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
 from gpubot.web.agent_identity import AgentEventAuth
+from gpubot.web.connections import mark_authenticated
 from gpubot.web.limits import BodyLimit
 from gpubot.web.metrics import WebMetrics
 from gpubot.web.refusals import RefusalLog
@@ -76,6 +77,7 @@ def create_app(
                 token.strip().encode(), expected
             ):
                 return _error(401, "missing or wrong bearer token")
+        mark_authenticated(request.scope)  # its connection is not shed (web.max_connections)
         return await _accept(request)
 
     async def _accept(request: Request) -> Response:
@@ -110,7 +112,10 @@ def create_app(
             auth=agents,
             refused=lambda kind: metrics.agent_event_refusals.labels(kind).inc(),
         )
-        return refusal if refusal is not None else await _accept(request)
+        if refusal is not None:
+            return refusal
+        mark_authenticated(request.scope)
+        return await _accept(request)
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")

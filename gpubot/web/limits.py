@@ -1,12 +1,12 @@
-"""Work done before anyone is authenticated is bounded: body size, body time, header time.
+"""Work done before anyone is authenticated is bounded: body size and body time.
 
 `BodyLimit` wraps every request: a declared Content-Length over the cap is refused before one
 byte is read, a chunked body is refused the moment it passes the cap (413), and a body that
 does not arrive in time gets 408. No handler can read, let alone parse, more than the cap.
-
-`HeaderTimeoutProtocol` closes a connection whose request headers have not arrived within
-the keep-alive timeout, so a client that opens connections and trickles bytes cannot hold
-them forever.
+An answer given before the request's body was read to its end (a wrong token, an unknown
+route, a refusal here) says `Connection: close`, and the server closes the connection after
+it: a client cannot keep trickling a body nobody will read. (The connection's own deadlines
+and bound are gpubot.web.connections'.)
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ import json
 import logging
 from collections.abc import Callable
 
-import h11
 from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gpubot.domain.codes import ascii_int
 
@@ -32,6 +31,23 @@ class _BodyTooLarge(Exception):
 
 class _BodyTooSlow(Exception):
     pass
+
+
+_CLOSE = (b"connection", b"close")
+
+
+class _Body:
+    """How much of one request's body has been read."""
+
+    def __init__(self, expected: bool) -> None:
+        self.expected = expected  # no Content-Length and no Transfer-Encoding: no body
+        self.total = 0
+        self.complete = False
+        self.deadline: float | None = None
+
+    @property
+    def unread(self) -> bool:
+        return self.expected and not self.complete
 
 
 class BodyLimit:
@@ -55,7 +71,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length")
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length")
         if declared is not None:
             size = ascii_int(declared.strip())
             if size is None:
@@ -65,14 +82,21 @@ class BodyLimit:
                 await self._refuse(scope, send, 413, f"body larger than {self.max_bytes} bytes")
                 return
         answered = False
+        body = _Body(expected=declared not in (None, "0") or "transfer-encoding" in headers)
 
         async def tracked(message: Message) -> None:
             nonlocal answered
-            answered = answered or message["type"] == "http.response.start"
+            if message["type"] == "http.response.start":
+                answered = True
+                headers = list(message.get("headers", ()))
+                if body.unread and _CLOSE not in headers:  # the body was not all read
+                    message = {**message, "headers": [*headers, _CLOSE]}
             await send(message)
 
         try:
-            await self.app(scope, self._limited(receive), tracked)
+            await self.app(scope, self._limited(receive, body), tracked)
+        except ClientDisconnect:  # gone (or shed) before its body was read: nobody to answer
+            log.info("client of %s %s went away", scope.get("method"), scope.get("path"))
         except _BodyTooLarge:
             if not answered:
                 await self._refuse(scope, send, 413, f"body larger than {self.max_bytes} bytes")
@@ -93,29 +117,25 @@ class BodyLimit:
             self.refused(str(scope.get("path", "")), status)
         await _refuse(send, status, reason)
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limited(self, receive: Receive, body: _Body) -> Receive:
         """`receive` that counts body bytes and holds the whole body to one deadline."""
-        total = 0
-        complete = False
-        deadline: float | None = None
 
         async def limited() -> Message:
-            nonlocal total, complete, deadline
-            if complete:  # after the body: a disconnect, whenever it comes
+            if body.complete:  # after the body: a disconnect, whenever it comes
                 return await receive()
             loop = asyncio.get_running_loop()
-            if deadline is None:
-                deadline = loop.time() + self.read_timeout_s
+            if body.deadline is None:
+                body.deadline = loop.time() + self.read_timeout_s
             try:
-                async with asyncio.timeout_at(deadline):
+                async with asyncio.timeout_at(body.deadline):
                     message = await receive()
             except TimeoutError:
                 raise _BodyTooSlow from None
             if message["type"] == "http.request":
-                total += len(message.get("body", b""))
-                if total > self.max_bytes:
+                body.total += len(message.get("body", b""))
+                if body.total > self.max_bytes:
                     raise _BodyTooLarge
-                complete = not message.get("more_body", False)
+                body.complete = not message.get("more_body", False)
             return message
 
         return limited
@@ -135,41 +155,3 @@ async def _refuse(send: Send, status: int, reason: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-class HeaderTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's line and headers (the
-    keep-alive timeout): a connection that trickles bytes without finishing them is closed.
-    uvicorn's own keep-alive timer stops at the first byte, so it cannot do this."""
-
-    _header_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_header_timer()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self._header_timer is not None and self.conn.their_state is not h11.IDLE:
-            self._header_timer.cancel()  # the request line and headers are in
-            self._header_timer = None
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._arm_header_timer()  # the next request on this connection gets its own deadline
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-        super().connection_lost(exc)
-
-    def _arm_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-        self._header_timer = self.loop.call_later(self.timeout_keep_alive, self._headers_late)
-
-    def _headers_late(self) -> None:
-        self._header_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self.transport.close()

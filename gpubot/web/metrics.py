@@ -171,6 +171,20 @@ class WebMetrics:
             ["kind"],
             registry=self.registry,
         )
+        self.connections_shed = Counter(
+            "gpubot_http_connections_shed",
+            "Connections closed because max_connections were open, by what the one closed was "
+            "doing: idle (no request), unauthenticated (a request not past its token), or "
+            "over_bound (the new one: every other had authenticated)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.slack_foreign = Counter(
+            "gpubot_slack_foreign_requests",
+            "Signed Slack requests refused because they name another workspace, org or app",
+            ["field"],
+            registry=self.registry,
+        )
         self.steps = Counter(
             "gpubot_step_outcomes",
             "Step outcomes by action and result (succeeded, failed, held, denied, …)",
@@ -208,6 +222,12 @@ class WebMetrics:
 
     async def refresh(self) -> None:
         await self.state.refresh()
+
+    def shed(self, reason: str) -> None:
+        self.connections_shed.labels(reason).inc()
+
+    def slack_refused(self, field: str) -> None:
+        self.slack_foreign.labels(field).inc()
 
     # -- Tally ---------------------------------------------------------------------------
 

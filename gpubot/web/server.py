@@ -17,7 +17,7 @@ from gpubot.engine.observe import LeaderLog
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_identity import AgentEventAuth
 from gpubot.web.app import SlackHandler, create_app
-from gpubot.web.limits import HeaderTimeoutProtocol
+from gpubot.web.connections import ACCEPT_BURST, ConnectionLimits, connection_protocol
 from gpubot.web.metrics import WebMetrics
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ def make_server(
     max_body_bytes: int,
     body_timeout_s: float = 10.0,
     header_timeout_s: float = 5.0,
+    max_connections: int = 512,
     sock: socket.socket | None = None,
     slack_events: SlackHandler | None = None,
     agent_token: str | None = None,
@@ -82,7 +83,8 @@ def make_server(
     metrics: WebMetrics | None = None,
     access_log: bool = False,
 ) -> uvicorn.Server:
-    """`access_log`: uvicorn's line per request, through gpubot's log handler and format."""
+    """`access_log`: uvicorn's line per request, through gpubot's log handler and format.
+    The connections' deadlines, framing and bound: gpubot.web.connections."""
     app = create_app(
         service,
         webhook_token=webhook_token,
@@ -101,7 +103,18 @@ def make_server(
         log_config=None,  # uvicorn's records go to gpubot's handler (gpubot.logs), same format
         access_log=access_log,
         lifespan="off",
-        http=HeaderTimeoutProtocol,
+        http=connection_protocol(
+            ConnectionLimits(
+                header_timeout_s=header_timeout_s,
+                body_timeout_s=body_timeout_s,
+                max_connections=max_connections,
+                shed=metrics.shed if metrics is not None else None,
+            )
+        ),
+        backlog=ACCEPT_BURST,
+        # No WebSocket route: an Upgrade stays plain HTTP, on the protocol that holds the
+        # connection's deadlines and its place in the bound.
+        ws="none",
         timeout_keep_alive=max(1, round(header_timeout_s)),
         h11_max_incomplete_event_size=64 * 1024,  # request line and headers
         # Open connections get this long after SIGTERM; the pod's grace period is 30 s.

@@ -38,7 +38,13 @@ def served(tmp_path: Path, procs: Procs) -> Served:
     db = tmp_path / "gpubot.db"
     config = write_config(
         tmp_path / "gpubot.yaml",
-        slack={"mode": "http", "channel": "C0INCIDENT", "api_url": "http://127.0.0.1:9/api/"},
+        slack={
+            "mode": "http",
+            "team_id": "T0001",
+            "app_id": "A0001",
+            "channel": "C0INCIDENT",
+            "api_url": "http://127.0.0.1:9/api/",
+        },
         store={"url": f"sqlite:///{db}"},
         # Slack on a closed port: the short grace bounds the unsent messages' wait at exit.
         web={"body_timeout_seconds": 1, "header_timeout_seconds": 1, "shutdown_grace_seconds": 3},
@@ -189,3 +195,28 @@ def test_a_unicode_digit_alert_does_not_cost_the_real_xid79(served: Served) -> N
     nodes, kinds = asyncio.run(stored())
     assert nodes == ["gpu-node-07"]
     assert kinds.count("alert.rejected") == 2  # once per delivery, each with its reason
+
+
+def test_alert_text_cannot_forge_or_restyle_a_line_of_console_output(
+    tmp_path: Path, procs: Procs
+) -> None:
+    """Slack off: incident threads are printed to stdout. An alert whose summary holds a
+    newline, a carriage return, ANSI and C1 sequences is printed on the bot's own lines, its
+    control characters shown as escapes: no forged line, no escape sequence."""
+    config = write_config(tmp_path / "gpubot.yaml", store={"url": f"sqlite:///{tmp_path}/c.db"})
+    port = free_port()
+    serve(procs, config, port=port)
+    forged = "2026-11-28T04:00:00Z INFO gpubot: incident resolved, all clear"
+    payload = copy.deepcopy(XID79)
+    for alert in payload["alerts"]:
+        alert["annotations"]["summary"] = f"GPU fell off\n{forged}\r\x1b[2K\x1b[1A\x9b31m"
+        alert["annotations"]["description"] = f"{forged}\x1b]0;owned\x07"
+    reply = httpx.post(f"http://127.0.0.1:{port}/alertmanager", json=payload, timeout=10)
+    assert reply.status_code == 200
+
+    log = tmp_path / "gpubot.log"
+    wait_until(lambda: "┏━" in log.read_text(), "the incident thread on stdout")
+    printed = log.read_bytes().decode()
+    assert not any(c in printed for c in "\x1b\x9b\x07\r")
+    assert not any(line.startswith(forged) for line in printed.splitlines())
+    assert "GPU fell off\\n2026-11-28T04:00:00Z" in printed

@@ -183,7 +183,13 @@ def test_sigterm_with_slack_unreachable_still_exits_within_the_grace(
         tmp_path / "gpubot.yaml",
         store={"url": url},
         # Port 9 on loopback: nothing listens, every call to Slack fails and is retried.
-        slack={"mode": "http", "channel": "C0INCIDENT", "api_url": "http://127.0.0.1:9/api/"},
+        slack={
+            "mode": "http",
+            "team_id": "T0001",
+            "app_id": "A0001",
+            "channel": "C0INCIDENT",
+            "api_url": "http://127.0.0.1:9/api/",
+        },
         web={"shutdown_grace_seconds": GRACE},
     )
     port = free_port()

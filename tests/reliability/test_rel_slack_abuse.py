@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, sign, slack_harness
@@ -230,3 +231,35 @@ async def test_late_click_after_expiry_runs_nothing(h: SlackHarness) -> None:
     assert "expired" in json.dumps([m.blocks for m in h.standin.thread(root.ts)]) + "".join(
         m.text for m in h.standin.thread(root.ts)
     )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"team": {"id": "T0OTHER", "domain": "other"}},
+        {"user": {"id": "U1", "username": "u1", "team_id": "T0OTHER"}},
+        {"api_app_id": "A0OTHER"},
+        {"enterprise": {"id": "E0OTHER"}},
+    ],
+    ids=["other-team", "approver-from-another-team", "other-app", "an-org"],
+)
+async def test_an_approvers_click_from_another_workspace_changes_nothing(
+    h: SlackHarness, change: dict[str, Any]
+) -> None:
+    """U1 is an approver; the same click, correctly signed with the app's secret but naming
+    another team, org or app: 403 with one line, the approval stays pending, the drain never
+    starts, the audit trail and the cluster are unchanged, and Slack hears nothing."""
+    approval_id = await xid_incident(h)
+    before = await world(h)
+    form = parse_qs(h.click_body(approval_id, user="U1").decode())
+    payload = {**json.loads(form["payload"][0]), **change}
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+
+    reply = await h.events(body, sign(body))
+
+    assert reply.status_code == 403
+    assert reply.json()["error"].startswith("not this workspace: ")
+    after = await world(h)
+    assert after == before
+    assert after.approvals[approval_id] == "pending"
+    assert drain_started(after) == 0

@@ -15,15 +15,17 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import httpx
 import pytest
 from reliability_procs import Procs, free_port, serve, write_config
 from slack_harness import SECRET, sign, trigger_id
+from slack_sdk.signature import SignatureVerifier
 from slack_standin import SlackStandin, serve_standin
 
 from gpubot.backends.store import open_store
+from gpubot.slack.workspace import NOT_HERE
 
 REPLAYED = "slack: a request already accepted came again"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
@@ -58,6 +60,7 @@ class Served:
                 "channel_id": "C0INCIDENTS",
                 "user_id": "U1",
                 "command": "/gpu",
+                "api_app_id": "A0001",
                 "text": text,
                 "response_url": self.standin.response_url(response),
                 "trigger_id": trigger_id(),
@@ -79,7 +82,13 @@ async def replicas(tmp_path: Path, procs: Procs, names: tuple[str, ...]) -> Asyn
     async with serve_standin() as standin:
         config = write_config(
             tmp_path / "gpubot.yaml",
-            slack={"mode": "http", "channel": "C0INCIDENTS", "api_url": standin.api_url},
+            slack={
+                "mode": "http",
+                "team_id": "T0001",
+                "app_id": "A0001",
+                "channel": "C0INCIDENTS",
+                "api_url": standin.api_url,
+            },
             store={"url": f"sqlite:///{db}"},
         )
         started = []
@@ -212,3 +221,83 @@ async def test_hostile_alert_text_reaches_slack_escaped(served: Served) -> None:
             assert "<" not in bare, text
             assert ">" not in bare, text
     assert "&lt;!channel&gt; &lt;!everyone&gt; ask &lt;@U0ADMIN&gt;" in calls[0].args["text"]
+
+
+def sdk_signed(body: bytes) -> dict[str, str]:
+    """Signed with slack_sdk's own SignatureVerifier and the app's real signing secret."""
+    stamp = str(int(time.time()))
+    signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None
+    return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature}
+
+
+def _click(**fields: object) -> bytes:
+    payload = {
+        "type": "block_actions",
+        "team": {"id": "T0001", "domain": "test"},
+        "user": {"id": "U1", "username": "u1", "team_id": "T0001"},
+        "api_app_id": "A0001",
+        "trigger_id": trigger_id(),
+        "channel": {"id": "C0INCIDENTS"},
+        "container": {"type": "message", "message_ts": "1.1", "channel_id": "C0INCIDENTS"},
+        "actions": [{"action_id": "gpubot_approve", "value": "appr-unknown"}],
+        **fields,
+    }
+    return urlencode({"payload": json.dumps(payload)}).encode()
+
+
+FOREIGN_SLASH = {
+    "other-team": {"team_id": "T0OTHER"},
+    "other-app": {"api_app_id": "A0OTHER"},
+    "no-app": {"api_app_id": ""},
+    "an-org": {"enterprise_id": "E0OTHER"},
+}
+FOREIGN_CLICKS = {
+    "other-team": {"team": {"id": "T0OTHER"}},
+    "other-users-team": {"user": {"id": "U1", "team_id": "T0OTHER"}},
+    "other-app": {"api_app_id": "A0OTHER"},
+    "an-org": {"enterprise": {"id": "E0OTHER"}},
+}
+
+
+async def test_signed_requests_from_another_workspace_or_app_do_nothing(served: Served) -> None:
+    """`/gpu run` and Approve clicks correctly signed with the app's secret, but naming
+    another team, org or app: the command gets an ephemeral refusal, a click 403; no run
+    starts, no listener answers, and each is counted by field in /metrics. A request from
+    the workspace itself, sent after them, still runs."""
+    log = served.replicas[0].log
+    for name, fields in FOREIGN_SLASH.items():
+        form = dict(
+            parse_qsl(
+                served.slash(
+                    f"run xid79 node=gpu-node-02 --dry-run # {name}", response=name
+                ).decode()
+            )
+        )
+        body = urlencode({**form, **fields}).encode()
+        reply = await served.post(body, sdk_signed(body))
+        assert reply.status_code == 200, name
+        assert reply.json() == {"response_type": "ephemeral", "text": NOT_HERE}, name
+    for name, fields in FOREIGN_CLICKS.items():
+        body = _click(**fields)
+        reply = await served.post(body, sdk_signed(body))
+        assert reply.status_code == 403, name
+        error = reply.json()["error"]
+        assert error.startswith("not this workspace: "), error
+        assert "\n" not in error
+
+    mine = served.slash("run xid79 node=gpu-node-03 --dry-run", response="mine")
+    assert (await served.post(mine, sdk_signed(mine))).status_code == 200
+    await served.standin.wait_for(lambda: bool(served.standin.of("response_url")), within=15)
+    assert await served.runs() == 1
+    [answer] = served.standin.of("response_url")
+    assert "Started dry run" in json.dumps(answer.args)
+    assert not served.standin.of("chat.postEphemeral")  # no click reached its listener
+    async with httpx.AsyncClient(timeout=5) as client:
+        metrics = (await client.get(served.replicas[0].url + "/metrics")).text
+    counted = dict(
+        re.findall(r'gpubot_slack_foreign_requests_total\{field="(\w+)"\} (\d+)', metrics)
+    )
+    assert counted == {"team": "3", "app": "3", "enterprise": "2"}, counted
+    assert log.read_text().count("refused a signed request for another workspace") == 8
+    assert "Traceback" not in log.read_text()

@@ -153,6 +153,8 @@ async def slack_harness(
             store={"url": f"sqlite:///{tmp_path}/slack.db"},
             slack={
                 "mode": "http",
+                "team_id": "T0001",
+                "app_id": "A0001",
                 "channel": CHANNEL,
                 "api_url": standin.api_url,
                 "rate_per_second": rate,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 
-from gpubot.backends.console import CELL, cut, readable, render
-from gpubot.domain.results import Message, Table
+from gpubot.backends.console import CELL, ConsoleNotifier, cut, readable, render
+from gpubot.domain.results import Button, Fields, Message, Table
+from gpubot.domain.terminal import safe
 
 LONG = "skipped: condition `not steps.check.output.healthy and not steps.owner.output.foreign`"
 
@@ -44,3 +47,31 @@ def test_table_wraps_its_last_column_and_cuts_the_others() -> None:
     words = " ".join(line[column:].strip() for line in body).split()
     assert words == (LONG + " " + LONG).split()
     assert all(line[:column].strip() == "" for line in body[1:])
+
+
+FORGED = "disk full\n2026-01-01 INFO gpubot: all clear\x1b[2K\x1b[1A\r\x9b31m\x07"
+
+
+async def test_every_printed_line_shows_control_characters_as_escapes() -> None:
+    """A title, field, table cell and button from an alert with a newline, ANSI sequences,
+    a carriage return and a C1 CSI: each stays on its own line, escaped as the CLI shows
+    them, and the bot's margin starts every line it prints."""
+    out = io.StringIO()
+    notifier = ConsoleNotifier(out, channel="#gpu")
+    message = Message(
+        f"[CRITICAL] GpuXid: {FORGED}",
+        (
+            Fields((("Node", FORGED),)),
+            Table(("step", "what"), ((FORGED, FORGED),)),
+            Button(FORGED, action="a", value="v"),
+        ),
+    )
+
+    await notifier.post(incident_id="inc-1", message=message)
+
+    printed = out.getvalue()
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", printed)  # only "\n" ends lines
+    lines = printed.splitlines()
+    assert all(line.startswith(("┣━ ", "┃")) for line in lines), lines
+    assert safe(FORGED) in lines[0]
+    assert "\\x1b[2K" in printed

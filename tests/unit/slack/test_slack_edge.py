@@ -45,7 +45,14 @@ def sign(body: bytes, *, ts: int | str = NOW, secret: str = SECRET) -> dict[str,
 
 def slash(text: str = "help", trigger: str = "1.2.3") -> bytes:
     return urlencode(
-        {"command": "/gpu", "text": text, "user_id": "U1", "trigger_id": trigger}
+        {
+            "team_id": "T0001",
+            "api_app_id": "A0001",
+            "command": "/gpu",
+            "text": text,
+            "user_id": "U1",
+            "trigger_id": trigger,
+        }
     ).encode()
 
 
@@ -70,7 +77,9 @@ def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
     monkeypatch.setenv("SLACK_SIGNING_SECRET", SECRET)
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-unit")
     return load_settings(
-        None, store={"url": f"sqlite:///{tmp_path}/edge.db"}, slack={"mode": "http"}
+        None,
+        store={"url": f"sqlite:///{tmp_path}/edge.db"},
+        slack={"mode": "http", "team_id": "T0001", "app_id": "A0001"},
     )
 
 

@@ -36,7 +36,12 @@ async def test_notifier_choice(
     settings = load_settings(
         None,
         store={"url": f"sqlite:///{tmp_path}/w.db"},
-        slack={"mode": mode, "api_url": "http://127.0.0.1:9/api/"},
+        slack={
+            "mode": mode,
+            "api_url": "http://127.0.0.1:9/api/",
+            "team_id": "T0001",
+            "app_id": "A0001",
+        },
     )
     app = build_app(settings)
     try:
@@ -45,6 +50,21 @@ async def test_notifier_choice(
         assert (app.slack is not None) is slack
     finally:
         await app.aclose()
+
+
+@pytest.mark.parametrize("ids", [{}, {"team_id": "T0001"}, {"app_id": "A0001"}])
+def test_http_mode_needs_the_workspace_and_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ids: dict[str, str]
+) -> None:
+    """A public Request URL answers any workspace the app is installed in: without the
+    ids to hold requests to, serve does not start (one line, no traceback)."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-t")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s")
+    settings = load_settings(
+        None, store={"url": f"sqlite:///{tmp_path}/w.db"}, slack={"mode": "http", **ids}
+    )
+    with pytest.raises(ConfigError, match=r"slack.team_id and slack.app_id must be set"):
+        build_app(settings)
 
 
 def test_http_mode_needs_the_signing_secret(
