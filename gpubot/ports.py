@@ -93,6 +93,11 @@ class NodeOps(Protocol):
         resource_version back); otherwise, and by default, read from the server."""
         ...
 
+    async def warm(self, *, timeout_s: float) -> bool:
+        """Fill what the adapter caches about nodes (a watch cache's first LIST) before the
+        first alert needs it; whether it was ready within `timeout_s`. Never raises."""
+        ...
+
     async def gpu_fleet(self) -> FleetView:
         """The GPU nodes and which are cordoned, cheaply (a watch cache, not a LIST per call)."""
         ...

@@ -427,6 +427,28 @@ class GpubotService:
 
     # -- background -----------------------------------------------------------------------
 
+    async def warm(self, *, timeout_s: float = 10.0) -> None:
+        """Before the first alert: every cluster's node cache filled (its first LIST), side by
+        side, so the first alert after a start is as fast as the next; a cluster not ready
+        within `timeout_s` is logged and fills on demand."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        names = sorted(self.e.clusters)
+        ready = await asyncio.gather(
+            *(self.e.clusters[n].nodes.warm(timeout_s=timeout_s) for n in names)
+        )
+        took = loop.time() - started
+        for name, ok in zip(names, ready, strict=True):
+            if ok:
+                log.info("cluster %s: node cache ready (%.2fs)", name, took)
+            else:
+                log.warning(
+                    "cluster %s: node cache not filled within %.0fs; it fills on demand",
+                    name,
+                    timeout_s,
+                    extra={"event": "cache.cold"},
+                )
+
     async def recover(self) -> None:
         """After a start: finish what a crash interrupted, from the store and live state."""
         unfinished = await self.e.store.list_runs(statuses=_ACTIVE)

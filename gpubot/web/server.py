@@ -165,6 +165,7 @@ async def serve(
         log.warning("%s: gpubot will hold every such step for a human", warning)
     for companion in companions:
         await companion.start()
+    await service.warm()
     await service.recover()
     ticker = asyncio.create_task(_ticker(service))
     loop = asyncio.get_running_loop()

@@ -128,6 +128,11 @@ class KubernetesKubeApi:
                 return seen
         return convert.node_info_json(await self._read_node_json(node))
 
+    async def warm(self, *, timeout_s: float) -> bool:
+        """Start the node watch cache and wait (in a thread) for its first LIST."""
+        self.nodes.start()
+        return await asyncio.to_thread(self.nodes.wait_synced, timeout_s)
+
     async def gpu_fleet(self) -> FleetView:
         """From the watch cache; a LIST instead while it has not synced yet, or when its
         watch has been down for more than `fleet_max_staleness` seconds."""

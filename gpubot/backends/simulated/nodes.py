@@ -42,6 +42,9 @@ class SimulatedNodes(OnState):
         with self._cluster.reading() as state:
             return state.node(node).info()
 
+    async def warm(self, *, timeout_s: float) -> bool:
+        return True  # read from the state itself: nothing to fill
+
     async def gpu_fleet(self) -> FleetView:
         """Read from the state itself: always current (`live`)."""
         with self._cluster.reading() as state:

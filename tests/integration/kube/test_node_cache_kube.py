@@ -42,3 +42,17 @@ async def test_the_watch_keeps_the_fleet_current_without_listing_again(
     cluster.core.delete_node(late)
     wait_until(lambda: late not in view().gpu_nodes, "a node that left")
     assert kube.nodes.lists == 1
+
+
+async def test_warm_fills_the_cache_before_the_first_alert(
+    cluster: Cluster, kube: KubernetesKubeApi
+) -> None:
+    """serve warms each cluster before it listens: afterwards the fleet view is live from
+    the cache and reading it sends no LIST (the first alert after a start pays nothing)."""
+    node = cluster.add_node("warm0")
+    assert await kube.warm(timeout_s=15) is True
+    lists = kube.nodes.lists
+    view = await kube.gpu_fleet()
+    assert view.live
+    assert node in view.gpu_nodes
+    assert kube.nodes.lists == lists
