@@ -253,6 +253,11 @@ class PoolSettings(_Section):
         "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
     )
     clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
+    approvers: dict[Literal["required", "two-person"], str] = Field(
+        default_factory=dict,
+        description="approval level → the approver group asked for this pool's nodes "
+        "(a group of policy.groups); a level not named keeps the runbook's group",
+    )
     match: dict[str, str] = Field(
         default_factory=dict,
         description="Node labels the node must carry with exactly these values (all of them); "
@@ -382,6 +387,20 @@ class PolicySettings(_Section):
         "for; votes are signed with it and checked by the server. Read from the config file "
         "only, never from GPUBOT_* variables",
     )
+
+    @model_validator(mode="after")
+    def _pool_groups(self) -> PolicySettings:
+        for pool in self.pools:
+            for level, group in pool.approvers.items():
+                if group not in self.groups:
+                    raise ValueError(
+                        f"pools.{pool.name}.approvers.{level}: {group!r} is not a group of "
+                        f"policy.groups ({', '.join(sorted(self.groups)) or 'none'})"
+                    )
+        names = [p.name for p in self.pools]
+        if len(set(names)) != len(names):
+            raise ValueError("pools: a pool name is used twice")
+        return self
 
     @model_validator(mode="before")
     @classmethod

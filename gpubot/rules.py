@@ -45,6 +45,7 @@ def build_policy(settings: Settings) -> Policy:
                 mode=pool.mode,
                 clusters=frozenset(pool.clusters),
                 match=dict(pool.match),
+                approvers={str(level): group for level, group in pool.approvers.items()},
             )
             for pool in p.pools
         ),

@@ -25,6 +25,12 @@ class Pool:
     mode: PoolMode = "remediate"
     clusters: frozenset[str] = frozenset()
     match: Mapping[str, str] = field(default_factory=dict)
+    # Approval level (required, two-person) → the approver group asked in this pool, in place
+    # of the step's own group; a level not named keeps the runbook's choice.
+    approvers: Mapping[str, str] = field(default_factory=dict)
+
+    def approver_group(self, *, level: str, step_group: str | None, default: str) -> str:
+        return self.approvers.get(level) or step_group or default
 
     def selects(self, *, cluster: str, labels: Mapping[str, str]) -> bool:
         if self.clusters and cluster not in self.clusters:
@@ -37,6 +43,7 @@ class Pool:
             "mode": self.mode,
             "clusters": sorted(self.clusters),
             "match": dict(sorted(self.match.items())),
+            "approvers": dict(sorted(self.approvers.items())),
         }
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from gpubot.actions.base import ActionContext, ActionSpec, Output
 from gpubot.domain import messages
 from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
+from gpubot.domain.pools import PoolChoice
 from gpubot.domain.problems import first_problem
 from gpubot.domain.runbooks import Runbook, Step
 from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
@@ -156,7 +157,7 @@ class Executor:
                     await self.record.not_offered(run, step, state, f"{pool}; {held_back}")
                 return "next"
             if step.approval != "auto":
-                return await self._ask(run, step, spec, state, params, ctx)
+                return await self._ask(run, step, spec, state, params, ctx, pool=pool)
             state = replace(state, status=StepStatus.APPROVED)
         async with self.gate.admit(run, step, spec, state, params) as admitted:
             if admitted is None:
@@ -180,14 +181,24 @@ class Executor:
         state: StepState,
         params: BaseModel,
         ctx: ActionContext,
+        *,
+        pool: PoolChoice | None = None,
     ) -> Next:
         now = self.e.clock.now()
+        default = self.e.policy.default_group
+        group = (
+            pool.pool.approver_group(
+                level=step.approval, step_group=step.approvers, default=default
+            )
+            if pool is not None
+            else step.approvers or default
+        )
         request = ApprovalRequest(
             id=new_approval_id(),
             run_id=run.id,
             step_id=step.id,
             level=step.approval,
-            group=step.approvers or self.e.policy.default_group,
+            group=group,
             requested_by=run.requested_by,
             created_at=now,
             expires_at=now + self.e.policy.approval_expiry,
@@ -205,8 +216,8 @@ class Executor:
             result={"approval_id": request.id, "level": request.level, "group": request.group},
         )
         note = await spec.plan(ctx, params)
-        group = self.e.policy.groups.get(request.group)
-        empty = group is None or not (group.users or group.usergroups)
+        asked = self.e.policy.groups.get(request.group)
+        empty = asked is None or not (asked.users or asked.usergroups)
         message = messages.approval_message(run, step.id, request, note.summary, group_empty=empty)
         try:
             await self.e.notifier.ask_approval(

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.alerts import AlertmanagerPayload
@@ -14,6 +16,7 @@ from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.policy import Policy
 from gpubot.domain.pools import Pool, choose_pool
 from gpubot.engine.service import GpubotService
+from gpubot.errors import ApprovalError
 
 MakeHarness = Any  # the `harness` fixture in tests/unit/conftest.py
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "alertmanager"
@@ -144,3 +147,38 @@ async def test_the_policy_digest_is_audited_when_it_changes(harness: MakeHarness
         ("bbbb", "aaaa"),
     ]
     assert [p["name"] for p in loaded[-1].result["pools"]] == ["canary", "training", "inference"]
+
+
+async def test_a_pool_names_who_approves_its_nodes(harness: MakeHarness) -> None:
+    """The inference pool's drains are approved by its own group: the request names it, a
+    member of the runbook's group is refused, and the pool's member is counted."""
+    from dataclasses import replace
+
+    serving = ApproverGroup("serving", users=frozenset({"U7"}))
+    pools = (replace(POOLS[2], approvers={"required": "serving"}),)
+    h = harness(XID79, policy=Policy(groups={"oncall": ONCALL, "serving": serving}, pools=pools))
+    label(h.cluster, "inference")
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    await deliver(h.service)
+    [run] = await h.store.list_runs()
+    [ask] = h.notifier.of("ask_approval")
+    request = await h.store.get_approval(ask.approval_id)
+    assert request.group == "serving"
+    with pytest.raises(ApprovalError, match="not in the approver group 'serving'"):
+        await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
+    assert (await h.store.get_approval(ask.approval_id)).status.value == "pending"
+    await h.service.vote(approval_id=ask.approval_id, user="U7", decision="approve")
+    await h.service.wait_idle()
+    assert (await h.step_status(run.id))["drain"] == "succeeded"
+
+
+def test_a_pool_approver_group_must_exist(tmp_path: Path) -> None:
+    from gpubot.config import load_settings
+    from gpubot.errors import ConfigError
+
+    config = tmp_path / "gpubot.yaml"
+    config.write_text(
+        "policy: {pools: [{name: a, match: {x: y}, approvers: {required: nobody}}]}\n"
+    )
+    with pytest.raises(ConfigError, match=r"'nobody' is not a group of policy\.groups"):
+        load_settings(config)
