@@ -12,13 +12,6 @@ from gpubot.errors import InputError
 if TYPE_CHECKING:
     from gpubot.config import Settings
 
-MODE_MEANS = {
-    "observe": "plan, tell the thread and record; change nothing",
-    "quarantine": "the automatic steps only (cordon, taint, evidence); nothing needing an "
-    "approval is offered",
-    "remediate": "the whole runbook, with its approvals",
-}
-
 
 def add_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None]) -> None:
     p = sub.add_parser(
@@ -39,6 +32,7 @@ def add_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None]) 
 
 async def run_policy(settings: Settings, args: argparse.Namespace) -> int:
     from gpubot.domain.names import check_node_name
+    from gpubot.domain.pools import MODE_MEANS
     from gpubot.rules import build_policy
     from gpubot.wiring import build_clusters
 

@@ -13,6 +13,12 @@ from typing import Any, Literal
 # offered; remediate: the whole runbook, approvals as written.
 PoolMode = Literal["observe", "quarantine", "remediate"]
 MODES: tuple[PoolMode, ...] = ("observe", "quarantine", "remediate")
+MODE_MEANS: dict[PoolMode, str] = {
+    "observe": "plan, tell the thread and record; change nothing",
+    "quarantine": "the automatic steps only (cordon, taint, notices); nothing needing an "
+    "approval is offered",
+    "remediate": "the whole runbook, with its approvals",
+}
 DEFAULT_POOL = "default"
 
 

@@ -11,6 +11,7 @@ from gpubot.domain.audit import AuditEvent
 from gpubot.domain.cluster import GpuState, NodeInfo
 from gpubot.domain.gpu_history import GpuEvent
 from gpubot.domain.incidents import Incident, IncidentStatus
+from gpubot.domain.pools import PoolChoice
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, StepState
 from gpubot.engine.deps import Engine
@@ -69,6 +70,15 @@ class Queries:
         ports = cluster_named(self._e, cluster)
         found = await ports.nodes.get_node(node=node)
         return found, await ports.agent.gpus(node=found.name)
+
+    async def node_pool(self, *, cluster: str, node: str) -> PoolChoice:
+        """The pool a node is in now (its Node labels), and why."""
+        ports = cluster_named(self._e, cluster)
+        found = await ports.nodes.get_node(node=node)
+        return self._e.policy.pool_for(cluster=cluster, labels=found.labels)
+
+    def policy_digest(self) -> str:
+        return self._e.policy.digest
 
     async def fleet_gpus(self, *, cluster: str) -> list[tuple[NodeInfo, list[GpuState]]]:
         ports = cluster_named(self._e, cluster)

@@ -22,7 +22,8 @@ USAGE = """\
 • `triage <namespace>/<pod>`: why a pod died of memory (runs the oom-triage runbook)
 • `xid <code>`: what an XID error means and what to do
 • `idle [namespace]`: idle GPUs (idle reports)
-• `history <node|GPU-uuid>`: a GPU's health ledger (XIDs, resets, reboots, service marks)"""
+• `history <node|GPU-uuid>`: a GPU's health ledger (XIDs, resets, reboots, service marks)
+• `policy node=<node> [cluster=<cluster>]`: the node's pool, its mode and why"""
 
 _INCIDENT = re.compile(r"^inc-[0-9a-f]{4,32}$")
 _RUNBOOK = re.compile(r"^[a-z0-9_-]{1,64}$")
@@ -93,7 +94,17 @@ class History:
     node: str | None = None
 
 
-Command = Help | Status | Incidents | Show | Audit | PlanCmd | RunCmd | Xid | Idle | History
+@dataclass(frozen=True)
+class PolicyCmd:
+    """`/gpu policy node=…`: the pool a node is in, its mode, and the label that matched."""
+
+    cluster: str
+    node: str
+
+
+Command = (
+    Help | Status | Incidents | Show | Audit | PlanCmd | RunCmd | Xid | Idle | History | PolicyCmd
+)
 
 
 def parse(
@@ -135,7 +146,24 @@ def parse(
         if is_gpu_uuid(rest[0]):
             return History(uuid=rest[0])
         return History(node=_checked(check_node_name, rest[0]))
+    if verb == "policy":
+        return _policy(rest, clusters=clusters, default_cluster=default_cluster)
     raise UsageError(f"unknown command {_shown(verb)}; try `/gpu help`")
+
+
+def _policy(rest: list[str], *, clusters: Collection[str], default_cluster: str) -> PolicyCmd:
+    given: dict[str, str] = {}
+    for word in rest:
+        key, eq, value = word.partition("=")
+        if not eq or key not in ("node", "cluster") or key in given:
+            raise UsageError("usage: `/gpu policy node=<node> [cluster=<cluster>]`")
+        given[key] = value
+    if "node" not in given:
+        raise UsageError("usage: `/gpu policy node=<node> [cluster=<cluster>]`")
+    cluster = given.get("cluster", default_cluster)
+    if cluster not in clusters:
+        raise UsageError(f"unknown cluster {_shown(cluster)} (known: {_known(clusters)})")
+    return PolicyCmd(cluster, _checked(check_node_name, given["node"]))
 
 
 TRIAGE_RUNBOOK = "oom-triage"

@@ -31,6 +31,7 @@ from gpubot.slack.commands import (
     Idle,
     Incidents,
     PlanCmd,
+    PolicyCmd,
     RunCmd,
     Show,
     Status,
@@ -154,6 +155,11 @@ class GpuCommands:
             events = await read.gpu_history(uuid=command.uuid, node=command.node)
             target = command.uuid or command.node or ""
             return history_message(target, events, limit=SHOWN_PER_GPU)
+        if isinstance(command, PolicyCmd):
+            choice = await read.node_pool(cluster=command.cluster, node=command.node)
+            return replies.node_policy(
+                command.cluster, command.node, choice, digest=read.policy_digest()
+            )
         raise AssertionError(f"unhandled command {command!r}")
 
     async def _status(self, command: Status) -> Message:

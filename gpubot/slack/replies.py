@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from gpubot.domain.cluster import GpuState, NodeInfo
 from gpubot.domain.incidents import Incident
+from gpubot.domain.pools import MODE_MEANS, PoolChoice
 from gpubot.domain.results import Fields, Message, Table, Text
 from gpubot.domain.runs import Run, StepState
 from gpubot.domain.xid import XidInfo
@@ -48,6 +49,24 @@ def fleet_status(cluster: str, nodes: Sequence[tuple[NodeInfo, Sequence[GpuState
                 ("node", "gpus", "max temp", "power/limit", "util", "memory", "xid", "cordoned"),
                 tuple(rows),
             ),
+        ),
+    )
+
+
+def node_policy(cluster: str, node: str, choice: PoolChoice, *, digest: str) -> Message:
+    """`/gpu policy node=…`: the node's pool, its mode and what it means, and why."""
+    return Message(
+        f"Policy of {node} ({cluster})",
+        (
+            Fields(
+                (
+                    ("Pool", choice.pool.name),
+                    ("Mode", choice.pool.mode),
+                    ("Why", choice.why),
+                    ("Policy digest", digest or "-"),
+                )
+            ),
+            Text(MODE_MEANS[choice.pool.mode]),
         ),
     )
 

@@ -62,6 +62,10 @@ async def test_node_status_shows_each_gpu_and_its_xid(h: SlackHarness) -> None:
         ("bogus", "unknown command"),
         ("run xid79 node=$(reboot)", "expected key=value"),
         ("show inc-0000000000", "Not found"),
+        ("policy node=gpu-node-07", "no pool matched: the default policy"),
+        ("policy node=gpu-node-07 cluster=nope", "unknown cluster"),
+        ("policy node=$(reboot)", "not a valid Kubernetes node name"),
+        ("policy gpu-node-07", "/gpu policy node="),
     ],
 )
 async def test_subcommands(h: SlackHarness, text: str, expect: str) -> None:
