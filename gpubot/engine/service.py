@@ -12,11 +12,8 @@ from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
 from gpubot.domain.audit import AuditTrailError
 from gpubot.domain.incidents import (
-    AlertRecord,
     Incident,
     IncidentStatus,
-    follow_up_key,
-    gpu_fault,
     observations,
 )
 from gpubot.domain.intake import IntakeKind, IntakeOutcome, IntakeSummary
@@ -36,6 +33,7 @@ from gpubot.engine.interventions import (
     Intervention,
     Interventions,
 )
+from gpubot.engine.node_faults import NodeFaults
 from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planning import (
     plan_alerts,
@@ -75,6 +73,9 @@ class GpubotService:
         self.gate.on_release = self._wake_soon
         self.executor = Executor(engine, self.gate)
         self.executor.on_finished = self._run_ended
+        self.faults = NodeFaults(
+            engine, self.trail, say=self._post, opened=self._follow_up_opened
+        )  # another fault of a node: a follow-up incident, held while a run acts
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
@@ -127,7 +128,7 @@ class GpubotService:
             if outcome.kind is IntakeKind.ATTACHED and outcome.incident_id is not None:
                 attached.setdefault(outcome.incident_id, set()).add(outcome.fingerprint)
         for incident_id, fingerprints in attached.items():
-            await self._new_faults(incident_id, fingerprints)
+            await self.faults.joined(incident_id, fingerprints)
         for outcome in summary.outcomes:
             if outcome.kind is IntakeKind.CONFLICT and outcome.incident_id is not None:
                 await self._note_conflict(outcome)
@@ -463,7 +464,7 @@ class GpubotService:
         # Before this process takes any webhook, so no intake follow-up of its own can be
         # recording the same incident's opening at the same time.
         await self._start_missing_runs(record_opened=True)
-        await self._split_waiting_faults()
+        await self.faults.at_start()
 
     async def record_policy(self) -> None:
         """At start: log the policy's digest and pools, and audit it when it is not the
@@ -574,114 +575,15 @@ class GpubotService:
         )
         await self._post(incident.id, messages.text(f"Runbook {runbook.name} waits", str(why)))
 
-    async def _new_faults(self, incident_id: str, fingerprints: set[str]) -> None:
-        """Alerts that joined an XID incident with another fault of the node (another GPU,
-        another XID) than the incident's own: each gets a follow-up incident and run of its
-        own, at once when the incident's runs have ended, else held (said in the thread,
-        audited) until they end. Never only a line in the first incident."""
-        incident = await self.e.store.get_incident(incident_id)
-        own = gpu_fault(incident.labels)
-        if own is None or not incident.is_open:
-            return
-        new = [
-            a
-            for a in await self.e.store.alerts_for(incident_id)
-            if a.fingerprint in fingerprints
-            and a.status == "firing"
-            and (fault := gpu_fault(a.labels)) is not None
-            and fault != own
-        ]
-        if not new:
-            return
-        active = await self.e.store.list_runs(incident_id=incident_id, statuses=_ACTIVE)
-        if not active:
-            for alert in new:
-                await self._split(incident, alert)
-            return
-        faults = []
-        for alert in new:
-            fault = gpu_fault(alert.labels)
-            faults.append(f"{fault} (alert {alert.fingerprint})")
-            await self.trail.record(
-                "fault.held",
-                actor="alertmanager",
-                incident_id=incident_id,
-                target=incident.node,
-                args={"fingerprint": alert.fingerprint, "fault": fault},
-                reason=f"run {active[0].id} is acting on {incident.node}",
-            )
-        # One message for the payload's new faults of this node, however many: a storm
-        # must not bury the thread.
-        why = (
-            f"another fault on {incident.node}: {'; '.join(faults[:10])}"
-            f"{f' and {len(faults) - 10} more' if len(faults) > 10 else ''}. Run "
-            f"{active[0].id} is acting on the node now, so each gets a follow-up incident and "
-            "run of its own when that run ends (if its alert still fires)"
-        )
-        log.info("fault held: %s", why, extra={"event": "fault.held", "incident": incident_id})
-        await self._post(incident_id, messages.text("New fault held", why))
-
-    async def _split(self, incident: Incident, alert: AlertRecord) -> None:
-        """The alert's fault becomes a follow-up incident (opened, or joined when one for the
-        same fault is open already); an opened one gets its thread, plan and run."""
-        fault = gpu_fault(alert.labels) or "-"
-        split = await self.e.store.split_fault(
-            incident_id=incident.id,
-            fingerprint=alert.fingerprint,
-            key=follow_up_key(incident.key, fault),
-            now=self.e.clock.now(),
-        )
-        if split is None:
-            return  # resolved meanwhile, or split by another replica already
-        follow_up, opened = split
-        if not opened:
-            return
-        await self.trail.record(
-            "incident.opened",
-            actor="alertmanager",
-            incident_id=follow_up.id,
-            target=follow_up.node,
-            args={"follow_up_of": incident.id, "fault": fault},
-            result={"status": follow_up.status.value},
-            reason=f"alert {follow_up.alertname} fingerprint {alert.fingerprint}: {fault}, "
-            f"another fault of the node of incident {incident.id}",
-        )
-        await self._post(
-            incident.id,
-            messages.text(
-                "New fault: follow-up incident",
-                f"{fault} on {incident.node} (alert {alert.fingerprint}) is incident "
-                f"{follow_up.id}, with its own thread and run.",
-            ),
-        )
+    async def _follow_up_opened(self, follow_up: Incident) -> None:
+        """A follow-up incident for another fault of a node: its thread, plan and run."""
         await self._notify(self.e.notifier.open_thread(incident=follow_up))
         await self.start_incident_runs(follow_up)
 
     def _run_ended(self, run: Run) -> None:
         """A run ended here: the faults its incident held get their follow-ups."""
         if run.incident_id is not None:
-            self.spawn(self._split_waiting(run.incident_id))
-
-    async def _split_waiting(self, incident_id: str) -> None:
-        """The other faults of an open XID incident whose runs have all ended (held while
-        one acted, or before a restart) become follow-up incidents, if still firing."""
-        incident = await self.e.store.get_incident(incident_id)
-        own = gpu_fault(incident.labels)
-        if own is None or not incident.is_open:
-            return
-        runs = await self.e.store.list_runs(incident_id=incident_id)
-        if not runs or any(not r.status.finished for r in runs):
-            return
-        for alert in await self.e.store.alerts_for(incident_id):
-            fault = gpu_fault(alert.labels)
-            if alert.status == "firing" and fault is not None and fault != own:
-                await self._split(incident, alert)
-
-    async def _split_waiting_faults(self) -> None:
-        """At start: what a run that ended before a restart left held."""
-        for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
-            if gpu_fault(incident.labels) is not None:
-                await self._split_waiting(incident.id)
+            self.spawn(self.faults.split_waiting(run.incident_id))
 
     async def start_deferred(self) -> None:
         """Start the runs deferred here whose node is free now (a run on it ended)."""
