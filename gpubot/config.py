@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from gpubot.domain.dcgm_diag import DiagUnavailable
 from gpubot.domain.durations import parse_duration
 from gpubot.domain.incidents import unlabelled_cluster
-from gpubot.domain.pools import PoolMode
+from gpubot.domain.pools import PoolMode, parse_window
 from gpubot.domain.problems import first_problem
 from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
 from gpubot.domain.signed_votes import fingerprint, key_blob
@@ -253,6 +253,11 @@ class PoolSettings(_Section):
         "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
     )
     clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
+    window: str | None = Field(
+        None,
+        description="maintenance window, UTC: '[days ]HH:MM-HH:MM' (`sat,sun 02:00-06:00`, "
+        "`22:00-04:00`); outside it, steps that need an approval wait, even once approved",
+    )
     approvers: dict[Literal["required", "two-person"], str] = Field(
         default_factory=dict,
         description="approval level → the approver group asked for this pool's nodes "
@@ -263,6 +268,13 @@ class PoolSettings(_Section):
         description="Node labels the node must carry with exactly these values (all of them); "
         "empty: every node of the clusters",
     )
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_window(value)
+        return value
 
     @field_validator("match")
     @classmethod

@@ -13,7 +13,7 @@ from gpubot.config import Settings
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
-from gpubot.domain.pools import DEFAULT_POOL, Pool, policy_digest
+from gpubot.domain.pools import DEFAULT_POOL, Pool, parse_window, policy_digest
 from gpubot.domain.reclaim import ReclaimPolicy
 from gpubot.domain.runbook_loader import LoadedRunbook, load_dirs
 from gpubot.engine.registry import Registry
@@ -46,6 +46,7 @@ def build_policy(settings: Settings) -> Policy:
                 clusters=frozenset(pool.clusters),
                 match=dict(pool.match),
                 approvers={str(level): group for level, group in pool.approvers.items()},
+                window=parse_window(pool.window) if pool.window else None,
             )
             for pool in p.pools
         ),

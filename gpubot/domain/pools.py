@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 # observe: plan, tell the thread and record what each mutating step would do, change nothing;
@@ -34,6 +35,8 @@ class Pool:
     # Approval level (required, two-person) → the approver group asked in this pool, in place
     # of the step's own group; a level not named keeps the runbook's choice.
     approvers: Mapping[str, str] = field(default_factory=dict)
+    # Outside it, a step that needs an approval waits (held) even when approved.
+    window: MaintenanceWindow | None = None
 
     def approver_group(self, *, level: str, step_group: str | None, default: str) -> str:
         return self.approvers.get(level) or step_group or default
@@ -50,6 +53,7 @@ class Pool:
             "clusters": sorted(self.clusters),
             "match": dict(sorted(self.match.items())),
             "approvers": dict(sorted(self.approvers.items())),
+            "window": str(self.window) if self.window else None,
         }
 
 
@@ -95,3 +99,66 @@ def offered(mode: PoolMode, *, mutating: bool, approval: str) -> str | None:
     if mode == "quarantine" and approval != "auto":
         return "quarantine mode: only the automatic steps run; this one needs an approval"
     return None
+
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """When a pool's destructive steps may run: on `days` (empty: every day), from `start`
+    to `end` (minutes after midnight UTC; an end before the start runs past midnight)."""
+
+    start: int
+    end: int
+    days: frozenset[str] = frozenset()
+
+    def contains(self, now: datetime) -> bool:
+        now = now.astimezone(UTC)
+        minute = now.hour * 60 + now.minute
+        day = _DAYS[now.weekday()]
+        if self.start <= self.end:
+            return self._on(day) and self.start <= minute < self.end
+        if minute >= self.start:  # the evening part belongs to today
+            return self._on(day)
+        yesterday = _DAYS[(now.weekday() - 1) % 7]  # the morning part, to the day before
+        return minute < self.end and self._on(yesterday)
+
+    def _on(self, day: str) -> bool:
+        return not self.days or day in self.days
+
+    def __str__(self) -> str:
+        days = ",".join(d for d in _DAYS if d in self.days) if self.days else "daily"
+        return f"{days} {_hhmm(self.start)}-{_hhmm(self.end)} UTC"
+
+
+def _hhmm(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def parse_window(text: str) -> MaintenanceWindow:
+    """`[days ]HH:MM-HH:MM` in UTC, days a comma list of mon…sun (`sat,sun 02:00-06:00`,
+    `22:00-04:00`); ValueError with one line otherwise."""
+    parts = text.strip().lower().split()
+    if len(parts) not in (1, 2):
+        raise ValueError(f"window {text!r}: expected '[days ]HH:MM-HH:MM' (UTC)")
+    days = frozenset(parts[0].split(",")) if len(parts) == 2 else frozenset()
+    if unknown := sorted(days - set(_DAYS)):
+        raise ValueError(f"window {text!r}: unknown day {unknown[0]!r} (mon … sun)")
+    span = parts[-1].split("-")
+    if len(span) != 2:
+        raise ValueError(f"window {text!r}: expected HH:MM-HH:MM")
+    start, end = (_minutes(t, text) for t in span)
+    if start == end:
+        raise ValueError(f"window {text!r}: starts and ends at the same time")
+    return MaintenanceWindow(start, end, days)
+
+
+def _minutes(hhmm: str, text: str) -> int:
+    hours, _, minutes = hhmm.partition(":")
+    if not (hours.isascii() and hours.isdigit() and minutes.isascii() and minutes.isdigit()):
+        raise ValueError(f"window {text!r}: {hhmm!r} is not HH:MM")
+    h, m = int(hours), int(minutes)
+    if h > 23 or m > 59 or len(minutes) != 2:
+        raise ValueError(f"window {text!r}: {hhmm!r} is not a time of day")
+    return h * 60 + m

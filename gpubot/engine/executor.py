@@ -159,6 +159,10 @@ class Executor:
             if step.approval != "auto":
                 return await self._ask(run, step, spec, state, params, ctx, pool=pool)
             state = replace(state, status=StepStatus.APPROVED)
+        if step.approval != "auto" and (closed := await self.pools.window_closed(run, params)):
+            if state.status is not StepStatus.HELD:  # said once, not at every look
+                await self.record.say(run, messages.text(f"Step {step.id} waits", closed))
+            return await self.record.hold(run, step, state, closed)
         async with self.gate.admit(run, step, spec, state, params) as admitted:
             if admitted is None:
                 return "wait"  # held by a blast-radius cap until a slot frees

@@ -71,6 +71,19 @@ class PoolGate:
         why = offered(choice.pool.mode, mutating=spec.mutating, approval=step.approval)
         return choice, why
 
+    async def window_closed(self, run: Run, params: BaseModel) -> str | None:
+        """Why a step that needed an approval waits now: its node's pool has a maintenance
+        window and this is outside it (the step runs at the first check inside: the tick
+        looks at held runs every 15 s). None: it may run."""
+        choice = await self.choice(run, params)
+        window = choice.pool.window if choice is not None else None
+        if window is None or window.contains(self.e.clock.now()):
+            return None
+        return (
+            f"outside the maintenance window of pool {choice.pool.name if choice else ''} "
+            f"({window}): it runs when the window opens"
+        )
+
     def forget(self, run_id: str) -> None:
         self._last.pop(run_id, None)
 

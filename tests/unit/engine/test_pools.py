@@ -4,6 +4,7 @@ change mid-incident follows its new pool from the next step, and the thread says
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.policy import Policy
-from gpubot.domain.pools import Pool, choose_pool
+from gpubot.domain.pools import Pool, choose_pool, parse_window
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ApprovalError
 
@@ -182,3 +183,60 @@ def test_a_pool_approver_group_must_exist(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"'nobody' is not a group of policy\.groups"):
         load_settings(config)
+
+
+def test_a_maintenance_window_reads_as_an_sre_writes_it() -> None:
+    weekend = parse_window("sat,sun 02:00-06:00")
+    assert str(weekend) == "sat,sun 02:00-06:00 UTC"
+    assert weekend.contains(datetime(2026, 11, 28, 3, 0, tzinfo=UTC))  # a Saturday
+    assert not weekend.contains(datetime(2026, 11, 28, 6, 0, tzinfo=UTC))
+    assert not weekend.contains(datetime(2026, 11, 27, 3, 0, tzinfo=UTC))  # a Friday
+    nightly = parse_window("22:00-04:00")  # past midnight
+    assert nightly.contains(datetime(2026, 11, 27, 23, 0, tzinfo=UTC))
+    assert nightly.contains(datetime(2026, 11, 28, 3, 59, tzinfo=UTC))
+    assert not nightly.contains(datetime(2026, 11, 28, 12, 0, tzinfo=UTC))
+    friday_night = parse_window("fri 22:00-04:00")  # its morning part is Saturday's
+    assert friday_night.contains(datetime(2026, 11, 28, 1, 0, tzinfo=UTC))
+    assert not friday_night.contains(datetime(2026, 11, 29, 1, 0, tzinfo=UTC))
+    for bad in (
+        "02:00",
+        "sat 2-6",
+        "someday 02:00-06:00",
+        "25:00-26:00",
+        "02:00-02:00",
+        "٠٢:00-06:00",
+    ):
+        with pytest.raises(ValueError, match="window"):
+            parse_window(bad)
+
+
+async def test_outside_its_window_an_approved_drain_waits_then_runs(harness: MakeHarness) -> None:
+    """The inference pool drains only 02:00-06:00 UTC. At noon the quarantine runs and the
+    drain is asked and approved, then waits (held, said once); at 02:00 the next look runs it."""
+    from dataclasses import replace
+
+    from gpubot.engine.clock import FakeClock
+
+    clock = FakeClock(datetime(2026, 11, 27, 12, 0, tzinfo=UTC))
+    pools = (replace(POOLS[2], window=parse_window("02:00-06:00")),)
+    h = harness(XID79, policy=Policy(groups={"oncall": ONCALL}, pools=pools), clock=clock)
+    label(h.cluster, "inference")
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    await deliver(h.service)
+    [run] = await h.store.list_runs()
+    assert await quarantined(h)
+    [ask] = h.notifier.of("ask_approval")
+    await h.service.vote(approval_id=ask.approval_id, user="U1", decision="approve")
+    await h.service.wait_idle()
+    assert (await h.step_status(run.id))["drain"] == "held"
+    assert "outside the maintenance window of pool inference (daily 02:00-06:00 UTC)" in (
+        h.notifier.text()
+    )
+    await h.service.tick()
+    await h.service.wait_idle()
+    assert h.notifier.text().count("Step drain waits") == 1
+    assert (await h.step_status(run.id))["drain"] == "held"
+    clock.advance(timedelta(hours=14))  # 02:00 the next day
+    await h.service.tick()
+    await h.service.wait_idle()
+    assert (await h.step_status(run.id))["drain"] == "succeeded"
