@@ -4,7 +4,7 @@ the audit trail, a GPU's history, the fleet and its GPUs, the clock and who lead
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from gpubot.domain.audit import AuditEvent
@@ -21,8 +21,9 @@ from gpubot.engine.planning import cluster_named
 class Queries:
     """Read-only views of the engine's state, for the interfaces in front of the service."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, warming: Callable[[], bool] = lambda: False) -> None:
         self._e = engine
+        self._warming = warming
 
     def clusters(self) -> Sequence[str]:
         return tuple(self._e.clusters)
@@ -38,6 +39,10 @@ class Queries:
 
     def is_leader(self) -> bool:
         return self._e.leadership.is_leader()
+
+    def caches_filling(self) -> bool:
+        """Whether the clusters' node caches are still filling after a start."""
+        return self._warming()
 
     async def store_answers(self) -> None:
         """Raises when the store cannot be read (the readiness probe's question)."""

@@ -67,7 +67,8 @@ class GpubotService:
     def __init__(self, engine: Engine, *, dry_run: bool = False) -> None:
         self.e = engine
         self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
-        self.read = Queries(engine)  # what the interfaces in front of the service may read
+        # What the interfaces in front of the service may read.
+        self.read = Queries(engine, warming=lambda: self.warming)
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
         self.gate = BlastRadiusGate(engine)  # the caps: held steps, and what wakes them
         self.gate.on_release = self._wake_soon
@@ -79,6 +80,7 @@ class GpubotService:
         self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
+        self.warming = False  # the clusters' node caches are filling (warm): not ready yet
         # Incidents whose run waits for another run of its runbook on the same node to end
         # (RunDeferred): started when a run ends here; the tick starts them after a restart.
         self._deferred: set[str] = set()
@@ -435,9 +437,13 @@ class GpubotService:
         loop = asyncio.get_running_loop()
         started = loop.time()
         names = sorted(self.e.clusters)
-        ready = await asyncio.gather(
-            *(self.e.clusters[n].nodes.warm(timeout_s=timeout_s) for n in names)
-        )
+        self.warming = True
+        try:
+            ready = await asyncio.gather(
+                *(self.e.clusters[n].nodes.warm(timeout_s=timeout_s) for n in names)
+            )
+        finally:
+            self.warming = False
         took = loop.time() - started
         for name, ok in zip(names, ready, strict=True):
             if ok:

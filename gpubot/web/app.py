@@ -121,6 +121,8 @@ def create_app(
         return PlainTextResponse("ok")
 
     async def readyz(request: Request) -> Response:
+        if service.read.caches_filling():
+            return PlainTextResponse("node caches filling after start", status_code=503)
         try:
             await service.read.store_answers()
             await service.read.audit_key_matches()

@@ -165,7 +165,9 @@ async def serve(
         log.warning("%s: gpubot will hold every such step for a human", warning)
     for companion in companions:
         await companion.start()
-    await service.warm()
+    # The node caches fill while the server already answers /healthz; /readyz says not
+    # ready until they have (or their time is up), so no alert is routed here before.
+    service.spawn(service.warm())
     await service.recover()
     ticker = asyncio.create_task(_ticker(service))
     loop = asyncio.get_running_loop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -276,6 +277,30 @@ async def test_probes_report_ok_and_ready(harness: Harness) -> None:
 
     assert (healthz.status_code, healthz.text) == (200, "ok")
     assert (readyz.status_code, readyz.text) == (200, "ready")
+
+
+async def test_readyz_is_503_while_the_node_caches_fill(harness: Harness) -> None:
+    """After a start, until every cluster's node cache has filled (service.warm), no alert
+    should be routed here: /readyz is 503 and /healthz still 200."""
+    service = harness.app.service
+    warming = asyncio.Event()
+    done = asyncio.Event()
+    nodes = service.e.clusters["sim"].nodes
+
+    async def slow(*, timeout_s: float) -> bool:
+        warming.set()
+        await done.wait()
+        return True
+
+    nodes.warm = slow  # type: ignore[method-assign]
+    task = asyncio.create_task(service.warm())
+    await warming.wait()
+    readyz = await harness.client.get("/readyz")
+    assert (readyz.status_code, readyz.text) == (503, "node caches filling after start")
+    assert (await harness.client.get("/healthz")).status_code == 200
+    done.set()
+    await task
+    assert (await harness.client.get("/readyz")).status_code == 200
 
 
 async def test_readyz_is_503_when_the_store_fails(make_harness: MakeHarness) -> None:
