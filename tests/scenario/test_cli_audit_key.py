@@ -8,40 +8,20 @@ import json
 from pathlib import Path
 
 import httpx
-import yaml
 from test_cli import Workspace, assert_one_line_error, gpubot, serving
-from test_cli_breakglass import make_key
-from test_cli_breakglass_serve import ALERT, RUNBOOK, _until
+from test_cli_breakglass_serve import ALERT, _until, signed_workspace
 
 KEY = {"GPUBOT_AUDIT_KEY": "k1-serve-and-every-operator"}
 OTHER_KEY = {"GPUBOT_AUDIT_KEY": "k2-a-stale-copy"}
 
 
 def alice_key(ws: Workspace) -> Path:
-    """The operator's private key, made by _workspace beside the config."""
+    """The operator's private key, made by signed_workspace beside the config."""
     return ws.dir / "alice"
 
 
 def _workspace(tmp_path: Path) -> Workspace:
-    rb = tmp_path / "runbooks"
-    rb.mkdir()
-    (rb / "breakglass.yaml").write_text(RUNBOOK)
-    db, state = tmp_path / "gpubot.db", tmp_path / "sim.json"
-    key = make_key(tmp_path, "alice")
-    listed = [{"key": Path(f"{key}.pub").read_text().strip(), "user": "U1"}]
-    config = tmp_path / "cfg.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "store": {"url": f"sqlite:///{db}"},
-                "clusters": [{"name": "sim", "backend": "simulated", "state_file": str(state)}],
-                "policy": {"groups": {"oncall": {"users": ["U1"]}}, "operator_keys": listed},
-                "slack": {"mode": "off"},
-                "runbooks": {"builtin": False, "dirs": [str(rb)]},
-            }
-        )
-    )
-    return Workspace(dir=tmp_path, config=config, db=db, state=state)
+    return signed_workspace(tmp_path)[0]
 
 
 def test_a_vote_without_serves_key_is_refused_and_writes_nothing(tmp_path: Path) -> None:

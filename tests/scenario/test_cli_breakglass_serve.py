@@ -57,11 +57,9 @@ def _until(ws: Workspace, query: str, expected: list[tuple[str, ...]], *, within
         time.sleep(0.1)
 
 
-def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
-    """The alert's run waits at `release`; `gpubot approve` signs the vote with the
-    operator's key (listed in policy.operator_keys) and stores it; the serving process checks
-    the signature, counts the vote and runs the step within seconds, as the approver, and the
-    node is back in service."""
+def signed_workspace(tmp_path: Path) -> tuple[Workspace, Path]:
+    """A config over SQLite and the simulated cluster with the break-glass runbook, and
+    alice's key (listed for U1 in policy.operator_keys): the workspace and her private key."""
     rb = tmp_path / "runbooks"
     rb.mkdir()
     (rb / "breakglass.yaml").write_text(RUNBOOK)
@@ -80,7 +78,16 @@ def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
             }
         )
     )
-    ws = Workspace(dir=tmp_path, config=config, db=db, state=state)
+    return Workspace(dir=tmp_path, config=config, db=db, state=state), key
+
+
+def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
+    """The alert's run waits at `release`; `gpubot approve` signs the vote with the
+    operator's key (listed in policy.operator_keys) and stores it; the serving process checks
+    the signature, counts the vote and runs the step within seconds, as the approver, and the
+    node is back in service."""
+    ws, key = signed_workspace(tmp_path)
+    config = ws.config
 
     with serving(ws) as served, httpx.Client(base_url=served.base_url, timeout=10) as client:
         reply = client.post("/alertmanager", content=json.dumps(ALERT))
