@@ -160,8 +160,16 @@ def test_fleet_runs_against_a_real_api_server() -> None:
         assert record[phase]["server_errors_5xx"] == 0
         assert record[phase]["peak_requests_in_1s"] <= record[phase]["bucket_allows_in_1s"]
     assert record["baseline"]["nvsentinel"]["cordon_nodes_per_s"] == 2.5
+    storms = (record["storm"], record["single_alert_storm"])
+    assert [s["alerts_per_webhook"] for s in storms] == [10, 1]
+    for shape in storms:
+        assert shape["per_node_over_bare_patch_p50"] > 0
+        assert shape["gpubot_cpu_ms_per_cordoned_node"] > 0
+    assert record["single_alert_storm_requests"]["server_errors_5xx"] == 0
     assert set(record["targets"]) == {
         "storm_cordon_nodes_per_s",
+        "storm_per_node_over_bare_patch_p50",
+        "single_alert_storm_per_node_over_bare_patch_p50",
         "single_event_to_cordon_p99_ms",
         "server_errors_5xx",
         "peak_requests_over_bucket",
