@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind7` entries they miss are listed in HOLDOUT_MISSES … BLIND7_MISSES
+`blind3` to `blind8` entries they miss are listed in HOLDOUT_MISSES … BLIND8_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -35,6 +35,35 @@ BLIND4_MISSES: dict[str, str] = {}
 BLIND5_MISSES: dict[str, str] = {}
 BLIND6_MISSES: dict[str, str] = {}
 BLIND7_MISSES: dict[str, str] = {}
+# Measured before any rule was changed for the eighth part (58.7 %), by family.
+BLIND8_MISSES: dict[str, str] = {
+    "v-002": "PyTorch's OutOfMemoryError message alone ('Allocation on device') is not read",
+    "v-003": "PyTorch's OutOfMemoryError message alone ('Allocation on device') is not read",
+    "v-004": "the caching allocator's 'memory allocation failed with OOM' warning is not read",
+    "v-006": "a memory API's driver status 2 (CUDA_ERROR_OUT_OF_MEMORY) as a number is not read",
+    "v-007": "a memory API's driver status 2 (CUDA_ERROR_OUT_OF_MEMORY) as a number is not read",
+    "v-008": "a memory API's driver status 2 (CUDA_ERROR_OUT_OF_MEMORY) as a number is not read",
+    "v-009": "a server's shared-memory pool or key failing with ENOSPC is read as a full disk",
+    "v-010": "a server's shared-memory pool or key failing with ENOSPC is read as a full disk",
+    "v-011": "a server's shared-memory pool or key failing with ENOSPC is read as a full disk",
+    "v-012": "'Insufficient space in /dev/shm', 'exceeds memory available in /dev/shm' not read",
+    "v-013": "'Insufficient space in /dev/shm', 'exceeds memory available in /dev/shm' not read",
+    "v-014": "'Insufficient space in /dev/shm', 'exceeds memory available in /dev/shm' not read",
+    "v-016": "systemd-oomd's kill lines ('Killed /…slice', 'killed N process(es)') are not read",
+    "v-017": "slurmstepd's 'Exceeded step memory limit' is not read",
+    "v-018": "the kernel's memcg report with usage at its limit is not read",
+    "v-019": "the kernel's memcg report with usage at its limit is not read",
+    "v-020": "a notebook service's 'used all available RAM' is not read",
+    "v-021": "a notebook service's 'used all available RAM' is not read",
+    "v-024": "Paddle's 'enforce allocating <= available failed' is not read",
+    "v-025": "Paddle's 'enforce allocating <= available failed' is not read",
+    "v-026": "Paddle's 'enforce allocating <= available failed' is not read",
+    "v-028": "'GPU memory allocation failed (… insufficient memory)' is not read",
+    "v-029": "2.6.32's 'Killed process N, UID U, (name) total-vm' is read as a bare Killed",
+    "v-043": "an idle reserve under 256 MiB is taken for fragmentation (no floor)",
+    "v-046": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
+    "v-047": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -45,6 +74,7 @@ KNOWN_MISSES = {
     **BLIND5_MISSES,
     **BLIND6_MISSES,
     **BLIND7_MISSES,
+    **BLIND8_MISSES,
 }
 
 
@@ -67,7 +97,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in CLASSES for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 8)))
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)))
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -80,6 +110,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind5" for key in BLIND5_MISSES)
     assert all(split[key] == "blind6" for key in BLIND6_MISSES)
     assert all(split[key] == "blind7" for key in BLIND7_MISSES)
+    assert all(split[key] == "blind8" for key in BLIND8_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
