@@ -35,7 +35,7 @@ BLIND4_MISSES: dict[str, str] = {}
 BLIND5_MISSES: dict[str, str] = {}
 BLIND6_MISSES: dict[str, str] = {}
 BLIND7_MISSES: dict[str, str] = {}
-# Measured before any rule was changed for the eighth part (58.7 %), by family.
+# Measured before any rule was changed for the eighth part (54.5 %), by family.
 BLIND8_MISSES: dict[str, str] = {
     "v-002": "PyTorch's OutOfMemoryError message alone ('Allocation on device') is not read",
     "v-003": "PyTorch's OutOfMemoryError message alone ('Allocation on device') is not read",
@@ -60,9 +60,8 @@ BLIND8_MISSES: dict[str, str] = {
     "v-026": "Paddle's 'enforce allocating <= available failed' is not read",
     "v-028": "'GPU memory allocation failed (… insufficient memory)' is not read",
     "v-029": "2.6.32's 'Killed process N, UID U, (name) total-vm' is read as a bare Killed",
-    "v-043": "an idle reserve under 256 MiB is taken for fragmentation (no floor)",
-    "v-046": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
-    "v-047": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
+    "v-042": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
+    "v-043": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
