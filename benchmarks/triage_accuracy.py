@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 from _report import REPO, at_least, at_most, emit, percentiles
 
-from gpubot.domain.oom import CLASSES, classify
+from gpubot.domain.oom import LABELS, classify
 
 CORPUS = sorted((REPO / "tests" / "fixtures" / "triage").glob("corpus_*.yaml"))
 # The splits no rule was written against.
@@ -103,7 +103,7 @@ def score(rows: list[tuple[str, str]]) -> dict[str, Any]:
     if not rows:
         return {"n": 0}
     per_class: dict[str, dict[str, Any]] = {}
-    for cls in CLASSES:
+    for cls in LABELS:
         tp = sum(1 for label, got in rows if label == cls and got == cls)
         labelled = sum(1 for label, _ in rows if label == cls)
         predicted = sum(1 for _, got in rows if got == cls)

@@ -17,10 +17,11 @@ def add_parsers(sub: Any) -> None:
     t = tsub.add_parser(
         "oom",
         help="CUDA OOM, fragmentation, host OOM kill, /dev/shm, killed (cause unknown), "
-        "or not an OOM",
+        "not an OOM, or cannot tell",
         description="Classify an out-of-memory failure from a container log, dmesg or "
         "`kubectl describe pod` output. The verdict names its class (cuda_oom, "
-        "cuda_oom_fragmentation, host_oom_killed, shm_exhausted, killed_unknown, not_oom), "
+        "cuda_oom_fragmentation, host_oom_killed, shm_exhausted, killed_unknown, not_oom, "
+        "or cannot_tell when memory words appear that no family explains), "
         "the family of evidence that decided it, a confidence (high, medium, low), the lines "
         "it rests on, the message's own hint, and advice fitted to the workload (training, "
         "inference server, data loader). Exit code 137 alone is any SIGKILL: it gives "

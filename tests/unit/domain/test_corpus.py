@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpubot.domain.oom import CLASSES, classify
+from gpubot.domain.oom import LABELS, classify
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "triage"
 ENTRIES: list[dict[str, Any]] = [
@@ -35,33 +35,11 @@ BLIND4_MISSES: dict[str, str] = {}
 BLIND5_MISSES: dict[str, str] = {}
 BLIND6_MISSES: dict[str, str] = {}
 BLIND7_MISSES: dict[str, str] = {}
-# Measured before any rule was changed for the eighth part (54.5 %), by family.
+# The eighth part's 25 misses before its rules (54.5 %) are listed by family in the
+# fixtures' README; this one is left.
 BLIND8_MISSES: dict[str, str] = {
-    "v-002": "PyTorch's OutOfMemoryError message alone ('Allocation on device') is not read",
-    "v-003": "PyTorch's OutOfMemoryError message alone ('Allocation on device') is not read",
-    "v-004": "the caching allocator's 'memory allocation failed with OOM' warning is not read",
-    "v-006": "a memory API's driver status 2 (CUDA_ERROR_OUT_OF_MEMORY) as a number is not read",
-    "v-007": "a memory API's driver status 2 (CUDA_ERROR_OUT_OF_MEMORY) as a number is not read",
-    "v-008": "a memory API's driver status 2 (CUDA_ERROR_OUT_OF_MEMORY) as a number is not read",
-    "v-009": "a server's shared-memory pool or key failing with ENOSPC is read as a full disk",
-    "v-010": "a server's shared-memory pool or key failing with ENOSPC is read as a full disk",
-    "v-011": "a server's shared-memory pool or key failing with ENOSPC is read as a full disk",
-    "v-012": "'Insufficient space in /dev/shm', 'exceeds memory available in /dev/shm' not read",
-    "v-013": "'Insufficient space in /dev/shm', 'exceeds memory available in /dev/shm' not read",
-    "v-014": "'Insufficient space in /dev/shm', 'exceeds memory available in /dev/shm' not read",
-    "v-016": "systemd-oomd's kill lines ('Killed /…slice', 'killed N process(es)') are not read",
-    "v-017": "slurmstepd's 'Exceeded step memory limit' is not read",
-    "v-018": "the kernel's memcg report with usage at its limit is not read",
-    "v-019": "the kernel's memcg report with usage at its limit is not read",
-    "v-020": "a notebook service's 'used all available RAM' is not read",
-    "v-021": "a notebook service's 'used all available RAM' is not read",
-    "v-024": "Paddle's 'enforce allocating <= available failed' is not read",
-    "v-025": "Paddle's 'enforce allocating <= available failed' is not read",
-    "v-026": "Paddle's 'enforce allocating <= available failed' is not read",
-    "v-028": "'GPU memory allocation failed (… insufficient memory)' is not read",
-    "v-029": "2.6.32's 'Killed process N, UID U, (name) total-vm' is read as a bare Killed",
-    "v-042": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
-    "v-043": "a scheduler's report of the kill ('task 0: Killed', 'WTERMSIG 9') is not read",
+    "v-027": "a 7 KiB GPU allocation refused with no word of exhaustion is answered cannot_tell "
+    "(the thread suspects a CPU-only build)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
@@ -95,7 +73,7 @@ def _classify(entry: dict[str, Any]) -> Any:
 def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
-    assert all(e["label"] in CLASSES for e in ENTRIES)
+    assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)))
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"

@@ -279,4 +279,4 @@ def test_long_lines_cost_linear_time() -> None:
     start = time.perf_counter()
     triage = classify(hostile)
     assert time.perf_counter() - start < 20  # generous: a quadratic scan takes hours
-    assert triage.cls == "not_oom"
+    assert triage.cls == "cannot_tell"  # memory words (RESOURCE_EXHAUSTED, /dev/shm), no family
