@@ -70,7 +70,15 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
     kube = KubernetesKubeApi(api, dry_run=settings.dry_run, qps=c.kube_qps, burst=c.kube_burst)
     agent = node_agent(settings, c, kube=kube)
     assert agent is not None  # c.agent is set
-    return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
+    from gpubot.backends.agent_client import HttpNodeAgent
+
+    return ClusterPorts(
+        name=c.name,
+        kube=kube,
+        agent=agent,
+        metrics=prometheus_metrics(c),
+        kernel_logs=agent if isinstance(agent, HttpNodeAgent) else None,
+    )
 
 
 def prometheus_metrics(c: ClusterSettings) -> Metrics:
