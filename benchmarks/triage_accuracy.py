@@ -3,7 +3,7 @@
 Prints one JSON line. The corpus (tests/fixtures/triage/corpus_*.yaml) holds real log
 excerpts from public trackers, each labelled by hand with one of the six classes and marked
 `train` (the rules were written looking at these), `holdout` (never looked at while writing
-rules), `fresh`, `blind`, or `blind2` to `blind8` (later parts, each measured before any rule
+rules), `fresh`, `blind`, or `blind2` to `blind8b` (later parts, each measured before any rule
 was changed for it). Each split is reported on its own, so the part gathered last is
 the honest figure. Each entry's pod facts (exit code, reason), where its source reports them,
 are passed as the CLI's --exit-code/--reason would.
@@ -51,10 +51,10 @@ HELD_OUT = (
     "blind6",
     "blind7",
     "blind8",
+    "blind8b",
 )
-OOM_LABELS = frozenset(
-    {"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted", "killed_unknown"}
-)
+# Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.
+OOM_LABELS = frozenset({"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted"})
 CONFIDENT = frozenset({"high", "medium"})
 
 

@@ -51,7 +51,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
     assert 0 <= record["held_out_accuracy"] <= 1
     assert set(record["targets"]) == {
         f"{split}_{figure}"
-        for split in ("holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)))
+        for split in ("holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)), "blind8b")
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}
     assert all(seconds >= 0 for seconds in record["hostile_input_seconds"].values())

@@ -41,6 +41,18 @@ BLIND8_MISSES: dict[str, str] = {
     "v-027": "a 7 KiB GPU allocation refused with no word of exhaustion is answered cannot_tell "
     "(the thread suspects a CPU-only build)",
 }
+# The second half of the eighth part, measured against the rules written for the first half
+# before any change for it (71.4 %), by family.
+BLIND8B_MISSES: dict[str, str] = {
+    "w-010": "a GPU allocator's own name with 'Result = 2' (PhysX) is not read as a memory call",
+    "w-013": "'too many resources requested for launch' is not named; BFC lines give cannot_tell",
+    "w-018": "PBS's exit status 271 is not read; the owner's 'exit with OOM' gives cannot_tell",
+    "w-021": "Triton's shared-memory key failing 'to requested size' without ENOSPC is not read",
+    "w-022": "'Unable to open shared memory region' (a setup failure) gives cannot_tell",
+    "w-023": "'Unable to open shared memory region' (a setup failure) gives cannot_tell",
+    "w-025": "systemd-oomd's older 'Memory pressure for … is greater than' decision is not read",
+    "w-028": "a restart's supervisorctl line is read as a requested stop; the cause is unknown",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -52,6 +64,7 @@ KNOWN_MISSES = {
     **BLIND6_MISSES,
     **BLIND7_MISSES,
     **BLIND8_MISSES,
+    **BLIND8B_MISSES,
 }
 
 
@@ -74,7 +87,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)))
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -88,6 +101,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind6" for key in BLIND6_MISSES)
     assert all(split[key] == "blind7" for key in BLIND7_MISSES)
     assert all(split[key] == "blind8" for key in BLIND8_MISSES)
+    assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
