@@ -187,7 +187,7 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "medium",
         _p(
-            r"unable to open shared memory obje\w{0,3}\b"
+            r"unable to open shared memory (?:obje\w{0,3}|region)\b"
             r"|attaching to shared memory segment[^\n]{0,200}?No such file or directory"
             r"|shared memory[^\n]{0,200}?Interrupted system call",
             _I,
@@ -225,6 +225,7 @@ NEGATIVE: tuple[Family, ...] = (
         "medium",
         _p(
             r"unspecified launch failure|cudaErrorLaunchFailure|CUBLAS_STATUS_\w{1,40}"
+            r"|too many resources requested for launch|cudaErrorLaunchOutOfResources"
             r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
         ),
     ),

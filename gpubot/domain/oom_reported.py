@@ -20,10 +20,12 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _I = re.IGNORECASE
-# The CUDA driver's and runtime's memory calls, as their names and wrappers spell them.
+# The CUDA driver's and runtime's memory calls, as their names and wrappers spell them, and a
+# library's own device allocator named in one word (PhysX's PxgCudaDeviceMemoryAllocator).
 _MEMORY_API = (
     r"\b(?:cuMem\w{0,24}|cu_mem_\w{1,24}|cuMemoryAllocate|cudaMalloc\w{0,12}|cuda_malloc\w{0,12}"
-    r"|cudaMemcpy\w{0,12}|cudaHostAlloc)\b"
+    r"|cudaMemcpy\w{0,12}|cudaHostAlloc"
+    r"|\w{0,24}(?:Cuda|CUDA|Gpu|GPU)\w{0,24}(?:Device)?Memory\w{0,12}Allocator\w{0,12})\b"
 )
 # Status 2 is CUDA_ERROR_OUT_OF_MEMORY (driver) and cudaErrorMemoryAllocation (runtime).
 _STATUS_2 = r"\b(?:res|result|status|err|error|code|rc)\s{0,2}[=:]\s{0,2}2\b"
@@ -82,9 +84,13 @@ REPORTED_SHM: tuple[Family, ...] = (
         "high",
         _p(
             r"\bshared memory (?:pool|key|region)\b[^\n]{0,300}?"
-            r"(?:No space left on device|ENOSPC|Errno 28\b)",
+            r"(?:No space left on device|ENOSPC|Errno 28\b)"
+            # Triton creating a key at a size: only the space for it can be missing.
+            r"|\bUnable to initialize shared memory key \S{1,120} to requested size\b",
             _I,
         ),
+        # Not a pool that failed for another reason ("Error: Connection timed out").
+        unless=_p(r"\bError: (?!No space left on device)[A-Z]"),
     ),
     # A check before start-up that /dev/shm is too small (vLLM, Ray's object store).
     Family(
@@ -115,6 +121,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "high",
         _p(
             r"systemd-oomd\[\d{1,10}\]: (?:Killed|oomd attempting to kill)\b"
+            # systemd 248's wording of the same decision, just before the kill.
+            r"|systemd-oomd\[\d{1,10}\]: Memory pressure for \S{1,300} is greater than \d"
             r"|\bsystemd-oomd killed \d{1,6} process"
             r"|\bMarked \S{1,300} for killing due to memory pressure"
         ),

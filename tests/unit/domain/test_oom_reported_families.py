@@ -129,6 +129,9 @@ def test_a_reporters_words_are_read_as_its_family(text: str, cls: str, family: s
         "timed out",  # the stub did not answer; /dev/shm was not full
         "systemd-oomd[700]: Considered 12 cgroups for killing, top candidates were:",
         "srun: error: node17: task 3: Exited with exit code 1",
+        "SimGpuDeviceMemoryAllocator fail to allocate memory 1048576 bytes!! Result = 0",
+        "Unable to initialize shared memory key 'region_4' to requested size (8 bytes). Error: "
+        "Connection timed out",
     ],
 )
 def test_lookalikes_are_not_read_as_memory_failures(text: str) -> None:
@@ -150,3 +153,17 @@ def test_a_shared_memory_pool_out_of_space_is_not_a_full_disk() -> None:
     )
     assert classify(text).cls == "shm_exhausted"
     assert classify("OSError: [Errno 28] No space left on device: 'ckpt.pt'").family == "disk_full"
+
+
+@pytest.mark.parametrize(
+    ("text", "family"),
+    [
+        ("error: Unable to open shared memory region: '/input_simple'", "shared_memory_not_full"),
+        (
+            "cudaCheckError() failed compute outputs: too many resources requested for launch",
+            "cuda_launch_failure",
+        ),
+    ],
+)
+def test_failures_near_memory_words_are_named_not_doubted(text: str, family: str) -> None:
+    assert (classify(text).cls, classify(text).family) == ("not_oom", family)
