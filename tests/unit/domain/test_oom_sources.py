@@ -3,6 +3,8 @@ each other source agrees, disagrees, says nothing or is named as missing."""
 
 from __future__ import annotations
 
+import time
+
 from gpubot.domain.oom import classify
 from gpubot.domain.oom_sources import Sources, combine, kernel_oom_lines
 
@@ -80,3 +82,17 @@ def test_the_json_names_sources_agreed_and_missing() -> None:
     assert out["sources_agreed"] == ["log"]
     assert "kernel_log" in out["sources_missing"]
     assert all(set(s) == {"source", "status", "says"} for s in out["sources"])
+
+
+def test_a_hostile_kernel_log_is_read_in_bounded_time() -> None:
+    # A megabyte of OOM-looking lines naming other cgroups: every line is a candidate.
+    line = (
+        "kernel: Killed process 1 task_memcg=/kubepods/pod"
+        + "0" * 8
+        + "-1111-2222-3333-"
+        + "4" * 12
+    )
+    hostile = "\n".join([line] * (1_000_000 // len(line)))
+    start = time.perf_counter()
+    assert kernel_oom_lines(hostile, pod_uid=UID) == ()
+    assert time.perf_counter() - start < 2  # generous on a loaded 2-core machine
