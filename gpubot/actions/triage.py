@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
@@ -20,6 +20,9 @@ from gpubot.domain.durations import parse_duration
 from gpubot.domain.names import Namespace, PodName
 from gpubot.domain.xid import explain
 from gpubot.errors import GpubotError
+
+if TYPE_CHECKING:
+    from gpubot.domain.oom import Triage
 
 LOG_LINES = 200
 MIB = 1024 * 1024
@@ -89,7 +92,7 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     text = "\n".join(x for x in (logs, last.message if last else "", warnings) if x)
     device = await _device_bytes(ctx, pod.node)
 
-    def judge(log: str) -> Any:
+    def judge(log: str) -> Triage:
         return classify(
             log,
             exit_code=last.exit_code if last else None,
@@ -106,7 +109,7 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     combined = combine(verdict, sources)
     if combined.cls != verdict.cls:
         # The kernel log decided: the verdict and its advice are those of the kernel's lines.
-        verdict = judge("\n".join((*combined.evidence, text)))
+        verdict = judge("\n".join((*combined.kernel_lines, text)))
     peak = sources.gpu_used_mib
     return {
         **verdict.as_json(),

@@ -65,6 +65,7 @@ class Combined:
     confidence: Confidence
     evidence: tuple[str, ...]
     findings: tuple[Finding, ...]
+    kernel_lines: tuple[str, ...] = ()  # the kernel's OOM lines for this pod, whole
 
     @property
     def agreed(self) -> tuple[str, ...]:
@@ -161,4 +162,4 @@ def combine(triage: Triage, sources: Sources) -> Combined:
         _gpu(cls, sources),
         _shm(cls, sources),
     )
-    return Combined(cls, family, confidence, evidence, findings)
+    return Combined(cls, family, confidence, evidence, findings, kernel_lines)
