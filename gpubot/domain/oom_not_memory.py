@@ -241,7 +241,11 @@ MEMORY_WORDS = Family(
         r"out of memory|(?-i:\bOOM\b)|OutOfMemory|\bmemory (?:limit|pressure|exhausted)\b"
         r"|\binsufficient (?:shared )?memory\b|\bnot enough memory\b|\bcan(?:no|')t allocate\b"
         r"|\b(?:fail(?:ed|s)?|unable) to allocate\b|\ballocation failed\b|\bENOMEM\b"
-        r"|\boom[-_ ]?kill|\bRESOURCE_EXHAUSTED\b|/dev/shm|\bshared memory\b",
+        r"|\boom[-_ ]?kill|\bRESOURCE_EXHAUSTED\b"
+        # Shared memory is named in ordinary lines too: only with a failure beside it.
+        r"|(?:/dev/shm|\bshared memory\b)[^\n]{0,120}?\b(?:fail\w{0,4}|error|unable|"
+        r"insufficient|exceed\w{0,2}|no space|too small)\b"
+        r"|\b(?:fail\w{0,4}|error|unable|insufficient)\b[^\n]{0,120}?(?:/dev/shm|shared memory\b)",
         _I,
     ),
     # Advice about what to do if memory runs out says nothing about this run.

@@ -46,6 +46,22 @@ def test_advice_about_memory_is_not_a_sign_of_it(text: str) -> None:
     assert classify(text).cls == "not_oom"
 
 
+@pytest.mark.parametrize(
+    ("text", "cls"),
+    [
+        (
+            "NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct using shared memory",
+            "not_oom",
+        ),
+        ("WARNING: the object store is using /tmp instead of /dev/shm", "not_oom"),
+        ("ERROR: failed to map the shared memory segment for rank 3", "cannot_tell"),
+        ("unable to create the queue in /dev/shm", "cannot_tell"),
+    ],
+)
+def test_shared_memory_counts_as_a_memory_word_only_beside_a_failure(text: str, cls: str) -> None:
+    assert classify(text).cls == cls
+
+
 def test_a_known_failure_with_memory_words_is_named_not_doubted() -> None:
     # The words say memory, the family says what it is: a full disk, an illegal access.
     assert classify("torch.save failed: [Errno 28] No space left on device").family == "disk_full"
