@@ -3,10 +3,18 @@
 Prints one JSON line. The corpus (tests/fixtures/triage/corpus_*.yaml) holds real log
 excerpts from public trackers, each labelled by hand with one of the six classes and marked
 `train` (the rules were written looking at these), `holdout` (never looked at while writing
-rules), `fresh`, `blind`, or `blind2` to `blind7` (later parts, each measured before any rule
+rules), `fresh`, `blind`, or `blind2` to `blind8b` (later parts, each measured before any rule
 was changed for it). Each split is reported on its own, so the part gathered last is
 the honest figure. Each entry's pod facts (exit code, reason), where its source reports them,
 are passed as the CLI's --exit-code/--reason would.
+
+Beside accuracy, each split reports the answers that matter most to the on-call engineer:
+`confident_wrong` (a wrong class given with high or medium confidence), `oom_said_not_oom` (a
+real OOM of any kind answered not_oom, and `oom_said_confident_not_oom` those given with high or
+medium confidence: the thread would send them elsewhere)
+and `cannot_tell` (the verdict says it cannot tell, naming what it saw; counted as a miss in
+accuracy, but never as confident). Entries that name the `family` of evidence they belong to
+are also scored per family.
 
 Hostile input: a megabyte each of digits, long lines, short lines, repeated evidence and
 blanks, classified three times each; the best time per input is reported, and the slowest of
@@ -28,7 +36,7 @@ from typing import Any
 import yaml
 from _report import REPO, at_least, at_most, emit, percentiles
 
-from gpubot.domain.oom import CLASSES, classify
+from gpubot.domain.oom import LABELS, classify
 
 CORPUS = sorted((REPO / "tests" / "fixtures" / "triage").glob("corpus_*.yaml"))
 # The splits no rule was written against.
@@ -42,7 +50,12 @@ HELD_OUT = (
     "blind5",
     "blind6",
     "blind7",
+    "blind8",
+    "blind8b",
 )
+# Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.
+OOM_LABELS = frozenset({"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted"})
+CONFIDENT = frozenset({"high", "medium"})
 
 
 def load(paths: list[Path]) -> list[dict[str, Any]]:
@@ -52,10 +65,37 @@ def load(paths: list[Path]) -> list[dict[str, Any]]:
     return entries
 
 
-def predict(entry: dict[str, Any]) -> tuple[str, str]:
+def predict(entry: dict[str, Any]) -> tuple[str, str, str]:
     pod = entry.get("pod") or {}
     triage = classify(entry["text"], exit_code=pod.get("exit_code"), reason=pod.get("reason"))
-    return triage.cls, triage.family
+    return triage.cls, triage.family, triage.confidence
+
+
+def answers(rows: list[tuple[str, str, str]]) -> dict[str, int]:
+    """How many (label, predicted, confidence) rows were confidently wrong, real OOMs answered
+    with a confident not_oom, and answers that said they cannot tell."""
+    return {
+        "confident_wrong": sum(1 for lab, got, sure in rows if got != lab and sure in CONFIDENT),
+        "oom_said_not_oom": sum(
+            1 for lab, got, _ in rows if lab in OOM_LABELS and got == "not_oom"
+        ),
+        "oom_said_confident_not_oom": sum(
+            1
+            for lab, got, sure in rows
+            if lab in OOM_LABELS and got == "not_oom" and sure in CONFIDENT
+        ),
+        "cannot_tell": sum(1 for _, got, _ in rows if got == "cannot_tell"),
+    }
+
+
+def by_family(rows: list[tuple[str, str, str, str]]) -> dict[str, dict[str, Any]]:
+    """Per family of evidence (the entries' own `family`): n and accuracy."""
+    out: dict[str, dict[str, Any]] = {}
+    for family in sorted({f for f, *_ in rows}):
+        mine = [(lab, got) for f, lab, got, _ in rows if f == family]
+        right = sum(1 for lab, got in mine if lab == got)
+        out[family] = {"n": len(mine), "accuracy": round(right / len(mine), 4)}
+    return out
 
 
 def score(rows: list[tuple[str, str]]) -> dict[str, Any]:
@@ -63,7 +103,7 @@ def score(rows: list[tuple[str, str]]) -> dict[str, Any]:
     if not rows:
         return {"n": 0}
     per_class: dict[str, dict[str, Any]] = {}
-    for cls in CLASSES:
+    for cls in LABELS:
         tp = sum(1 for label, got in rows if label == cls and got == cls)
         labelled = sum(1 for label, _ in rows if label == cls)
         predicted = sum(1 for _, got in rows if got == cls)
@@ -118,20 +158,27 @@ def _worst(split: dict[str, Any], key: str) -> float:
 def main(paths: list[Path]) -> None:
     entries = load(paths)
     rows: dict[str, list[tuple[str, str]]] = {"train": [], "holdout": []}
+    sure: dict[str, list[tuple[str, str, str]]] = {}
+    families: dict[str, list[tuple[str, str, str, str]]] = {}
     misses: list[dict[str, str]] = []
     seconds: list[float] = []
     for entry in entries:
         start = time.perf_counter()
-        got, family = predict(entry)
+        got, family, confidence = predict(entry)
         seconds.append(time.perf_counter() - start)
         split = entry.get("split", "train")
         rows.setdefault(split, []).append((entry["label"], got))
+        sure.setdefault(split, []).append((entry["label"], got, confidence))
+        if entry.get("family"):
+            families.setdefault(split, []).append((entry["family"], entry["label"], got, family))
         if got != entry["label"]:
             misses.append(
                 {"id": entry["id"], "split": split, "label": entry["label"], "got": got}
-                | {"family": family}
+                | {"family": family, "confidence": confidence}
             )
-    splits = {name: score(pairs) for name, pairs in rows.items()}
+    splits = {name: score(pairs) | answers(sure.get(name, [])) for name, pairs in rows.items()}
+    for name, pairs in families.items():
+        splits[name]["per_family"] = by_family(pairs)
     targets: dict[str, dict[str, Any]] = {}
     for name in HELD_OUT:
         split = splits.get(name, {"n": 0})

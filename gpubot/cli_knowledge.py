@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,11 @@ def add_parsers(sub: Any) -> None:
     t = tsub.add_parser(
         "oom",
         help="CUDA OOM, fragmentation, host OOM kill, /dev/shm, killed (cause unknown), "
-        "or not an OOM",
+        "not an OOM, or cannot tell",
         description="Classify an out-of-memory failure from a container log, dmesg or "
         "`kubectl describe pod` output. The verdict names its class (cuda_oom, "
-        "cuda_oom_fragmentation, host_oom_killed, shm_exhausted, killed_unknown, not_oom), "
+        "cuda_oom_fragmentation, host_oom_killed, shm_exhausted, killed_unknown, not_oom, "
+        "or cannot_tell when memory words appear that no family explains), "
         "the family of evidence that decided it, a confidence (high, medium, low), the lines "
         "it rests on, the message's own hint, and advice fitted to the workload (training, "
         "inference server, data loader). Exit code 137 alone is any SIGKILL: it gives "
@@ -35,6 +37,17 @@ def add_parsers(sub: Any) -> None:
         "--liveness-failed",
         action="store_true",
         help="the kubelet killed the container after a failed liveness probe",
+    )
+    t.add_argument(
+        "--kernel-log",
+        metavar="FILE",
+        help="the node's kernel log around the death (journalctl -k, dmesg): an OOM-killer "
+        "line naming the pod's cgroup decides where the log cannot tell (needs --pod-uid)",
+    )
+    t.add_argument(
+        "--pod-uid",
+        metavar="UID",
+        help="the pod's metadata.uid, as the kernel names its memory cgroup",
     )
     t.add_argument(
         "--workload",
@@ -100,24 +113,53 @@ def _read_log(name: str) -> str:
         raise InputError(f"{name}: {exc.strerror}") from exc
 
 
+_POD_UID = re.compile(r"[0-9a-f]{8}(?:[-_][0-9a-f]{4}){3}[-_][0-9a-f]{12}", re.ASCII)
+
+
 def _triage(args: argparse.Namespace) -> int:
     from gpubot.domain.oom import classify
+    from gpubot.domain.oom_sources import Sources, combine
 
-    triage = classify(
-        _read_log(args.log),
-        exit_code=args.exit_code,
-        reason=args.reason,
-        liveness_failed=args.liveness_failed,
-        workload_hint=args.workload,
-    )
+    if (args.kernel_log is None) != (args.pod_uid is None):
+        raise InputError("--kernel-log and --pod-uid go together")
+    if args.pod_uid is not None and not _POD_UID.fullmatch(args.pod_uid):
+        raise InputError("--pod-uid: not a pod UID (8-4-4-4-12 lower-case hex digits)")
+    log = _read_log(args.log)
+
+    def judge(text: str) -> Any:
+        return classify(
+            text,
+            exit_code=args.exit_code,
+            reason=args.reason,
+            liveness_failed=args.liveness_failed,
+            workload_hint=args.workload,
+        )
+
+    triage = judge(log)
+    out = triage.as_json()
+    if args.kernel_log is not None:
+        sources = Sources(kernel_log=_read_log(args.kernel_log), pod_uid=args.pod_uid)
+        combined = combine(triage, sources)
+        if combined.cls != triage.cls:  # the kernel log decided: its lines' verdict and advice
+            triage = judge("\n".join((*combined.kernel_lines, log)))
+        out = triage.as_json() | {
+            "class": combined.cls,
+            "family": combined.family,
+            "confidence": combined.confidence,
+            "evidence": list(combined.evidence),
+            **combined.as_json(),
+        }
     if args.json:
-        print(json.dumps(triage.as_json(), indent=2))
+        print(json.dumps(out, indent=2))
         return 0
-    print(f"class: {triage.cls}")
-    print(f"family: {triage.family} ({triage.confidence} confidence)")
+    print(f"class: {out['class']}")
+    print(f"family: {out['family']} ({out['confidence']} confidence)")
     print(f"workload: {triage.workload}")
+    if "sources" in out:
+        print("sources:")
+        print("\n".join(f"  {s['source']}: {s['status']} ({s['says']})" for s in out["sources"]))
     print("evidence:")
-    print("\n".join(f"  {line}" for line in triage.evidence) or "  (none)")
+    print("\n".join(f"  {line}" for line in out["evidence"]) or "  (none)")
     if triage.advice:
         print("advice:")
         print("\n".join(f"  - {line}" for line in triage.advice))

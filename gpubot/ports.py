@@ -252,6 +252,15 @@ class NodeAgent(Protocol):
         ...
 
 
+class KernelLogs(Protocol):
+    """A node's kernel messages, read through its agent (journalctl -k)."""
+
+    async def kernel_log(self, *, node: str, since: datetime, until: datetime) -> str:
+        """The kernel's lines between `since` and `until`, oldest first, at most the last
+        KERNEL_LOG_LINES; GpubotError when the node's agent cannot be asked or cannot read them."""
+        ...
+
+
 class Leadership(Protocol):
     """Which replica may start steps: the one holding the Lease (always this one when alone)."""
 
@@ -475,6 +484,8 @@ class ClusterPorts:
     kube: KubeApi
     agent: NodeAgent
     metrics: Metrics
+    # The nodes' kernel logs, where the cluster's agents serve them (None: not available).
+    kernel_logs: KernelLogs | None = None
     # The roles of the cluster's API, each what an action or a query needs of it: the kube
     # adapter in each role but workloads, which is its own adapter; set once here so a use
     # is an attribute read, not a call.

@@ -74,7 +74,15 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
 
     agent = node_agent(settings, c, kube=kube, issuer=KubeTokenReviewer(api))
     assert agent is not None  # c.agent is set
-    return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
+    from gpubot.backends.agent_client import HttpNodeAgent
+
+    return ClusterPorts(
+        name=c.name,
+        kube=kube,
+        agent=agent,
+        metrics=prometheus_metrics(c),
+        kernel_logs=agent if isinstance(agent, HttpNodeAgent) else None,
+    )
 
 
 def prometheus_metrics(c: ClusterSettings) -> Metrics:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
@@ -20,6 +20,9 @@ from gpubot.domain.durations import parse_duration
 from gpubot.domain.names import Namespace, PodName
 from gpubot.domain.xid import explain
 from gpubot.errors import GpubotError
+
+if TYPE_CHECKING:
+    from gpubot.domain.oom import Triage
 
 LOG_LINES = 200
 MIB = 1024 * 1024
@@ -49,16 +52,6 @@ class OomParams(Params):
         return value
 
 
-async def _gpu_peak_mib(ctx: ActionContext, p: OomParams) -> float | None:
-    """The pod's highest GPU memory use over the window (DCGM_FI_DEV_FB_USED, MiB)."""
-    selector = f'DCGM_FI_DEV_FB_USED{{namespace="{p.namespace}",pod="{p.pod}"}}'
-    try:
-        samples = await ctx.cluster.metrics.query(promql=f"max_over_time({selector}[{p.window}])")
-    except GpubotError:
-        return None  # Prometheus unreachable or no data: the triage goes on without it
-    return max((s.value for s in samples), default=None)
-
-
 async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
     """The GPU's memory from the node's product label ("NVIDIA H100 80GB HBM3"), if it says."""
     if not node:
@@ -75,7 +68,9 @@ async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
 async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     # The classifier's rule tables load when a triage step runs, not with the registry that
     # `runbooks validate` and `plan` build.
+    from gpubot.actions.oom_evidence import gather_sources
     from gpubot.domain.oom import classify
+    from gpubot.domain.oom_sources import combine
 
     k8s = ctx.cluster
     pod = await k8s.pods.get_pod(namespace=p.namespace, name=p.pod)
@@ -95,18 +90,34 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     # Warning events carry evidence of their own (Evicted for memory, OOMKilling, Unhealthy).
     warnings = "\n".join(f"{e.reason}: {e.message}" for e in events if e.type == "Warning")
     text = "\n".join(x for x in (logs, last.message if last else "", warnings) if x)
-    verdict = classify(
-        text,
-        exit_code=last.exit_code if last else None,
-        reason=last.reason if last else None,
-        alert_reason=p.reason or None,
-        shm_bytes=pod.shm_size_bytes,
-        liveness_failed=liveness,
-        device_bytes=await _device_bytes(ctx, pod.node),
-    )
-    peak = await _gpu_peak_mib(ctx, p)
+    device = await _device_bytes(ctx, pod.node)
+
+    def judge(log: str) -> Triage:
+        return classify(
+            log,
+            exit_code=last.exit_code if last else None,
+            reason=last.reason if last else None,
+            alert_reason=p.reason or None,
+            shm_bytes=pod.shm_size_bytes,
+            liveness_failed=liveness,
+            device_bytes=device,
+        )
+
+    verdict = judge(text)
+    died = last.finished_at if last else None
+    sources = await gather_sources(ctx, pod, died=died, window=p.window, device_bytes=device)
+    combined = combine(verdict, sources)
+    if combined.cls != verdict.cls:
+        # The kernel log decided: the verdict and its advice are those of the kernel's lines.
+        verdict = judge("\n".join((*combined.kernel_lines, text)))
+    peak = sources.gpu_used_mib
     return {
         **verdict.as_json(),
+        "class": combined.cls,
+        "family": combined.family,
+        "confidence": combined.confidence,
+        "evidence": list(combined.evidence),
+        **combined.as_json(),
         "pod": pod.ref,
         "node": pod.node,
         "container": last.container if last else pod.container,
@@ -136,6 +147,15 @@ def oom_report(out: Output) -> str:
         f"*Class: {out['class']}* ({out['family']}, {out['confidence']} confidence)",
         " · ".join(f for f in facts if f),
     ]
+    sources = out.get("sources") or []
+    agreed = [s["source"] for s in sources if s["status"] in ("agrees", "decides")]
+    disagreed = [s["source"] for s in sources if s["status"] == "disagrees"]
+    if sources:
+        lines.append(
+            f"sources agreeing: {', '.join(agreed) or 'none'}"
+            + (f" · disagreeing: {', '.join(disagreed)}" if disagreed else "")
+            + f" · missing: {', '.join(out['sources_missing']) or 'none'}"
+        )
     lines += [f"> {line}" for line in out["evidence"][:5]]  # already cut at a word boundary
     lines += [f"• {advice}" for advice in out["advice"]]
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from gpubot.agent.driver import DriverErrorKind, GpuDriverError
+from gpubot.agent.kernel_log import MAX_WINDOW_S, KernelLogUnavailable, read_kernel_log
 from gpubot.agent.metrics import CONTENT_TYPE, AgentMetrics
 from gpubot.agent.operations import Operations
 from gpubot.agent.readiness import Readiness
@@ -211,6 +212,19 @@ def create_agent_app(
         why = await in_thread(ops.diag_status)
         return JSONResponse({"node": node, "available": why is None, "reason": why or ""})
 
+    async def kernel_log(request: Request) -> Response:
+        try:
+            since, until = (int(request.query_params[k]) for k in ("since", "until"))
+        except (KeyError, ValueError):
+            return error(400, "since and until are Unix seconds")
+        if not 0 <= until - since <= MAX_WINDOW_S:
+            return error(400, f"the window must be 0 to {MAX_WINDOW_S} s")
+        try:
+            lines = await in_thread(lambda: read_kernel_log(since=since, until=until))
+        except KernelLogUnavailable as exc:
+            return error(503, str(exc), "kernel_log_unavailable")
+        return JSONResponse({"node": node, "lines": lines})
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -248,6 +262,7 @@ def create_agent_app(
             Route("/v1/diag", authed(diag, needs="mutate"), methods=["POST"]),
             # Whether diagnostics can run (dcgmi there, host engine answering): a read.
             Route("/v1/diag/status", authed(diag_status)),
+            Route("/v1/kernel-log", authed(kernel_log)),
         ],
     )
 

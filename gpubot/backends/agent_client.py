@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,12 @@ class HttpNodeAgent:
             return None
         reason = data.get("reason")
         return cap(str(reason), 300) if reason else "the agent says DCGM cannot run"
+
+    async def kernel_log(self, *, node: str, since: datetime, until: datetime) -> str:
+        window = f"since={int(since.timestamp())}&until={int(until.timestamp())}"
+        data = await self._call("GET", node, f"/v1/kernel-log?{window}", scope="read")
+        lines = data.get("lines")
+        return "\n".join(str(x) for x in lines) if isinstance(lines, list) else ""
 
     # The agent's own extras
 

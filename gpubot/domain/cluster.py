@@ -121,6 +121,8 @@ class PodInfo:
     # The grace period of that deletion (metadata.deletionGracePeriodSeconds): how long the
     # kubelet may take to stop the containers before the pod counts as stuck.
     deletion_grace_seconds: int | None = None
+    # metadata.uid: the kernel names a pod's memory cgroup by it ("pod<uid>").
+    uid: str = ""
 
     @property
     def ref(self) -> str:

@@ -10,6 +10,8 @@ from gpubot.domain.oom_rules import decide, gather
 from gpubot.domain.oom_scan import Confidence, OomClass, log_lines
 
 CLASSES: tuple[OomClass, ...] = get_args(OomClass)
+# What a log can be labelled: every verdict but "cannot tell", which is the absence of one.
+LABELS: tuple[OomClass, ...] = tuple(c for c in CLASSES if c != "cannot_tell")
 EVIDENCE_CHARS = 400  # per line: enough for any framework's message and its numbers
 EVIDENCE_LINES = 8
 

@@ -235,6 +235,18 @@ FIND_OUT = (
     "(or `dmesg -T`) names the OOM killer's victim if there was one.",
 )
 
+CANNOT_TELL = (
+    "The log speaks of memory (the lines above) but in no words that say which memory ran out, "
+    "or whether that is what ended the process: it cannot tell, so it does not say 'not an "
+    "OOM' either.",
+    "`kubectl describe pod <pod>`: Last State reason and exit code (OOMKilled is the memory "
+    "cgroup; 137 is a SIGKILL from someone); the pod's events (Evicted, OOMKilling).",
+    "Kernel log on the node around the death: `journalctl -k | grep -iE 'oom|killed process'` "
+    "names the OOM killer's victim and its cgroup if there was one.",
+    "The container's memory working set against its limit, and the GPU's framebuffer use "
+    "(DCGM_FI_DEV_FB_USED) just before the death; the pod's /dev/shm size.",
+)
+
 OTHER: dict[str, tuple[str, ...]] = {
     "device_side_assert": (
         "A kernel assertion failed, almost always an index out of range: a class label >= "
@@ -275,6 +287,21 @@ OTHER: dict[str, tuple[str, ...]] = {
     "java_heap": (
         "The JVM hit its own heap limit: raise -Xmx (or -XX:MaxRAMPercentage in a container); "
         "the container was not OOM-killed and GPU memory is not involved.",
+    ),
+    "runtime_heap_limit": (
+        "The language runtime hit its own heap cap (V8's --max-old-space-size): raise it "
+        "(NODE_OPTIONS=--max-old-space-size=N); the container was not OOM-killed.",
+    ),
+    "shared_memory_not_full": (
+        "Shared memory failed for a reason other than space: too many open descriptors "
+        "(raise ulimit -n, or torch.multiprocessing.set_sharing_strategy('file_system')), a "
+        "segment already gone (a peer that exited or a version mismatch), or a call a signal "
+        "interrupted. A larger /dev/shm will not help.",
+    ),
+    "allocation_invalid_argument": (
+        "The allocation was refused as an invalid argument (EINVAL), not for want of memory: "
+        "check the size and flags passed (pinned memory and its driver support, a size of 0 or "
+        "past a limit).",
     ),
     "disk_full": (
         "A disk, not memory, is full: find which filesystem (`df -h`): ephemeral storage, a "
@@ -344,6 +371,8 @@ def advice_for(
         return tuple(_shm(shm_bytes))
     if verdict.cls == "killed_unknown":
         return FIND_OUT
+    if verdict.cls == "cannot_tell":
+        return CANNOT_TELL
     if verdict.family == "absurd_request":
         return _absurd(facts)
     return OTHER.get(verdict.family, ())

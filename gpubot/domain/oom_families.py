@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from gpubot.domain.oom_libraries import LIBRARY_GPU_OOM, LIBRARY_HOST_OOM
+from gpubot.domain.oom_reported import REPORTED_GPU_OOM, REPORTED_HOST_OOM, REPORTED_SHM
 from gpubot.domain.oom_scan import Family
 
 
@@ -57,6 +58,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"CUDA error: out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY"
             r"|cuda runtime error \(2\) : out of memory|cudaMalloc(?:Async)? failed"
             r"|cuMemAlloc(?:Async)? failed|CUDA driver error: out of memory"
+            r"|\bHIP_ERROR_OutOfMemory\b|\bhipErrorOutOfMemory\b"  # ROCm's codes
         ),
         unless=_p(_ADVICE, _I),
     ),
@@ -124,6 +126,7 @@ GPU_OOM: tuple[Family, ...] = (
         _p(r"No executable batch size found, reached zero"),
     ),
     *LIBRARY_GPU_OOM,
+    *REPORTED_GPU_OOM,
     # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
     # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
     Family(
@@ -163,6 +166,7 @@ _MULTIPROCESSING = _p(
 )
 
 SHM: tuple[Family, ...] = (
+    *REPORTED_SHM,
     Family(
         "dataloader_bus_error",
         "shm_exhausted",
@@ -383,4 +387,5 @@ HOST: tuple[Family, ...] = (
         ),
     ),
     *LIBRARY_HOST_OOM,
+    *REPORTED_HOST_OOM,
 )

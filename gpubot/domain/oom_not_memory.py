@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from gpubot.domain.oom_reported import REPORTED_SIGKILL
 from gpubot.domain.oom_scan import Family
 
 
@@ -84,7 +85,7 @@ SIGKILL = Family(
         rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
-        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python",
+        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python" + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),
 )
@@ -172,6 +173,35 @@ NEGATIVE: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A runtime's own heap cap (V8's), as the JVM's: not the container's or the GPU's memory.
+    Family(
+        "runtime_heap_limit",
+        "not_oom",
+        "high",
+        _p(r"JavaScript heap out of memory|\bReached heap limit\b"),
+    ),
+    # Shared memory that failed for a reason other than space: an object opened (not written)
+    # when descriptors ran out, a segment that was never there, a call a signal interrupted.
+    Family(
+        "shared_memory_not_full",
+        "not_oom",
+        "medium",
+        _p(
+            r"unable to open shared memory (?:obje\w{0,3}|region)\b"
+            r"|attaching to shared memory segment[^\n]{0,200}?No such file or directory"
+            r"|shared memory[^\n]{0,200}?Interrupted system call",
+            _I,
+        ),
+    ),
+    # An allocation refused as an invalid argument (EINVAL) is a wrong call, not a shortage.
+    Family(
+        "allocation_invalid_argument",
+        "not_oom",
+        "medium",
+        _p(r"failed to allocate [^\n]{0,120}?: invalid argument", _I),
+    ),
+    # macOS malloc asked for more than 2^53 bytes: a negative size cast to unsigned.
+    Family("absurd_request", "not_oom", "high", _p(r"mach_vm_map\(size=\d{16,20}\) failed")),
     Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
     Family(
         "image_pull",
@@ -195,7 +225,33 @@ NEGATIVE: tuple[Family, ...] = (
         "medium",
         _p(
             r"unspecified launch failure|cudaErrorLaunchFailure|CUBLAS_STATUS_\w{1,40}"
+            r"|too many resources requested for launch|cudaErrorLaunchOutOfResources"
             r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
         ),
+    ),
+)
+
+# Words about memory running short that no family above explained: the verdict is then that
+# the log cannot tell, never a confident "not an OOM".
+MEMORY_WORDS = Family(
+    "memory_words_unexplained",
+    "cannot_tell",
+    "low",
+    _p(
+        r"out of memory|(?-i:\bOOM\b)|OutOfMemory|\bmemory (?:limit|pressure|exhausted)\b"
+        r"|\binsufficient (?:shared )?memory\b|\bnot enough memory\b|\bcan(?:no|')t allocate\b"
+        r"|\b(?:fail(?:ed|s)?|unable) to allocate\b|\ballocation failed\b|\bENOMEM\b"
+        r"|\boom[-_ ]?kill|\bRESOURCE_EXHAUSTED\b"
+        # Shared memory is named in ordinary lines too: only with a failure beside it.
+        r"|(?:/dev/shm|\bshared memory\b)[^\n]{0,120}?\b(?:fail\w{0,4}|error|unable|"
+        r"insufficient|exceed\w{0,2}|no space|too small)\b"
+        r"|\b(?:fail\w{0,4}|error|unable|insufficient)\b[^\n]{0,120}?(?:/dev/shm|shared memory\b)",
+        _I,
+    ),
+    # Advice about what to do if memory runs out says nothing about this run.
+    unless=_p(
+        r"\b(?:if|when|in case) (?:you (?:encounter|get|see|hit|run into|face|meet|have)|OOM "
+        r"happens)\b|\bto avoid fragmentation\b",
+        _I,
     ),
 )

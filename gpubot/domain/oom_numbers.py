@@ -45,6 +45,10 @@ _FLAGS = re.ASCII
 ABSURD_TIMES_CAPACITY = 10
 # More than the largest GPUs hold (288 GB, B300 and MI355X: 268 GiB): no card could serve it.
 ABSURD_WITHOUT_CAPACITY = 270 * GiB
+# Fragmentation is the product's verdict only when the allocator holds idle at least this much
+# as well as at least the request: a few MiB of idle reserve beside a tiny refused request is
+# a full GPU, and no allocator setting would have saved it.
+FRAGMENTATION_FLOOR = 256 * 1024**2
 
 
 @dataclass(frozen=True)
@@ -151,10 +155,13 @@ class AllocatorNumbers:
     cgroup_limit: int | None = None
 
     def fragmented(self) -> bool:
-        """Reserved-but-idle memory larger than the refused request, beyond rounding doubt."""
+        """Reserved-but-idle memory at least the refused request (beyond rounding doubt) and
+        at least FRAGMENTATION_FLOOR."""
         if self.idle_reserve is None or self.requested is None:
             return False
-        return self.idle_reserve.low > self.requested.value + self.requested.slack
+        return self.idle_reserve.low > self.requested.value + self.requested.slack and (
+            self.idle_reserve.value >= FRAGMENTATION_FLOOR
+        )
 
     def absurd(self) -> bool:
         """A request no device could hold: many times the card, or more than any GPU has."""

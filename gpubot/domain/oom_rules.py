@@ -10,6 +10,7 @@ from gpubot.domain.oom_families import GPU_OOM, HOST, SHM
 from gpubot.domain.oom_not_memory import (
     LAUNCHER_CHILD_EXIT,
     LIVENESS,
+    MEMORY_WORDS,
     NEGATIVE,
     NON_MEMORY_EVICTION,
     SIGKILL,
@@ -42,6 +43,7 @@ class Facts:
     stop_requested: Match | None
     launcher_child_exit: Match | None
     sigkill: Match | None
+    memory_words: Match | None  # memory words no family may explain
     exit_code: int | None
     reason: str | None  # the container's last termination reason
     alert_reason: str | None  # the alert's own `reason` label
@@ -105,6 +107,7 @@ def gather(
         stop_requested=find(STOP_REQUESTED, lines),
         launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
+        memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
         alert_reason=alert_reason or None,
@@ -215,6 +218,12 @@ def _negative(f: Facts) -> Verdict | None:
     return Verdict("not_oom", first.family.name, first.family.confidence, first.lines)
 
 
+def _cannot_tell(f: Facts) -> Verdict | None:
+    if f.memory_words is None:
+        return None
+    return Verdict("cannot_tell", f.memory_words.family.name, "low", f.memory_words.lines)
+
+
 def _nothing(f: Facts) -> Verdict:
     return Verdict("not_oom", "no_memory_evidence", "low", ())
 
@@ -243,6 +252,8 @@ RULES: tuple[Rule, ...] = (
     Rule("sigkill", _sigkill),
     # A known failure that is not about memory: name it, so its own advice can follow.
     Rule("other_failure", _negative),
+    # Memory words and no family that explains them: say so, never "not an OOM".
+    Rule("cannot_tell", _cannot_tell),
     Rule("nothing", _nothing),
 )
 

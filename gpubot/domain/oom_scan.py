@@ -26,6 +26,8 @@ OomClass = Literal[
     "shm_exhausted",
     "killed_unknown",
     "not_oom",
+    # Memory words that no family explains: the log alone cannot tell.
+    "cannot_tell",
 ]
 Confidence = Literal["high", "medium", "low"]
 

@@ -1,5 +1,5 @@
 """benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
-recall on each split (train, holdout, fresh, blind, blind2 to blind7), overall and held-out
+recall on each split (train, holdout, fresh, blind, blind2 to blind8), overall and held-out
 accuracy, targets per held-out split, and the time taken on hostile inputs of 1 MB (values not
 asserted here)."""
 
@@ -42,11 +42,16 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
         assert split["baseline_majority_class_accuracy"] <= 1
         for figures in split["per_class"].values():
             assert set(figures) == {"n", "precision", "recall"}
+        answers = ("confident_wrong", "oom_said_not_oom", "oom_said_confident_not_oom")
+        assert all(0 <= split[key] <= split["n"] for key in (*answers, "cannot_tell"))
+        assert split["oom_said_confident_not_oom"] <= split["oom_said_not_oom"]
+    per_family = record["splits"]["blind8"]["per_family"]
+    assert sum(f["n"] for f in per_family.values()) == record["splits"]["blind8"]["n"]
     assert 0 <= record["overall_accuracy"] <= 1
     assert 0 <= record["held_out_accuracy"] <= 1
     assert set(record["targets"]) == {
         f"{split}_{figure}"
-        for split in ("holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 8)))
+        for split in ("holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)), "blind8b")
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}
     assert all(seconds >= 0 for seconds in record["hostile_input_seconds"].values())
@@ -85,8 +90,10 @@ def test_triage_accuracy_reads_a_corpus_given_on_the_command_line(tmp_path: Path
             "label": "shm_exhausted",
             "got": "killed_unknown",
             "family": "sigkill_cause_unknown",
+            "confidence": "medium",
         }
     ]
+    assert record["splits"]["holdout"]["confident_wrong"] == 1
     assert record["targets"]["holdout_accuracy"]["met"] is False
     assert "fresh_accuracy" not in record["targets"], "no fresh part, no target for it"
     assert "blind_accuracy" not in record["targets"], "no blind part, no target for it"

@@ -169,6 +169,7 @@ def pod_info(pod: Any) -> PodInfo:
         shm_size_bytes=_shm_bytes(pod, main, memory),
         deletion_timestamp=meta.deletion_timestamp,
         deletion_grace_seconds=meta.deletion_grace_period_seconds,
+        uid=meta.uid or "",
     )
 
 

@@ -88,7 +88,13 @@ class SimulatedCluster:
 
     def ports(self) -> ClusterPorts:
         """The cluster's ports for the engine, each an adapter over this one state."""
-        return ClusterPorts(name=self.name, kube=self.kube, agent=self.agent, metrics=self.metrics)
+        return ClusterPorts(
+            name=self.name,
+            kube=self.kube,
+            agent=self.agent,
+            metrics=self.metrics,
+            kernel_logs=self.agent,
+        )
 
     # Persistence
 

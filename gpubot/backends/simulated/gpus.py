@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from gpubot.backends.simulated.base import OnState
 from gpubot.backends.simulated.diag import simulated_diag
@@ -18,6 +19,12 @@ class SimulatedAgent(OnState):
     def snapshot(self) -> ClusterState:
         """A copy of the state, for the agent's simulated driver to read its node from."""
         return self._cluster.snapshot()
+
+    async def kernel_log(self, *, node: str, since: datetime, until: datetime) -> str:
+        """The node's kernel lines stamped within the window (short-iso, as journalctl -k)."""
+        with self._cluster.reading() as state:
+            lines = list(state.node(node).kernel_log)
+        return "\n".join(line for line in lines if _within(line, since, until))
 
     async def gpus(self, *, node: str) -> list[GpuState]:
         with self._cluster.reading() as state:
@@ -89,3 +96,12 @@ class SimulatedAgent(OnState):
         """diag() for synchronous callers (the agent's simulated driver)."""
         with self._cluster.reading() as state:
             return simulated_diag(state, node=node, level=level, gpus=gpus)
+
+
+def _within(line: str, since: datetime, until: datetime) -> bool:
+    """Whether a short-iso line's stamp falls in the window (an unstamped line does not)."""
+    try:
+        stamp = datetime.fromisoformat(line.split(" ", 1)[0])
+    except ValueError:
+        return False
+    return since <= stamp <= until

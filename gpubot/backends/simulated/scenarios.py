@@ -103,6 +103,48 @@ def oom_kill(
         return dict(sim_pod.last_state)
 
 
+def child_oom_kill(
+    cluster: SimulatedCluster, *, namespace: str, pod: str, at: datetime | None = None
+) -> dict[str, str | int]:
+    """The memory cgroup's OOM killer kills a child of the container's main process (a
+    launcher's worker), and the launcher exits 1 saying only that its child got SIGKILL: the
+    pod's log cannot tell why. The node's kernel log says it: the OOM killer's lines, in
+    journalctl's short-iso form, name the pod's cgroup by its UID."""
+    when = at or datetime.now(UTC)
+    stamp = when.isoformat(timespec="seconds")
+    with cluster.mutation() as state:
+        sim_pod = state.pod(namespace, pod)
+        cgroup = (
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+            f"{sim_pod.uid.replace('-', '_')}.slice/cri-containerd-"
+            f"{hashlib.sha256(sim_pod.ref.encode()).hexdigest()}.scope"
+        )
+        host = sim_pod.node
+        state.node(host).kernel_log += [
+            f"{stamp} {host} kernel: python invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), "
+            "order=0, oom_score_adj=939",
+            f"{stamp} {host} kernel: memory: usage 67108864kB, limit 67108864kB, failcnt 18",
+            f"{stamp} {host} kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),"
+            f"cpuset=cri-containerd,mems_allowed=0-1,oom_memcg={cgroup},task_memcg={cgroup},"
+            "task=python,pid=4242,uid=0",
+            f"{stamp} {host} kernel: Memory cgroup out of memory: Killed process 4242 (python) "
+            "total-vm:98765432kB, anon-rss:66000000kB, file-rss:0kB, shmem-rss:0kB, UID:0",
+        ]
+        sim_pod.last_state = {
+            "reason": "Error",
+            "exitCode": 1,
+            "message": (
+                "torch.distributed.elastic.multiprocessing.api: failed (exitcode: -9) "
+                "local_rank: 0 (pid: 4242) of binary: /usr/bin/python\n"
+                "Signal 9 (SIGKILL) received by PID 4242"
+            ),
+            "container": sim_pod.container,
+            "finishedAt": when.isoformat(),
+        }
+        sim_pod.restart_count += 1
+        return dict(sim_pod.last_state)
+
+
 def idle_pods(cluster: SimulatedCluster, *, namespace: str, count: int) -> list[str]:
     """Make `count` GPU-holding pods in a namespace idle (GPUs held at ~0 %); return their refs."""
     with cluster.mutation() as state:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import uuid
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -49,6 +50,8 @@ class SimNode:
     # Why DCGM cannot run on the node, set by a scenario ("" : it can): no dcgmi, host
     # engine down.
     dcgm_unavailable: str = ""
+    # The node's kernel messages as `journalctl -k -o short-iso` prints them, set by scenarios.
+    kernel_log: list[str] = field(default_factory=list)
 
     def gpu(self, index: int) -> GpuState:
         if not 0 <= index < len(self.gpus):
@@ -99,6 +102,11 @@ class SimPod:
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @property
+    def uid(self) -> str:
+        """A stable metadata.uid, derived from the pod's namespace and name."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"sim/{self.namespace}/{self.name}"))
+
     def info(self) -> PodInfo:
         return PodInfo(
             namespace=self.namespace,
@@ -121,6 +129,7 @@ class SimPod:
                 datetime.fromisoformat(self.deletion_timestamp) if self.deletion_timestamp else None
             ),
             deletion_grace_seconds=self.deletion_grace_seconds,
+            uid=self.uid,
         )
 
     def termination(self) -> ContainerTermination | None:

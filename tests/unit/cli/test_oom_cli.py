@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpubot.cli import run
+from gpubot.errors import InputError
 
 CUDNN = "RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED\n"
 
@@ -62,3 +63,31 @@ def test_help_names_every_class(capsys: pytest.CaptureFixture[str]) -> None:
     text = " ".join(capsys.readouterr().out.split())
     for word in ("killed_unknown", "family", "confidence", "--workload", "137"):
         assert word in text
+
+
+KERNEL = (
+    "2026-11-28T05:00:01+00:00 n1 kernel: oom-kill:constraint=CONSTRAINT_MEMCG,task_memcg="
+    "/kubepods.slice/kubepods-burstable-pode412d02d_3c7c_5536_9858_f8c041332efb.slice/x.scope,"
+    "task=python,pid=4242,uid=0\n"
+    "2026-11-28T05:00:01+00:00 n1 kernel: Memory cgroup out of memory: Killed process 4242 "
+    "(python) total-vm:9kB, anon-rss:8kB\n"
+)
+
+
+def test_the_nodes_kernel_log_decides_a_sigkill_the_log_cannot_explain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, kernel = tmp_path / "pod.log", tmp_path / "kern.log"
+    log.write_text("Signal 9 (SIGKILL) received by PID 4242\n")
+    kernel.write_text(KERNEL)
+    uid = "e412d02d-3c7c-5536-9858-f8c041332efb"
+    out = _json(capsys, "--log", str(log), "--kernel-log", str(kernel), "--pod-uid", uid)
+    assert (out["class"], out["family"]) == ("host_oom_killed", "kernel_oom_killer_for_pod")
+    assert out["sources_agreed"] == ["log", "kernel_log"]
+    other = "0" * 8 + "-1111-2222-3333-" + "4" * 12
+    out = _json(capsys, "--log", str(log), "--kernel-log", str(kernel), "--pod-uid", other)
+    assert out["class"] == "killed_unknown"
+    with pytest.raises(InputError, match="go together"):
+        run(["triage", "oom", "--log", str(log), "--kernel-log", str(kernel)])
+    with pytest.raises(InputError, match="not a pod UID"):
+        run(["triage", "oom", "--log", str(log), "--kernel-log", str(kernel), "--pod-uid", "a;b"])

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind7` entries they miss are listed in HOLDOUT_MISSES … BLIND7_MISSES
+`blind3` to `blind8` entries they miss are listed in HOLDOUT_MISSES … BLIND8_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpubot.domain.oom import CLASSES, classify
+from gpubot.domain.oom import LABELS, classify
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "triage"
 ENTRIES: list[dict[str, Any]] = [
@@ -35,6 +35,18 @@ BLIND4_MISSES: dict[str, str] = {}
 BLIND5_MISSES: dict[str, str] = {}
 BLIND6_MISSES: dict[str, str] = {}
 BLIND7_MISSES: dict[str, str] = {}
+# The eighth part's 25 misses before its rules (54.5 %) are listed by family in the
+# fixtures' README; this one is left.
+BLIND8_MISSES: dict[str, str] = {
+    "v-027": "a 7 KiB GPU allocation refused with no word of exhaustion is answered cannot_tell "
+    "(the thread suspects a CPU-only build)",
+}
+# The second half of the eighth part: its 8 misses before its rules (71.4 %) are listed by
+# family in the fixtures' README; these two are left.
+BLIND8B_MISSES: dict[str, str] = {
+    "w-018": "PBS's exit status 271 is not read; the owner's 'exit with OOM' gives cannot_tell",
+    "w-028": "a restart's supervisorctl line is read as a requested stop; the cause is unknown",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -45,6 +57,8 @@ KNOWN_MISSES = {
     **BLIND5_MISSES,
     **BLIND6_MISSES,
     **BLIND7_MISSES,
+    **BLIND8_MISSES,
+    **BLIND8B_MISSES,
 }
 
 
@@ -66,8 +80,8 @@ def _classify(entry: dict[str, Any]) -> Any:
 def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
-    assert all(e["label"] in CLASSES for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 8)))
+    assert all(e["label"] in LABELS for e in ENTRIES)
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -80,6 +94,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind5" for key in BLIND5_MISSES)
     assert all(split[key] == "blind6" for key in BLIND6_MISSES)
     assert all(split[key] == "blind7" for key in BLIND7_MISSES)
+    assert all(split[key] == "blind8" for key in BLIND8_MISSES)
+    assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())

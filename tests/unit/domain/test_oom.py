@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpubot.domain.oom import CLASSES, classify
+from gpubot.domain.oom import LABELS, classify
 from gpubot.domain.oom_rules import RULES, GiB, decide, gather
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "oom" / "cases.yaml"
@@ -30,7 +30,7 @@ def test_fixture_set_is_large_real_and_has_hard_negatives() -> None:
     assert all(str(c["source"]).startswith("https://github.com/") for c in CASES)
     counts = Counter(c["expected"] for c in CASES)
     assert counts["not_oom"] >= 8
-    assert set(counts) == set(CLASSES)
+    assert set(counts) == set(LABELS)
 
 
 def test_accuracy_on_the_fixture_set_is_100_percent() -> None:
@@ -77,8 +77,10 @@ def _new_message(*, request_gib: float, idle_gib: float, total_gib: float) -> st
     [
         (2.0, 4.0, 24.0, "cuda_oom_fragmentation"),  # idle reserve is twice the request
         (4.0, 2.0, 24.0, "cuda_oom"),  # idle reserve smaller than the request
-        # Judged against the request, not the card: 190 MiB idle could have held 20 MiB.
-        (0.02, 0.19, 24.0, "cuda_oom_fragmentation"),
+        # Idle reserve at least the request but under the 256 MiB floor: the card was full.
+        (0.02, 0.19, 24.0, "cuda_oom"),
+        # Over the floor and over the request: judged against the request, not the card.
+        (0.02, 0.30, 24.0, "cuda_oom_fragmentation"),
         (1.0, 1.0, 80.0, "cuda_oom"),  # equal, within rounding: not shown to be larger
     ],
 )

@@ -78,7 +78,12 @@ def test_spark_rapids_retry_oom_names_the_device_it_ran_out_of(text: str, cls: s
             "cuda_oom",
             25_600_000,
         ),
-        ("Not enough host memory: out of memory to allocate the staging buffer", "not_oom", None),
+        # Host memory in no family's words: not CuPy's pool, and the log cannot tell more.
+        (
+            "Not enough host memory: out of memory to allocate the staging buffer",
+            "cannot_tell",
+            None,
+        ),
     ],
 )
 def test_cupys_pool_wording_and_its_grouped_byte_counts(
@@ -114,7 +119,7 @@ def test_thrusts_algorithms_failing_to_allocate_on_the_device() -> None:
         (
             "[E:onnxruntime:, bfc_arena.cc:331] BFCArena for Cpu: Failed to allocate memory for "
             "requested buffer of size 1048576",
-            "not_oom",  # the CPU provider's arena is no GPU's
+            "cannot_tell",  # the CPU provider's arena is no GPU's; which memory, it cannot tell
         ),
     ],
 )
