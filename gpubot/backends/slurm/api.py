@@ -1,0 +1,441 @@
+"""The cluster ports over Slurm: drain is quarantine, requeue is eviction, resume is release."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import re
+import socket
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import ValidationError
+
+from gpubot.backends.slurm.commands import SlurmCommands
+from gpubot.backends.slurm.convert import job_pod, node_info, on_drain_of
+from gpubot.backends.slurm.joblog import JobOutput
+from gpubot.backends.slurm.models import SlurmJob, SlurmJobs, SlurmNode, SlurmNodes
+from gpubot.domain.cluster import (
+    FleetView,
+    NodeInfo,
+    PodDisruptionBudget,
+    PodEvent,
+    PodInfo,
+    Taint,
+)
+from gpubot.domain.leftover import REBOOT_LABEL, SERVICE_LABEL
+from gpubot.domain.names import check_node_name
+from gpubot.domain.slurm import JOB_NAMESPACE, REASON_PREFIX, SERVICE_PREFIX
+from gpubot.domain.workloads import Workload
+from gpubot.errors import (
+    GpubotError,
+    InputError,
+    NotFoundError,
+    PermanentStepError,
+)
+
+log = logging.getLogger(__name__)
+
+DrainJobs = Literal["requeue", "cancel", "requeue_or_cancel"]
+RebootNext = Literal["down", "resume"]
+_JOB_ID = re.compile(r"[0-9]{1,10}", re.ASCII)
+_NOT_REQUEUEABLE = re.compile(r"presently disabled|not requeue", re.IGNORECASE)
+_REASON_MAX = 240  # slurmctld keeps the whole reason; sinfo's default column shows ~20
+
+
+def clean_reason(text: str) -> str:
+    """A drain reason as scontrol takes it: printable ASCII on one line, capped."""
+    flat = "".join(c if " " <= c <= "~" else " " for c in text)
+    return " ".join(flat.split())[:_REASON_MAX]
+
+
+def job_id(name: str) -> str:
+    """A pod name that must be a Slurm job id (digits only; never passed on otherwise)."""
+    if not _JOB_ID.fullmatch(name):
+        raise InputError(f"{name!r} is not a Slurm job id")
+    return name
+
+
+class SlurmKubeApi:
+    """KubeApi over Slurm's commands, one cluster (one slurm.conf).
+
+    Reads are `sinfo --json` and `squeue --json` (Slurm 22.05 prints every node and job and
+    filters nothing with --json, so this filters); writes are `scontrol update`, `scontrol
+    requeue`, `scancel` and `scontrol reboot`, each an argument list. Slurm keeps no object
+    versions: a write re-reads the node just before, which narrows a race but cannot close it.
+    """
+
+    def __init__(
+        self,
+        commands: SlurmCommands,
+        *,
+        drain_jobs: DrainJobs = "requeue",
+        reboot_next_state: RebootNext = "down",
+        job_output: JobOutput | None = None,
+        dry_run: bool = False,
+    ) -> None:
+        self.cmd = commands
+        self.drain_jobs = drain_jobs
+        self.reboot_next_state = reboot_next_state
+        self.job_output = job_output or JobOutput(roots=())
+        self.dry_run = dry_run
+
+    # -- reads --
+
+    async def _nodes(self) -> list[SlurmNode]:
+        data = await self.cmd.run_json("sinfo")
+        try:
+            return list(SlurmNodes.model_validate(data).nodes)
+        except ValidationError as exc:
+            raise PermanentStepError(
+                f"sinfo --json: unexpected shape ({exc.error_count()} errors)"
+            ) from exc
+
+    async def _node(self, node: str) -> SlurmNode:
+        try:
+            check_node_name(node)
+        except ValueError as exc:
+            raise InputError(f"not asking Slurm: {exc}") from exc
+        for found in await self._nodes():
+            if found.name == node:
+                return found
+        raise NotFoundError(f"Slurm has no node {node!r}")
+
+    async def _jobs(self) -> list[SlurmJob]:
+        data = await self.cmd.run_json("squeue")
+        try:
+            return list(SlurmJobs.model_validate(data).jobs)
+        except ValidationError as exc:
+            raise PermanentStepError(
+                f"squeue --json: unexpected shape ({exc.error_count()} errors)"
+            ) from exc
+
+    async def list_nodes(self) -> list[NodeInfo]:
+        return [node_info(n) for n in await self._nodes() if _named(n.name)]
+
+    async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
+        return node_info(await self._node(node))
+
+    async def gpu_fleet(self) -> FleetView:
+        nodes = await self.list_nodes()
+        gpu = [n for n in nodes if n.is_gpu_node]
+        return FleetView(
+            gpu_nodes=frozenset(n.name for n in gpu),
+            cordoned=frozenset(n.name for n in gpu if n.unschedulable),
+            as_of=datetime.now(UTC),
+        )
+
+    # -- node writes --
+
+    async def set_unschedulable(
+        self,
+        *,
+        node: str,
+        value: bool,
+        actor: str,
+        reason: str,
+        dry_run: bool = False,
+        expect_version: str = "",
+    ) -> None:
+        """True: DRAIN with `reason` (running jobs go on, nothing new starts). False: RESUME,
+        only while the node's reason is still gpubot's; a drain someone else made (an admin,
+        a health check) is theirs, and this refuses it with their reason."""
+        current = await self._node(node)
+        if value:
+            if (current.drain or current.down) and not current.reason.startswith(REASON_PREFIX):
+                raise PermanentStepError(
+                    _foreign(current, "not draining it again over their reason")
+                )
+            text = clean_reason(reason if reason.startswith(REASON_PREFIX) else f"gpubot {reason}")
+            if dry_run or self.dry_run:
+                return
+            await self.cmd.run(
+                "scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={text}"
+            )
+            return
+        if not (current.drain or current.down):
+            return
+        if not current.reason.startswith(REASON_PREFIX):
+            raise PermanentStepError(_foreign(current, "gpubot resumes only its own drain"))
+        if dry_run or self.dry_run:
+            return
+        await self.cmd.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
+
+    async def set_taint(
+        self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
+    ) -> None:
+        """Slurm has no taints: the drain reason is the quarantine. The node must exist."""
+        await self._node(node)
+        log.debug(
+            "slurm: no taints; %s %s on %s not kept", "add" if present else "remove", taint, node
+        )
+
+    async def set_node_metadata(
+        self,
+        *,
+        node: str,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        """The notes that mean something to Slurm: a reboot request (`scontrol reboot ASAP
+        nextstate=…`: it drains, reboots when the node is idle) and hardware service (a drain
+        reason starting "gpubot hardware-service: "). Others have no place in Slurm."""
+        labels = labels or {}
+        notes = {k: v for k, v in (annotations or {}).items() if v}
+        current = await self._node(node)
+        if REBOOT_LABEL in labels:
+            if labels[REBOOT_LABEL] is None:
+                if not self.dry_run:
+                    await self.cmd.run("scontrol", "cancel_reboot", node)
+            else:
+                why = clean_reason(f"gpubot reboot: {next(iter(notes.values()), 'requested')}")
+                if not self.dry_run:
+                    await self.cmd.run(
+                        "scontrol",
+                        "reboot",
+                        "ASAP",
+                        f"nextstate={self.reboot_next_state.upper()}",
+                        f"reason={why}",
+                        node,
+                    )
+        if labels.get(SERVICE_LABEL):
+            if (current.drain or current.down) and not current.reason.startswith(REASON_PREFIX):
+                raise PermanentStepError(_foreign(current, "not replacing their reason"))
+            why = clean_reason(SERVICE_PREFIX + next(iter(notes.values()), "hardware service"))
+            if not self.dry_run:
+                await self.cmd.run(
+                    "scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={why}"
+                )
+        others = sorted(set(labels) - {REBOOT_LABEL, SERVICE_LABEL})
+        if others:
+            log.info("slurm: node labels %s have no place in Slurm; not kept on %s", others, node)
+
+    async def post_node_event(
+        self,
+        *,
+        node: str,
+        reason: str,
+        message: str,
+        event_type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        """Slurm keeps no node events: the drain reason and the audit trail say what happened."""
+        log.info("slurm node %s: %s: %s", node, reason, message)
+
+    # -- agent addresses --
+
+    async def node_internal_ips(self) -> dict[str, str]:
+        """Each node's NodeAddr from Slurm (resolved where it is a host name)."""
+        out: dict[str, str] = {}
+        loop = asyncio.get_running_loop()
+        for node in await self._nodes():
+            if not _named(node.name):
+                continue
+            address = node.address or node.hostname or node.name
+            try:
+                out[node.name] = ipaddress.ip_address(address).compressed
+                continue
+            except ValueError:
+                pass
+            try:
+                infos = await loop.getaddrinfo(address, None, type=socket.SOCK_STREAM)
+            except OSError:
+                log.warning("slurm node %s: NodeAddr %r does not resolve", node.name, address)
+                continue
+            v4 = [i for i in infos if i[0] == socket.AF_INET]
+            if infos:
+                out[node.name] = str((v4 or infos)[0][4][0])
+        return out
+
+    async def pod_ips_by_node(self, *, namespace: str, selector: str) -> dict[str, str]:
+        """No agent pods on Slurm: agents run as a systemd unit (address: internal_ip)."""
+        return {}
+
+    # -- jobs as pods --
+
+    async def list_pods(
+        self, *, node: str | None = None, namespace: str | None = None
+    ) -> list[PodInfo]:
+        if namespace not in (None, JOB_NAMESPACE):
+            return []
+        now = datetime.now(UTC)
+        pods = []
+        for job in await self._jobs():
+            if job.job_state not in (
+                "RUNNING",
+                "COMPLETING",
+                "SUSPENDED",
+                "CONFIGURING",
+                "STOPPED",
+            ):
+                continue
+            for name in job.node_names:
+                if node is None or name == node:
+                    on_drain = on_drain_of(job, self.drain_jobs)
+                    pods.append(job_pod(job, name, now=now, on_drain=on_drain))
+        return pods
+
+    async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
+        return []
+
+    async def _job(self, name: str) -> SlurmJob:
+        wanted = int(job_id(name))
+        for job in await self._jobs():
+            if job.job_id == wanted:
+                return job
+        return await self._accounted(wanted)
+
+    async def _accounted(self, wanted: int) -> SlurmJob:
+        """A job slurmctld has forgotten (past MinJobAge), from accounting (sacct)."""
+        try:
+            data = await self.cmd.run_json("sacct", "-j", str(wanted))
+        except PermanentStepError as exc:
+            raise NotFoundError(f"Slurm job {wanted}: not in the queue, and sacct: {exc}") from exc
+        for raw in data.get("jobs") or []:
+            if isinstance(raw, dict) and raw.get("job_id") == wanted:
+                return _from_sacct(raw)
+        raise NotFoundError(f"Slurm has no job {wanted}")
+
+    async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
+        if namespace != JOB_NAMESPACE:
+            raise NotFoundError(
+                f"on Slurm, jobs are namespace {JOB_NAMESPACE!r}, not {namespace!r}"
+            )
+        job = await self._job(name)
+        nodes = job.node_names
+        return job_pod(job, nodes[0] if nodes else "", now=datetime.now(UTC))
+
+    async def pod_logs(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        container: str | None = None,
+        previous: bool = False,
+        tail_lines: int = 100,
+    ) -> str:
+        """The tail of the job's output file (--output), where it lies under slurm.output_roots."""
+        job = await self._job(name)
+        return await self.job_output.tail(job, lines=tail_lines)
+
+    async def pod_events(self, *, namespace: str, name: str) -> list[PodEvent]:
+        job = await self._job(name)
+        if job.job_state in ("OUT_OF_MEMORY", "FAILED", "NODE_FAIL", "TIMEOUT", "CANCELLED"):
+            return [
+                PodEvent(
+                    type="Warning",
+                    reason=job.job_state,
+                    message=f"Slurm job {job.job_ref} state {job.job_state}"
+                    + (f" ({job.state_reason})" if job.state_reason not in ("", "None") else ""),
+                )
+            ]
+        return []
+
+    # -- evictions: requeue or cancel --
+
+    async def evict(self, *, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """Requeue the job (`scontrol requeue`: it goes back to pending, and runs elsewhere,
+        not on this drained node), or cancel it, as `slurm.drain_jobs` says."""
+        job = job_id(name)
+        if self.drain_jobs == "cancel":
+            await self.delete_pod(namespace=namespace, name=job, grace_seconds=grace_seconds)
+            return
+        if self.dry_run:
+            return
+        try:
+            await self.cmd.run("scontrol", "requeue", job)
+        except PermanentStepError as exc:
+            if not _NOT_REQUEUEABLE.search(str(exc)):
+                raise
+            if self.drain_jobs == "requeue_or_cancel":
+                await self.delete_pod(namespace=namespace, name=job, grace_seconds=grace_seconds)
+                return
+            raise PermanentStepError(
+                f"Slurm job {job} cannot be requeued (submitted --no-requeue, or not a batch "
+                "job): cancel it (scancel) or set slurm.drain_jobs: requeue_or_cancel"
+            ) from exc
+        except NotFoundError:
+            return  # it ended meanwhile: nothing to take off the node
+
+    async def delete_pod(self, *, namespace: str, name: str, grace_seconds: int | None) -> None:
+        job = job_id(name)
+        if self.dry_run:
+            return
+        try:
+            await self.cmd.run("scancel", job)
+        except NotFoundError:
+            return
+
+    @property
+    def workloads(self) -> SlurmWorkloads:
+        return SlurmWorkloads()
+
+
+class SlurmWorkloads:
+    """Scaling a workload is Kubernetes' idea; on Slurm every call says so in one line."""
+
+    async def get_workload_owner(self, *, namespace: str, pod: str) -> Workload:
+        raise PermanentStepError("idle-GPU reclamation scales Kubernetes workloads; not on Slurm")
+
+    async def get_workload(self, *, namespace: str, kind: str, name: str) -> Workload:
+        raise PermanentStepError("idle-GPU reclamation scales Kubernetes workloads; not on Slurm")
+
+    async def scale_workload(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        replicas: int,
+        annotations: Mapping[str, str | None] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        raise PermanentStepError("idle-GPU reclamation scales Kubernetes workloads; not on Slurm")
+
+
+def _named(name: str) -> bool:
+    try:
+        check_node_name(name)
+    except ValueError:
+        log.warning("slurm node %r is not a name gpubot accepts; left out", name[:80])
+        return False
+    return True
+
+
+def _foreign(node: SlurmNode, what: str) -> str:
+    by = node.reason_set_by_user or "slurm"
+    return (
+        f"{node.name} is drained by {by} (reason: {node.reason or 'none given'}), not by "
+        f"gpubot: {what}"
+    )
+
+
+def _from_sacct(raw: Mapping[str, object]) -> SlurmJob:
+    """sacct --json's job as a queue job (the fields triage reads)."""
+    state = raw.get("state")
+    current = state.get("current", "") if isinstance(state, dict) else ""
+    exit_code = raw.get("exit_code")
+    code = 0
+    if isinstance(exit_code, dict):
+        rc = exit_code.get("return_code", 0)
+        code = rc if isinstance(rc, int) else 0
+    try:
+        return SlurmJob.model_validate(
+            {
+                "job_id": raw.get("job_id"),
+                "job_state": current,
+                "name": raw.get("name", ""),
+                "user_name": raw.get("user", ""),
+                "account": raw.get("account", ""),
+                "partition": raw.get("partition", ""),
+                "nodes": raw.get("nodes", ""),
+                "exit_code": code,
+                "current_working_directory": raw.get("working_directory", ""),
+                "standard_output": raw.get("stdout", "") or "",
+            }
+        )
+    except ValidationError as exc:
+        raise GpubotError(
+            f"sacct --json: unexpected job shape ({exc.error_count()} errors)"
+        ) from exc
