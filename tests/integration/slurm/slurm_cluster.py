@@ -70,11 +70,13 @@ class SlurmCluster:
         return out.strip().split(";")[0]
 
     def node_json(self, node: str) -> dict[str, object]:
-        data = json.loads(self.run("scontrol", "show", "node", node, "--json"))
-        nodes = data["nodes"]
-        assert isinstance(nodes, list)
-        found: dict[str, object] = nodes[0]
-        return found
+        """The node as `sinfo --json` prints it (22.05's scontrol has no --json)."""
+        data = json.loads(self.run("sinfo", "--json"))
+        for found in data["nodes"]:
+            if found["name"] == node:
+                assert isinstance(found, dict)
+                return found
+        raise AssertionError(f"sinfo lists no node {node}")
 
     def node_state(self, node: str) -> str:
         """sinfo's state of the node, without the trailing * of a node slurmctld has not
