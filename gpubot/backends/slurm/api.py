@@ -27,7 +27,7 @@ from gpubot.domain.cluster import (
 )
 from gpubot.domain.leftover import REBOOT_LABEL, SERVICE_LABEL
 from gpubot.domain.names import check_node_name
-from gpubot.domain.slurm import JOB_NAMESPACE, REASON_PREFIX, SERVICE_PREFIX
+from gpubot.domain.slurm import JOB_NAMESPACE, REASON_PREFIX, SERVICE_PREFIX, with_taint
 from gpubot.domain.workloads import Workload
 from gpubot.errors import (
     GpubotError,
@@ -166,10 +166,23 @@ class SlurmKubeApi:
     async def set_taint(
         self, *, node: str, taint: Taint, present: bool, dry_run: bool = False
     ) -> None:
-        """Slurm has no taints: the drain reason is the quarantine. The node must exist."""
-        await self._node(node)
-        log.debug(
-            "slurm: no taints; %s %s on %s not kept", "add" if present else "remove", taint, node
+        """Slurm has no taints: gpubot keeps its own in its drain reason ("… [key=value:effect]"),
+        so they exist only while gpubot's drain does. Adding one needs that drain; removing
+        one from a node gpubot has not drained is nothing to do."""
+        current = await self._node(node)
+        ours = (current.drain or current.down) and current.reason.startswith(REASON_PREFIX)
+        if not ours:
+            if present:
+                raise PermanentStepError(
+                    f"{node}: Slurm has no taints, and gpubot keeps {taint} in its own drain "
+                    "reason, but gpubot has not drained this node (drain it first)"
+                )
+            return
+        text = with_taint(current.reason, taint, present=present, limit=_REASON_MAX)
+        if text == current.reason or dry_run or self.dry_run:
+            return
+        await self.cmd.run(
+            "scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={text}"
         )
 
     async def set_node_metadata(

@@ -22,10 +22,11 @@ from gpubot.domain.slurm import (
     NAME_LABEL,
     PARTITION_LABEL,
     SERVICE_PREFIX,
+    STATE_ANNOTATION,
     USER_LABEL,
+    reason_taints,
 )
 
-STATE_ANNOTATION = "slurm.schedmd.com/state"
 # Job states in which the job still holds its nodes.
 ON_NODE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED", "SIGNALING"})
 # A finished job's state, as a container's last terminated reason (what OOM triage reads).
@@ -79,6 +80,7 @@ def node_info(node: SlurmNode) -> NodeInfo:
         unschedulable=out_of_service,
         ready=not node.down and "NOT_RESPONDING" not in node.flags,
         draining=node.drain and node.busy,
+        taints=reason_taints(node.reason) if out_of_service else (),
         labels=labels,
         annotations=annotations,
         gpu_capacity=gpus,

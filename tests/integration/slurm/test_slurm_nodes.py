@@ -8,7 +8,7 @@ import pytest
 from slurm_cluster import SlurmCluster
 
 from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
-from gpubot.domain.cluster import CORDON_REASON_ANNOTATION
+from gpubot.domain.cluster import CORDON_REASON_ANNOTATION, Taint
 from gpubot.domain.leftover import REBOOT_LABEL
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
 
@@ -155,3 +155,17 @@ async def test_hostile_names_never_reach_slurm(api: SlurmKubeApi) -> None:
         await api.get_node(node="gpu999")
     with pytest.raises(NotFoundError):
         await api.get_pod(namespace="slurm", name="999999")
+
+
+async def test_taints_live_in_gpubots_reason(api: SlurmKubeApi, slurm: SlurmCluster) -> None:
+    taint = Taint(key="gpubot.io/xid", value="79")
+    with pytest.raises(PermanentStepError, match="has not drained this node"):
+        await api.set_taint(node="gpu001", taint=taint, present=True)
+    await api.set_unschedulable(node="gpu001", value=True, actor="system", reason=REASON)
+    await api.set_taint(node="gpu001", taint=taint, present=True)
+    node = await api.get_node(node="gpu001")
+    assert node.taints == (taint,)
+    assert slurm.node_json("gpu001")["reason"] == f"{REASON} [gpubot.io/xid=79:NoSchedule]"
+    await api.set_taint(node="gpu001", taint=taint, present=False)
+    assert (await api.get_node(node="gpu001")).taints == ()
+    assert slurm.node_json("gpu001")["reason"] == REASON

@@ -37,11 +37,15 @@ async def test_xid79_drain_requeue_reset_diag_resume(slurm: SlurmCluster, store:
     # the job on it keeps running, and nothing new starts there.
     node = slurm.node_json("gpu001")
     assert node["state_flags"] == ["DRAIN"]
-    assert node["reason"] == f"gpubot xid79/cordon run={run.id} incident={run.incident_id}"
+    # Slurm has no taints: gpubot's XID taint is kept in its own reason.
+    assert node["reason"] == (
+        f"gpubot xid79/cordon run={run.id} incident={run.incident_id} [gpubot.io/xid=79:NoSchedule]"
+    )
     assert slurm.node_state("gpu001") == "draining"
     assert slurm.job_state(train) == "RUNNING"
     # The drain's approval request lists the job as an HPC admin reads it.
     text = bot.notifier.text()
+    assert "drain gpu001 in Slurm (State=DRAIN" in text
     assert f"requeue job {train} (user root, account physics, partition gpu, 3 GPU(s)" in text
 
     assert await bot.approve_pending(run.id) == "drain"
@@ -57,6 +61,9 @@ async def test_xid79_drain_requeue_reset_diag_resume(slurm: SlurmCluster, store:
     for expected in ("reset", "untaint", "uncordon"):
         await bot.wait_status(run.id, RunStatus.WAITING_APPROVAL, RunStatus.FAILED)
         await bot.service.wait_idle()
+        if expected == "uncordon":
+            reason = slurm.node_json("gpu001")["reason"]
+            assert reason == f"gpubot xid79/cordon run={run.id} incident={run.incident_id}"
         assert await bot.approve_pending(run.id) == expected, (await store.get_run(run.id)).note
     await bot.wait_status(run.id, RunStatus.SUCCEEDED, RunStatus.FAILED)
     await bot.service.wait_idle()
@@ -75,6 +82,7 @@ async def test_xid79_drain_requeue_reset_diag_resume(slurm: SlurmCluster, store:
     started = [e.step for e in events if e.kind == "step.started"]
     assert sorted(started) == sorted(finished)
     assert await store.verify() == []
+    assert "resume gpu001 in Slurm (State=RESUME" in bot.notifier.text()
 
 
 async def test_xid79_on_an_admins_drain_stays_out(slurm: SlurmCluster, store: SqlStore) -> None:
