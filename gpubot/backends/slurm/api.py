@@ -168,11 +168,12 @@ class SlurmKubeApi:
     ) -> None:
         """Slurm has no taints: gpubot keeps its own in its drain reason ("… [key=value:effect]"),
         so they exist only while gpubot's drain does. Adding one needs that drain; removing
-        one from a node gpubot has not drained is nothing to do."""
+        one from a node gpubot has not drained is nothing to do. A dry run (a plan, read
+        before the runbook's drain step has run) only checks that the node exists."""
         current = await self._node(node)
         ours = (current.drain or current.down) and current.reason.startswith(REASON_PREFIX)
         if not ours:
-            if present:
+            if present and not (dry_run or self.dry_run):
                 raise PermanentStepError(
                     f"{node}: Slurm has no taints, and gpubot keeps {taint} in its own drain "
                     "reason, but gpubot has not drained this node (drain it first)"

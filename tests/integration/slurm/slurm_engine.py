@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from slurm_cluster import GPUS_PER_NODE, SlurmCluster
 
@@ -39,7 +40,7 @@ def gpu_uuid(node: str, index: int) -> str:
     return f"GPU-{node}-{index:04d}"
 
 
-def agent_cluster(nodes: tuple[str, ...]) -> SimulatedCluster:
+def agent_cluster(nodes: tuple[str, ...], *, state_path: Path | None = None) -> SimulatedCluster:
     """The simulated agent's side: the Slurm nodes' GPUs (4 H100 each), nothing else."""
     state = ClusterState()
     for name in nodes:
@@ -54,7 +55,7 @@ def agent_cluster(nodes: tuple[str, ...]) -> SimulatedCluster:
             for i in range(GPUS_PER_NODE)
         ]
         state.nodes[name] = SimNode(name=name, labels={}, gpus=gpus)
-    return SimulatedCluster(state, name=CLUSTER)
+    return SimulatedCluster(state, name=CLUSTER, state_path=state_path)
 
 
 @dataclass
@@ -122,7 +123,12 @@ def make_bot(slurm: SlurmCluster, store: SqlStore, *runbooks: str) -> SlurmBot:
 
 def xid_payload(node: str, gpu: int) -> AlertmanagerPayload:
     """The captured Alertmanager body, its alert about `node`'s GPU `gpu` in cluster hpc."""
-    data = json.loads(XID79_PAYLOAD.read_text())
+    return AlertmanagerPayload.model_validate(xid_body(node, gpu))
+
+
+def xid_body(node: str, gpu: int) -> dict[str, Any]:
+    """xid_payload's JSON, as Alertmanager posts it."""
+    data: dict[str, Any] = json.loads(XID79_PAYLOAD.read_text())
     alert = copy.deepcopy(data["alerts"][0])
     alert["labels"].update(
         Hostname=node,
@@ -135,4 +141,4 @@ def xid_payload(node: str, gpu: int) -> AlertmanagerPayload:
     for key in ("groupLabels", "commonLabels"):
         data[key]["cluster"] = CLUSTER
     data["commonLabels"].update(Hostname=node, gpu=str(gpu), UUID=gpu_uuid(node, gpu))
-    return AlertmanagerPayload.model_validate(data)
+    return data
