@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gpubot.backends.slurm.api import clean_reason, job_id
+from gpubot.backends.slurm.api import clean_reason
 from gpubot.backends.slurm.convert import node_info, on_drain_of
 from gpubot.backends.slurm.joblog import JobOutput, output_path
+from gpubot.backends.slurm.jobs import job_id
 from gpubot.backends.slurm.models import (
     SlurmJob,
     SlurmNode,
