@@ -312,7 +312,8 @@ async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
         Action.NODE_DRAIN,
-        "Evict the node's pods (DaemonSet and mirror pods stay; PDBs respected).",
+        "Evict the node's pods (DaemonSet and mirror pods stay; PDBs respected); on Slurm, "
+        "requeue or cancel each job on the node and wait for DRAINED.",
         DrainParams,
         True,
         plan_drain,

@@ -305,7 +305,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
     ),
     ActionSpec(
         Action.NODE_CORDON,
-        "Mark the node unschedulable (records who and why).",
+        "Mark the node unschedulable (records who and why); on Slurm, DRAIN with gpubot's reason.",
         NodeParams,
         True,
         plan_cordon,
@@ -315,8 +315,9 @@ SPECS: tuple[ActionSpec[Any], ...] = (
     ),
     ActionSpec(
         Action.NODE_UNCORDON,
-        "Make the node schedulable again; `unverified` names a check that should have come "
-        "first and did not run, so the plan and the approval request say so.",
+        "Make the node schedulable again (on Slurm, RESUME, only of gpubot's own drain); "
+        "`unverified` names a check that should have come first and did not run, so the plan "
+        "and the approval request say so.",
         UncordonParams,
         True,
         plan_uncordon,
