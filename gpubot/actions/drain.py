@@ -297,6 +297,11 @@ def _waiting(blocked: dict[str, str], failed: list[str], terminating: list[str])
 async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
     k8s = ctx.cluster
     evict, _ = evictable(await k8s.pods.list_pods(node=p.node))
+    if not evict and (await k8s.nodes.get_node(node=p.node)).draining:
+        return CheckResult(
+            "not_done",
+            f"no jobs left on {p.node}, but it is draining, not drained; waiting is safe",
+        )
     if not evict:
         return CheckResult("done", f"no evictable pods left on {p.node}", {"node": p.node})
     pdbs = await k8s.pods.list_pdbs()

@@ -9,6 +9,12 @@ from typing import Any
 
 from test_drain_terminating import DRAIN, _drain
 
+from gpubot.actions.base import ActionContext
+from gpubot.actions.drain import DrainParams, check_drain
+from gpubot.domain.cluster import NodeInfo
+from gpubot.engine.clock import FakeClock
+from gpubot.ports import ClusterPorts
+
 MakeHarness = Any  # the `harness` fixture in conftest.py
 
 
@@ -48,3 +54,29 @@ async def test_a_node_that_never_drains_stops_at_the_timeout(harness: MakeHarnes
     assert "still reports it draining, not drained" in drain.error
     assert sum(h.clock.slept) <= 120
     assert h.notifier.text().count("waiting for the scheduler to report it drained") == 1
+
+
+class _DrainingNode:
+    """Just what check() reads: no pods left, the node still draining."""
+
+    workloads = None
+
+    async def list_pods(self, **kw: Any) -> list[Any]:
+        return []
+
+    async def get_node(self, *, node: str, cached: bool = False) -> Any:
+        return NodeInfo(node, unschedulable=True, draining=True)
+
+
+async def test_after_a_crash_a_draining_node_is_not_done() -> None:
+    """The drain's crash check: no job left is not enough while the node is draining."""
+    kube: Any = _DrainingNode()
+    ctx = ActionContext(
+        cluster=ClusterPorts("hpc", kube, agent=None, metrics=None),  # type: ignore[arg-type]
+        clock=FakeClock(),
+        actor="system",
+        reason="test",
+    )
+    result = await check_drain(ctx, DrainParams(node="gpu042"))
+    assert result.state == "not_done"
+    assert "draining, not drained" in result.detail

@@ -77,3 +77,23 @@ async def test_missing_commands_and_bad_json(bin_dir: Path) -> None:
     _stub(bin_dir, "sinfo", """echo '{"nodes": [{"state": "idle"}]}'""")
     with pytest.raises(PermanentStepError, match="unexpected shape"):
         await SlurmKubeApi(SlurmCommands(bin_dir=bin_dir)).list_nodes()
+
+
+NODE_JSON = (
+    """echo '{"nodes": [{"name": "gpu042", "state": "mixed", "state_flags": ["DRAIN"], """
+    """"reason": "gpubot xid79/cordon run=r-1", "gres": "gpu:8"}]}'"""
+)
+
+
+async def test_dry_run_reads_and_never_writes(bin_dir: Path) -> None:
+    """`dry_run: true` in config: reads go to Slurm, no scontrol or scancel ever runs."""
+    _stub(bin_dir, "sinfo", NODE_JSON)
+    for command in ("scontrol", "scancel"):
+        _stub(bin_dir, command, "echo 'must not run' >&2; exit 1")
+    api = SlurmKubeApi(SlurmCommands(bin_dir=bin_dir), dry_run=True)
+    node = await api.get_node(node="gpu042")
+    assert node.draining
+    await api.set_unschedulable(node="gpu042", value=False, actor="U1", reason="gpubot x")
+    await api.evict(namespace="slurm", name="42")
+    await api.delete_pod(namespace="slurm", name="42", grace_seconds=None)
+    await api.set_node_metadata(node="gpu042", labels={"gpubot.io/reboot-required": "true"})
