@@ -100,3 +100,14 @@ async def test_node_handoff_reboots_through_slurm(slurm: SlurmCluster, store: Sq
     assert node["next_state_after_reboot"] == "down"
     assert str(node["reason"]).startswith("gpubot reboot: U1: gpubot node-handoff/reboot run=")
     slurm.run("scontrol", "cancel_reboot", "gpu001")
+
+
+async def test_thermal_plans_on_a_slurm_node(slurm: SlurmCluster, store: SqlStore) -> None:
+    """thermal touches only the node's GPUs (agent) and Prometheus: it plans as on Kubernetes."""
+    bot = make_bot(slurm, store, "thermal")
+    plan = await bot.service.plan(
+        runbook="thermal", args={"node": "gpu001", "gpu": "0"}, cluster=CLUSTER
+    )
+    assert plan.problems == ()
+    assert [s.id for s in plan.steps][:2] == ["check", "cap"]
+    assert all(not s.problem for s in plan.steps)
