@@ -65,7 +65,7 @@ class _PrintVersion(argparse.Action):
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="gpubot",
-        description="Incident-response bot for GPU Kubernetes clusters: "
+        description="Incident-response bot for GPU clusters on Kubernetes or Slurm: "
         "runbooks, approvals, audit.",
     )
     top.add_argument("--version", action=_PrintVersion, nargs=0, help="print the version")

@@ -181,9 +181,39 @@ class ClusterAgentSettings(_Section):
     )
 
 
+class ClusterSlurmSettings(_Section):
+    """How the bot reaches a Slurm cluster: the Slurm commands on the bot's host (a submit
+    host with the cluster's munge key), as an operator with Slurm admin rights."""
+
+    conf: Path | None = Field(
+        None, description="slurm.conf the commands read (SLURM_CONF); default the host's"
+    )
+    bin_dir: Path | None = Field(
+        None, description="folder with scontrol, sinfo, squeue, sacct, scancel; default PATH"
+    )
+    timeout_seconds: float = Field(30.0, gt=0, le=600, description="per Slurm command")
+    drain_jobs: Literal["requeue", "cancel", "requeue_or_cancel"] = Field(
+        "requeue",
+        description="what node.drain does to each job on the node: requeue it (scontrol "
+        "requeue; a job that cannot be requeued fails the step, naming it), cancel it (scancel), "
+        "or requeue where it can and cancel the rest",
+    )
+    reboot_next_state: Literal["down", "resume"] = Field(
+        "down",
+        description="node.request_reboot runs `scontrol reboot ASAP nextstate=…`: down keeps "
+        "the rebooted node out until release-node verifies and resumes it; resume puts it "
+        "straight back",
+    )
+    output_roots: list[Path] = Field(
+        default_factory=list,
+        description="folders (shared file systems) where OOM triage may read a job's --output "
+        "file; a file elsewhere is not read (its path is the job owner's choice)",
+    )
+
+
 class ClusterSettings(_Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
-    backend: Literal["simulated", "kubernetes"] = "simulated"
+    backend: Literal["simulated", "kubernetes", "slurm"] = "simulated"
     context: str | None = Field(None, description="kubeconfig context (kubernetes backend)")
     kubeconfig: Path | None = Field(
         None, description="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)"
@@ -214,6 +244,9 @@ class ClusterSettings(_Section):
     agent: ClusterAgentSettings | None = Field(
         None,
         description="how the bot reaches the node agents: at an address the cluster reports",
+    )
+    slurm: ClusterSlurmSettings | None = Field(
+        None, description="slurm backend: where the Slurm commands are and what a drain does"
     )
 
     @model_validator(mode="after")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from gpubot.backends.console import ConsoleNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.config import ClusterSettings, Settings
+from gpubot.config import ClusterSettings, ClusterSlurmSettings, Settings
 from gpubot.domain.cluster import Sample
 from gpubot.domain.runbook_loader import LoadedRunbook
 from gpubot.engine.clock import SystemClock
@@ -51,6 +51,9 @@ def build_clusters(settings: Settings) -> dict[str, ClusterPorts]:
         if c.backend == "kubernetes":
             clusters[c.name] = kubernetes_cluster(settings, c)
             continue
+        if c.backend == "slurm":
+            clusters[c.name] = slurm_cluster(settings, c)
+            continue
         sim = SimulatedCluster.default(name=c.name, state_path=c.state_file)
         agent = node_agent(settings, c, kube=sim.kube)
         clusters[c.name] = replace(sim.ports(), agent=agent) if agent else sim.ports()
@@ -83,6 +86,37 @@ def kubernetes_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
         metrics=prometheus_metrics(c),
         kernel_logs=agent if isinstance(agent, HttpNodeAgent) else None,
     )
+
+
+def slurm_cluster(settings: Settings, c: ClusterSettings) -> ClusterPorts:
+    """The Slurm commands on this host for the cluster's slurm.conf; GPUs through the node
+    agents (a systemd unit on each node) at each node's NodeAddr."""
+    from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
+    from gpubot.backends.slurm.joblog import JobOutput
+
+    if c.agent is None:
+        raise ConfigError(
+            f"clusters.{c.name}: a slurm cluster needs agent (e.g. agent: {{port: 9400}}) "
+            "to read and reset its GPUs"
+        )
+    if c.agent.address != "internal_ip":
+        raise ConfigError(
+            f"clusters.{c.name}.agent.address: a slurm cluster has no agent pods; "
+            "use internal_ip (each node's NodeAddr)"
+        )
+    s = c.slurm or ClusterSlurmSettings()
+    if s.conf is not None and not s.conf.is_file():
+        raise ConfigError(f"clusters.{c.name}.slurm.conf: {s.conf} is not a file")
+    kube = SlurmKubeApi(
+        SlurmCommands(conf=s.conf, bin_dir=s.bin_dir, timeout_seconds=s.timeout_seconds),
+        drain_jobs=s.drain_jobs,
+        reboot_next_state=s.reboot_next_state,
+        job_output=JobOutput(roots=tuple(s.output_roots)),
+        dry_run=settings.dry_run,
+    )
+    agent = node_agent(settings, c, kube=kube)
+    assert agent is not None  # c.agent is set
+    return ClusterPorts(name=c.name, kube=kube, agent=agent, metrics=prometheus_metrics(c))
 
 
 def prometheus_metrics(c: ClusterSettings) -> Metrics:

@@ -16,6 +16,7 @@ freezegun.configure(extend_ignore_list=["kubernetes"])
 # session-wide real part run in one worker, so each part starts once, not once per worker.
 _SHARED_PARTS = {
     "tests/integration/kube/": "kube-control-plane",  # etcd, kube-apiserver, the controller
+    "tests/integration/slurm/": "slurm-daemons",  # munged, slurmctld, two slurmd
 }
 
 

@@ -12,6 +12,7 @@ from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, 
 from gpubot.domain.actions import Action
 from gpubot.domain.cluster import PodDisruptionBudget, PodInfo
 from gpubot.domain.names import NodeName
+from gpubot.domain.slurm import drain_plan, is_job
 from gpubot.errors import (
     DisruptionBlockedError,
     NeedsHumanError,
@@ -77,6 +78,12 @@ async def plan_drain(ctx: ActionContext, p: DrainParams) -> PlanNote:
     listed, skipped = evictable(await k8s.pods.list_pods(node=p.node))
     evict = [pod for pod in listed if not pod.terminating]
     terminating = [pod.ref for pod in listed if pod.terminating]
+    if listed and all(is_job(pod) for pod in listed):
+        # Slurm: each job as an admin reads it (id, user, account, partition, GPUs, elapsed).
+        return PlanNote(
+            drain_plan(p.node, listed, now=ctx.clock.now()),
+            facts={"evict": [x.ref for x in listed], "blocked": {}, "terminating": terminating},
+        )
     pdbs = await k8s.pods.list_pdbs()
     blocked = {pod.ref: b.name for pod in evict if (b := blocking(pod, pdbs))}
     names = ", ".join(pod.ref for pod in evict[:10]) + (" …" if len(evict) > 10 else "")
@@ -122,9 +129,24 @@ async def run_drain(ctx: ActionContext, p: DrainParams) -> Output:
         first = False
         pods, skip = evictable(await k8s.pods.list_pods(node=p.node))
         skipped = [f"{pod.ref} ({why})" for pod, why in skip]
-        if not pods:
-            break
         now = ctx.clock.now()
+        if not pods and not node.draining:
+            break
+        if not pods:
+            # Slurm: no job listed, but the node is DRAINING, not DRAINED (an epilog, a job
+            # still completing): a GPU reset must wait for DRAINED.
+            if ctx.deadline is not None and now.timestamp() + delay > ctx.deadline.timestamp():
+                raise PermanentStepError(
+                    f"drain of {p.node} stopped at the step timeout: the scheduler still "
+                    "reports it draining, not drained"
+                )
+            text = f"no jobs left on {p.node}; waiting for the scheduler to report it drained"
+            if text != said:
+                await ctx.progress(text)
+                said = text
+            await ctx.clock.sleep(delay)
+            delay = min(delay * 2, p.max_poll_seconds)
+            continue
         # Evicted (or deleted) already: waited for, never evicted again, even before the
         # list shows its deletionTimestamp.
         handled = evicted.keys() | deleted.keys()
@@ -275,6 +297,11 @@ def _waiting(blocked: dict[str, str], failed: list[str], terminating: list[str])
 async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
     k8s = ctx.cluster
     evict, _ = evictable(await k8s.pods.list_pods(node=p.node))
+    if not evict and (await k8s.nodes.get_node(node=p.node)).draining:
+        return CheckResult(
+            "not_done",
+            f"no jobs left on {p.node}, but it is draining, not drained; waiting is safe",
+        )
     if not evict:
         return CheckResult("done", f"no evictable pods left on {p.node}", {"node": p.node})
     pdbs = await k8s.pods.list_pdbs()
@@ -290,7 +317,8 @@ async def check_drain(ctx: ActionContext, p: DrainParams) -> CheckResult:
 SPECS: tuple[ActionSpec[Any], ...] = (
     ActionSpec(
         Action.NODE_DRAIN,
-        "Evict the node's pods (DaemonSet and mirror pods stay; PDBs respected).",
+        "Evict the node's pods (DaemonSet and mirror pods stay; PDBs respected); on Slurm, "
+        "requeue or cancel each job on the node and wait for DRAINED.",
         DrainParams,
         True,
         plan_drain,

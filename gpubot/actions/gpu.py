@@ -55,10 +55,19 @@ async def plan_reset(ctx: ActionContext, p: ResetParams) -> PlanNote:
     note = f"reset GPU {p.gpu} ({gpu.uuid}) on {p.node}, now {state}"
     if holders:
         note += f"; refused while GPU pods run on the node ({', '.join(holders[:5])})"
+    if (await ctx.cluster.nodes.get_node(node=p.node)).draining:
+        note += "; refused while the scheduler reports the node draining, not drained"
     return PlanNote(note, facts={"state": state, "gpu_pods": holders})
 
 
 async def run_reset(ctx: ActionContext, p: ResetParams) -> Output:
+    if (await ctx.cluster.nodes.get_node(node=p.node)).draining:
+        # Slurm's DRAINING: a job, or its epilog, may still hold the GPU; DRAINED is the
+        # point where nothing does.
+        raise PermanentStepError(
+            f"{p.node} is DRAINING, not DRAINED: Slurm still has work on it; reset the GPU "
+            "once it reports drained (sinfo -n NODE)"
+        )
     before = await _gpu(ctx, p)
     after = await ctx.cluster.agent.reset_gpu(node=p.node, gpu=p.gpu, uuid=p.expected_uuid)
     # The ledger gets the reset the agent did, and how it came out (a refused one is not).

@@ -24,6 +24,7 @@ from gpubot.domain.cluster import (
     Taint,
 )
 from gpubot.domain.names import NodeName, TaintKey
+from gpubot.domain.slurm import is_slurm
 from gpubot.errors import ConflictError, GpubotError
 
 log = logging.getLogger(__name__)
@@ -68,11 +69,17 @@ async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
     await ctx.cluster.nodes.set_unschedulable(
         node=p.node, value=True, actor=ctx.actor, reason=ctx.reason, dry_run=True
     )
-    return PlanNote(
-        f"cordon {p.node}: no new pods schedule there; {pods} running GPU pod(s) holding "
-        f"{gpus} GPU(s) keep running",
-        facts={"gpu_pods": pods, "gpus_in_use": gpus},
-    )
+    if is_slurm(node):
+        summary = (
+            f"drain {p.node} in Slurm (State=DRAIN, the reason naming this run): no new job "
+            f"starts there; {pods} running GPU job(s) holding {gpus} GPU(s) keep running"
+        )
+    else:
+        summary = (
+            f"cordon {p.node}: no new pods schedule there; {pods} running GPU pod(s) holding "
+            f"{gpus} GPU(s) keep running"
+        )
+    return PlanNote(summary, facts={"gpu_pods": pods, "gpus_in_use": gpus})
 
 
 async def note(ctx: ActionContext, node: str, reason: str, message: str) -> None:
@@ -148,10 +155,18 @@ async def plan_uncordon(ctx: ActionContext, p: UncordonParams) -> PlanNote:
     node = await ctx.cluster.nodes.get_node(node=p.node)
     if not node.unschedulable:
         return PlanNote(f"{p.node} is already schedulable; nothing to do", changes=False)
+    slurm = is_slurm(node)
+    verb = "resume" if slurm else "uncordon"
+    what = "jobs may start" if slurm else "GPU pods may schedule"
     if p.unverified:
         return PlanNote(
-            f"uncordon {p.node} WITHOUT a check it should have passed: {p.unverified}. "
-            "Approving releases it on NVML's reading alone: GPU pods may schedule there again"
+            f"{verb} {p.node} WITHOUT a check it should have passed: {p.unverified}. "
+            f"Approving releases it on NVML's reading alone: {what} there again"
+        )
+    if slurm:
+        return PlanNote(
+            f"resume {p.node} in Slurm (State=RESUME, only while gpubot's drain reason is still "
+            "the node's): jobs may start there again"
         )
     return PlanNote(f"uncordon {p.node}: GPU pods may schedule there again")
 
@@ -178,6 +193,10 @@ async def plan_taint(ctx: ActionContext, p: TaintParams) -> PlanNote:
     if p.taint in node.taints:
         return PlanNote(f"{p.node} already has taint {p.taint}; nothing to do", changes=False)
     await ctx.cluster.nodes.set_taint(node=p.node, taint=p.taint, present=True, dry_run=True)
+    if is_slurm(node):
+        return PlanNote(
+            f"note {p.taint} in gpubot's drain reason on {p.node} (Slurm has no taints)"
+        )
     return PlanNote(f"taint {p.node} with {p.taint}: pods without a toleration will not schedule")
 
 
@@ -200,6 +219,8 @@ async def plan_untaint(ctx: ActionContext, p: TaintParams) -> PlanNote:
     node = await ctx.cluster.nodes.get_node(node=p.node)
     if p.taint not in node.taints:
         return PlanNote(f"{p.node} has no taint {p.taint}; nothing to do", changes=False)
+    if is_slurm(node):
+        return PlanNote(f"remove {p.taint} from gpubot's drain reason on {p.node}")
     return PlanNote(f"remove taint {p.taint} from {p.node}")
 
 
@@ -284,7 +305,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
     ),
     ActionSpec(
         Action.NODE_CORDON,
-        "Mark the node unschedulable (records who and why).",
+        "Mark the node unschedulable (records who and why); on Slurm, DRAIN with gpubot's reason.",
         NodeParams,
         True,
         plan_cordon,
@@ -294,8 +315,9 @@ SPECS: tuple[ActionSpec[Any], ...] = (
     ),
     ActionSpec(
         Action.NODE_UNCORDON,
-        "Make the node schedulable again; `unverified` names a check that should have come "
-        "first and did not run, so the plan and the approval request say so.",
+        "Make the node schedulable again (on Slurm, RESUME, only of gpubot's own drain); "
+        "`unverified` names a check that should have come first and did not run, so the plan "
+        "and the approval request say so.",
         UncordonParams,
         True,
         plan_uncordon,

@@ -61,6 +61,9 @@ class NodeInfo:
     gpu_capacity: int = 0
     gpu_allocatable: int = 0
     gpu_product: str = ""
+    # The scheduler still counts work on a node it was told to drain (Slurm's DRAINING, not
+    # yet DRAINED): a drain is finished only once this is False. Kubernetes has no such state.
+    draining: bool = False
     # metadata.resourceVersion as read ("" where the source keeps none): a write that
     # starts from this read sends it back, and the API server refuses it (409) if the
     # node changed since.

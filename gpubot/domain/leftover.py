@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from gpubot.domain.actions import Action
 from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, NodeInfo
+from gpubot.domain.slurm import is_slurm
 
 TargetKind = Literal["node", "workload"]
 GPUBOT_TAINT_PREFIX = "gpubot.io/"
@@ -128,11 +129,17 @@ def _live(node: str, info: NodeInfo, xid: str) -> tuple[list[str], list[str]]:
     xids = sorted({t.value for t in ours if t.key == XID_TAINT and t.value}) or [xid]
     if foreign:
         who = info.annotations.get(CORDON_BY_ANNOTATION, "") or "whoever cordoned it"
-        lines.append(
-            f"The cordon is {who}'s: gpubot does not release it. Once they are done: "
-            f"`kubectl uncordon {node}`."
+        # A Slurm node's drain is released by Slurm's own command (the reason goes with it).
+        undo = (
+            f"scontrol update NodeName={node} State=RESUME"
+            if is_slurm(info)
+            else f"kubectl uncordon {node}"
         )
-        release.append(f"kubectl uncordon {node}")
+        what = "drain" if is_slurm(info) else "cordon"
+        lines.append(
+            f"The {what} is {who}'s: gpubot does not release it. Once they are done: `{undo}`."
+        )
+        release.append(undo)
         release.extend(f"kubectl taint nodes {node} {t}-" for t in ours)
         if ours:
             lines.append(

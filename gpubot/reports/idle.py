@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,9 +13,13 @@ from gpubot.domain.actions import Action
 from gpubot.domain.audit import AuditEvent
 from gpubot.domain.cluster import PodInfo, Sample
 from gpubot.domain.codes import natural_key
+from gpubot.domain.slurm import ACCOUNT_LABEL, JOB_NAMESPACE, USER_LABEL, is_job
 
 # The DCGM exporter's labels (DESIGN: Alerts). Results are grouped by these in PromQL.
-_GPU_KEY = ("Hostname", "gpu", "namespace", "pod")
+# `hpc_job` is its HPC job mapping (--hpc-job-mapping-dir, on Slurm nodes): the job that
+# holds the GPU, where Kubernetes has a pod. Absent on Kubernetes, it groups nothing there.
+_GPU_KEY = ("Hostname", "gpu", "namespace", "pod", "hpc_job")
+_HPC_JOB = re.compile(r"[0-9]{1,10}", re.ASCII)
 RECLAIM_ACTION = Action.WORKLOAD_RECLAIM
 
 
@@ -154,10 +159,22 @@ class _Gpu:
     namespace: str
     pod: str
     util: float
+    key: tuple[str, ...] = ()  # its series' labels, as the other two queries group them
 
 
 def _key(labels: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(labels.get(k, "") for k in _GPU_KEY)
+
+
+def _holder(labels: Mapping[str, str]) -> tuple[str, str]:
+    """(namespace, pod) holding the GPU: the pod's labels, or on Slurm the HPC job mapping's
+    job id as a pod of namespace `slurm` (the adapter lists jobs so); anything but digits
+    there names no holder."""
+    pod = labels.get("pod", "")
+    job = labels.get("hpc_job", "")
+    if not pod and _HPC_JOB.fullmatch(job):
+        return JOB_NAMESPACE, job
+    return labels.get("namespace", ""), pod
 
 
 def owner_of(pod: PodInfo | None) -> str:
@@ -204,9 +221,9 @@ def build_idle_report(
             s.labels.get("Hostname", ""),
             s.labels.get("gpu", ""),
             s.labels.get("modelName", ""),
-            s.labels.get("namespace", ""),
-            s.labels.get("pod", ""),
+            *_holder(s.labels),
             s.value,
+            _key(s.labels),
         )
         for s in util
         if s.value == s.value  # NaN: no data in the window
@@ -225,23 +242,25 @@ def build_idle_report(
         cap = lookback_h
         if pod is not None and pod.created_at is not None:
             cap = min(cap, max(0.0, (now - pod.created_at).total_seconds() / 3600))
-        hours = [
-            min(cap, max(points.get(_key(_labels(g)), 0.0) * queries.step_hours, window_h))
-            for g in held
-        ]
+        hours = [min(cap, max(points.get(g.key, 0.0) * queries.step_hours, window_h)) for g in held]
         model = held[0].model
         gpu_hours = sum(hours)
+        group, owner = ns, owner_of(pod)
+        if pod is not None and is_job(pod):
+            # A Slurm job: totalled by its account, shown with its user.
+            group = pod.labels.get(ACCOUNT_LABEL) or ns
+            owner = f"job {pod.owner_name or name} (user {pod.labels.get(USER_LABEL) or '?'})"
         allocations.append(
             IdleAllocation(
-                namespace=ns,
+                namespace=group,
                 pod=name,
                 node=held[0].node,
                 gpus=tuple(sorted((g.gpu for g in held), key=_natural)),
                 model=model,
-                owner=owner_of(pod),
-                team=teams.get(ns, ns),
+                owner=owner,
+                team=teams.get(group, group),
                 util_pct=sum(g.util for g in held) / len(held),
-                memory_used_mib=max(mem.get(_key(_labels(g)), 0.0) for g in held),
+                memory_used_mib=max(mem.get(g.key, 0.0) for g in held),
                 idle_hours=min(hours),
                 idle_gpu_hours=gpu_hours,
                 cost_usd=gpu_hours * pricing.per_hour(model),
@@ -273,10 +292,6 @@ def build_idle_report(
         namespace=namespace,
         queries=3,
     )
-
-
-def _labels(g: _Gpu) -> dict[str, str]:
-    return {"Hostname": g.node, "gpu": g.gpu, "namespace": g.namespace, "pod": g.pod}
 
 
 def _natural(text: str) -> tuple[int, str]:

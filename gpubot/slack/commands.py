@@ -20,6 +20,7 @@ USAGE = """\
 • `run <runbook> key=value… [--dry-run]`: start a runbook (approvals as configured)
 • `audit <incident>`: the incident's audit trail
 • `triage <namespace>/<pod>`: why a pod died of memory (runs the oom-triage runbook)
+• `triage job <id> [cluster]`: why a Slurm job died of memory (slurm-oom-triage)
 • `xid <code>`: what an XID error means and what to do
 • `idle [namespace]`: idle GPUs (idle reports)
 • `history <node|GPU-uuid>`: a GPU's health ledger (XIDs, resets, reboots, service marks)
@@ -131,6 +132,10 @@ def parse(
             verb, rest, clusters=clusters, runbooks=runbooks, default_cluster=default_cluster
         )
     if verb == "triage":
+        if rest and rest[0] == "job":
+            return _triage_job(
+                rest[1:], clusters=clusters, runbooks=runbooks, default=default_cluster
+            )
         return _triage(rest, runbooks=runbooks, default_cluster=default_cluster)
     if verb == "xid":
         if len(rest) != 1 or not rest[0].isdigit() or len(rest[0]) > 4:
@@ -167,6 +172,22 @@ def _policy(rest: list[str], *, clusters: Collection[str], default_cluster: str)
 
 
 TRIAGE_RUNBOOK = "oom-triage"
+JOB_TRIAGE_RUNBOOK = "slurm-oom-triage"
+_JOB_ID = re.compile(r"[0-9]{1,10}", re.ASCII)
+
+
+def _triage_job(
+    rest: list[str], *, clusters: Collection[str], runbooks: Collection[str], default: str
+) -> RunCmd:
+    """`/gpu triage job 4711 [hpc]` is `/gpu run slurm-oom-triage job=4711`, read-only."""
+    if len(rest) not in (1, 2) or not _JOB_ID.fullmatch(rest[0]):
+        raise UsageError("usage: `/gpu triage job <Slurm job id> [cluster]`")
+    if JOB_TRIAGE_RUNBOOK not in runbooks:
+        raise UsageError(f"the {JOB_TRIAGE_RUNBOOK} runbook is not loaded")
+    cluster = rest[1] if len(rest) == 2 else default
+    if cluster not in clusters:
+        raise UsageError(f"unknown cluster {_shown(cluster)} (known: {_known(clusters)})")
+    return RunCmd(JOB_TRIAGE_RUNBOOK, cluster, {"job": rest[0]})
 
 
 def _triage(rest: list[str], *, runbooks: Collection[str], default_cluster: str) -> RunCmd:

@@ -136,3 +136,18 @@ def test_power_cap_left_in_place_is_said() -> None:
     cap = step("gpu.power_cap", output={"gpu": 2, "limit_w": 490.0, "previous_w": 700.0})
     got = node_standing(node=NODE, steps=[cap], live=NodeInfo(NODE))
     assert "capped GPU 2's power limit to 490.0 W (it was 700.0 W)" in got.text()
+
+
+def test_a_slurm_drain_someone_else_made_is_released_with_scontrol() -> None:
+    live = NodeInfo(
+        "gpu042",
+        unschedulable=True,
+        annotations={
+            CORDON_REASON_ANNOTATION: "bad PSU (ops)",
+            CORDON_BY_ANNOTATION: "root",
+            "slurm.schedmd.com/state": "drained",
+        },
+    )
+    got = node_standing(node="gpu042", steps=[], live=live)
+    assert got.release == ("scontrol update NodeName=gpu042 State=RESUME",)
+    assert "The drain is root's: gpubot does not release it." in got.text()

@@ -36,6 +36,7 @@ def test_shipped_runbooks_load() -> None:
         "node-handoff",
         "oom-triage",
         "release-node",
+        "slurm-oom-triage",
         "thermal",
         "xid-route",
         "xid79",

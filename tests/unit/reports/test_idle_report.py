@@ -76,10 +76,10 @@ def build(util, memory=(), points=(), pods=None, audit=(), namespace=None, teams
 def test_queries_are_three_aggregations_whatever_the_fleet() -> None:
     """The report asks Prometheus three aggregated questions, never one per GPU."""
     assert Q.all() == (
-        "avg by (Hostname, gpu, namespace, pod, modelName) "
+        "avg by (Hostname, gpu, namespace, pod, hpc_job, modelName) "
         "(avg_over_time(DCGM_FI_DEV_GPU_UTIL[60m]))",
-        "max by (Hostname, gpu, namespace, pod) (max_over_time(DCGM_FI_DEV_FB_USED[60m]))",
-        "sum by (Hostname, gpu, namespace, pod) "
+        "max by (Hostname, gpu, namespace, pod, hpc_job) (max_over_time(DCGM_FI_DEV_FB_USED[60m]))",
+        "sum by (Hostname, gpu, namespace, pod, hpc_job) "
         "(count_over_time((DCGM_FI_DEV_GPU_UTIL < 5)[1440m:5m]))",
     )
     assert Q.step_hours == 5 / 60

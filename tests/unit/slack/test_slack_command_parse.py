@@ -85,3 +85,31 @@ def test_triage_is_the_oom_triage_runbook_on_one_pod() -> None:
             parse(bad, **known)
     with pytest.raises(UsageError, match="not loaded"):
         parse("triage ml-train/trainer-0", **KNOWN)
+
+
+SLURM = {
+    "clusters": {"sim", "hpc"},
+    "runbooks": {"xid79", "slurm-oom-triage"},
+    "default_cluster": "hpc",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("triage job 4711", RunCmd("slurm-oom-triage", "hpc", {"job": "4711"})),
+        ("triage job 4711 sim", RunCmd("slurm-oom-triage", "sim", {"job": "4711"})),
+        ("plan xid79 node=gpu042", PlanCmd("xid79", "hpc", {"node": "gpu042"})),
+    ],
+)
+def test_slurm_jobs_and_nodes(text: str, expected: object) -> None:
+    assert parse(text, **SLURM) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["triage job", "triage job 12;rm", "triage job 4711 nowhere", "triage job 1 2 3"],
+)
+def test_slurm_job_usage(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse(text, **SLURM)  # type: ignore[arg-type]
