@@ -20,6 +20,7 @@ from gpubot.domain.cluster import (
     Taint,
 )
 from gpubot.domain.dcgm_diag import DiagReport
+from gpubot.domain.evidence import EvidencePart
 from gpubot.domain.gpu_history import GpuEvent
 from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
 from gpubot.domain.intake import IntakeOutcome
@@ -249,6 +250,12 @@ class NodeAgent(Protocol):
     async def diag_status(self, *, node: str) -> str | None:
         """None when DCGM diagnostics can run on the node now; else one line why not (dcgmi
         missing, host engine unreachable). GpubotError when the agent cannot be asked."""
+        ...
+
+    async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
+        """What the node's tools say now, each part bounded in time and size by the agent
+        (nvidia-bug-report.sh, nvidia-smi -q -x, the kernel's NVRM/Xid lines), with its
+        status: ok, missing, timed_out, truncated or failed. Changes nothing on the node."""
         ...
 
 

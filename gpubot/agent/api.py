@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -74,6 +75,10 @@ class DiagBody(BaseModel):
     gpus: list[Annotated[int, Field(ge=0, le=63, strict=True)]] = Field(
         default_factory=list, max_length=64
     )
+
+
+class _Empty(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Callers(Protocol):
@@ -211,6 +216,25 @@ def create_agent_app(
         why = await in_thread(ops.diag_status)
         return JSONResponse({"node": node, "available": why is None, "reason": why or ""})
 
+    async def evidence(request: Request) -> Response:
+        await _parse(request, _Empty)
+        parts = await in_thread(ops.evidence)
+        return JSONResponse(
+            {
+                "node": node,
+                "parts": [
+                    {
+                        "name": p.name,
+                        "status": p.status,
+                        "detail": p.detail,
+                        "seconds": round(p.seconds, 3),
+                        "content": base64.b64encode(p.content).decode("ascii"),
+                    }
+                    for p in parts
+                ],
+            }
+        )
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -248,6 +272,10 @@ def create_agent_app(
             Route("/v1/diag", authed(diag, needs="mutate"), methods=["POST"]),
             # Whether diagnostics can run (dcgmi there, host engine answering): a read.
             Route("/v1/diag/status", authed(diag_status)),
+            # Evidence changes nothing, but nvidia-bug-report.sh loads the node for minutes
+            # and the bundle tells much about it: the mutate token, not the read token that
+            # the agent also sends to bot_url with its XID events.
+            Route("/v1/evidence", authed(evidence, needs="mutate"), methods=["POST"]),
         ],
     )
 

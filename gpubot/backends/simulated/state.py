@@ -49,6 +49,8 @@ class SimNode:
     # Why DCGM cannot run on the node, set by a scenario ("" : it can): no dcgmi, host
     # engine down.
     dcgm_unavailable: str = ""
+    # Why the node agent cannot gather evidence, set by a scenario ("": it can).
+    evidence_failure: str = ""
 
     def gpu(self, index: int) -> GpuState:
         if not 0 <= index < len(self.gpus):
