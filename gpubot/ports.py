@@ -20,7 +20,7 @@ from gpubot.domain.cluster import (
     Taint,
 )
 from gpubot.domain.dcgm_diag import DiagReport
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.evidence import Bundle, EvidencePart, StoredEvidence
 from gpubot.domain.gpu_history import GpuEvent
 from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
 from gpubot.domain.intake import IntakeOutcome
@@ -468,7 +468,49 @@ class GpuLedger(Protocol):
         ...
 
 
-class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, GpuLedger, SignedVoteStore, Protocol):
+class EvidenceStore(Protocol):
+    """Evidence bundles, each kept with an audit event that records its sha256."""
+
+    async def store_evidence(
+        self,
+        *,
+        node: str,
+        cluster: str,
+        bundle: Bundle,
+        created_at: datetime,
+        audit: AuditDraft,
+        incident_id: str | None = None,
+        run_id: str | None = None,
+        step: str | None = None,
+    ) -> StoredEvidence:
+        """Keep `bundle` and append `audit` (kind evidence.stored; the store adds the
+        bundle's id, sha256 and size to its result) in one transaction."""
+        ...
+
+    async def list_evidence(
+        self, *, incident_id: str | None = None, node: str | None = None, limit: int = 200
+    ) -> list[StoredEvidence]: ...
+
+    async def evidence_content(self, evidence_id: int) -> tuple[StoredEvidence, bytes]:
+        """NotFoundError when there is no such bundle (or it was pruned)."""
+        ...
+
+    async def prune_evidence(self, *, before: datetime, audit: AuditDraft) -> list[int]:
+        """Delete bundles created before `before` with `audit` (evidence.pruned) naming
+        them, in one transaction; the ids deleted (none: nothing written)."""
+        ...
+
+
+class Store(
+    IncidentStore,
+    RunStore,
+    ApprovalStore,
+    AuditLog,
+    GpuLedger,
+    SignedVoteStore,
+    EvidenceStore,
+    Protocol,
+):
     """Everything that must survive a restart, in one database."""
 
     async def close(self) -> None: ...
