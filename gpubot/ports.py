@@ -478,13 +478,14 @@ class EvidenceStore(Protocol):
         cluster: str,
         bundle: Bundle,
         created_at: datetime,
-        audit: AuditDraft,
+        actor: str,
+        reason: str = "",
         incident_id: str | None = None,
         run_id: str | None = None,
         step: str | None = None,
     ) -> StoredEvidence:
-        """Keep `bundle` and append `audit` (kind evidence.stored; the store adds the
-        bundle's id, sha256 and size to its result) in one transaction."""
+        """Keep `bundle` and append its evidence.stored audit event (the bundle's id,
+        sha256, size and each part's status, for `actor`, `reason`) in one transaction."""
         ...
 
     async def list_evidence(

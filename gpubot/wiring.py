@@ -284,6 +284,7 @@ def build_app(
         policy=policy,
         default_cluster=settings.default_cluster,
         signers=signers,
+        evidence_keep_days=settings.evidence.keep_days,
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
     reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)

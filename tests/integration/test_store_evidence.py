@@ -39,16 +39,7 @@ async def keep(store: SqlStore, at: datetime, *, incident: str = "inc-0000000001
         incident_id=incident,
         run_id="run-0000000001",
         step="evidence",
-        audit=AuditDraft(
-            ts=at,
-            actor="system",
-            kind="evidence.stored",
-            incident_id=incident,
-            run_id="run-0000000001",
-            step="evidence",
-            action="node.gather_evidence",
-            target=NODE,
-        ),
+        actor="system",
     )
     return stored.id
 
@@ -64,7 +55,8 @@ async def test_a_bundle_round_trips_with_its_sha256_in_the_audit_event(database:
         incident_id="inc-0000000001",
         run_id="run-0000000001",
         step="evidence",
-        audit=AuditDraft(ts=T0, actor="system", kind="evidence.stored", target=NODE),
+        actor="U1",
+        reason="gpubot xid79/evidence",
     )
     assert (stored.size, stored.sha256, stored.created_at) == (made.size, made.sha256, T0)
     assert [p["status"] for p in stored.parts] == ["ok", "missing", "timed_out"]
@@ -74,6 +66,12 @@ async def test_a_bundle_round_trips_with_its_sha256_in_the_audit_event(database:
     (event,) = await store.events(kinds=["evidence.stored"])
     assert event.result["sha256"] == made.sha256
     assert event.result["evidence_id"] == stored.id
+    assert event.result["parts"] == {
+        "kernel-nvrm.log": "ok",
+        "nvidia-bug-report.log.gz": "missing",
+        "nvidia-smi-q.xml": "timed_out",
+    }
+    assert (event.actor, event.target, event.step) == ("U1", NODE, "evidence")
     assert await store.verify() == []
     assert await store.verify_evidence() == []
     listed = await store.list_evidence(incident_id="inc-0000000001")

@@ -17,6 +17,7 @@ from gpubot.domain.evidence import Bundle, StoredEvidence
 from gpubot.errors import NotFoundError
 
 STORED, PRUNED = "evidence.stored", "evidence.pruned"
+GATHER = "node.gather_evidence"  # the action that keeps a bundle
 _LISTED = [c for c in evidence.c if c.name != "content"]
 
 
@@ -46,7 +47,8 @@ class SqlEvidence(SqlAuditLog):
         cluster: str,
         bundle: Bundle,
         created_at: datetime,
-        audit: AuditDraft,
+        actor: str,
+        reason: str = "",
         incident_id: str | None = None,
         run_id: str | None = None,
         step: str | None = None,
@@ -67,13 +69,25 @@ class SqlEvidence(SqlAuditLog):
             new = conn.execute(
                 insert(evidence).values(**values, content=bundle.content).returning(evidence.c.id)
             ).scalar_one()
-            result = {
-                **audit.result,
-                "evidence_id": int(new),
-                "sha256": bundle.sha256,
-                "size": bundle.size,
-            }
-            self._append(conn, as_stored(replace(audit, result=result)))
+            event = AuditDraft(
+                ts=created_at,
+                actor=actor,
+                kind=STORED,
+                incident_id=incident_id,
+                run_id=run_id,
+                step=step,
+                action=GATHER,
+                target=node,
+                args={"node": node},
+                result={
+                    "evidence_id": int(new),
+                    "sha256": bundle.sha256,
+                    "size": bundle.size,
+                    "parts": {str(p["name"]): str(p["status"]) for p in bundle.parts},
+                },
+                reason=reason,
+            )
+            self._append(conn, as_stored(event))
             row = conn.execute(select(*_LISTED).where(evidence.c.id == new)).one()
             return _stored(row)
 
