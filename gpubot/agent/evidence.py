@@ -10,6 +10,8 @@ A part that is not installed, hangs, prints too much or fails is said in its sta
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import os
 import re
 import shutil
@@ -115,7 +117,11 @@ class EvidenceGatherer:
             where = Path(tmp)
 
             def written() -> int:
-                return sum(f.stat().st_size for f in where.iterdir() if f.is_file())
+                total = 0
+                for f in where.iterdir():
+                    with contextlib.suppress(OSError):  # a file that came and went
+                        total += f.stat().st_size
+                return total
 
             ran = run_capped(
                 [found, "--output-file", str(where / "nvidia-bug-report.log")],
@@ -126,12 +132,16 @@ class EvidenceGatherer:
                 cwd=where,
                 env=self._env,
             )
+            # It appends .gz to the name it is given; an older one may leave it uncompressed.
             report = where / "nvidia-bug-report.log.gz"
-            if not report.is_file():
+            plain = where / "nvidia-bug-report.log"
+            if not report.is_file() and not plain.is_file():
                 status = "failed" if ran.status == "ok" else ran.status
                 return Captured(status, b"", f"{ran.detail}; it wrote no report", ran.seconds)
-            with report.open("rb") as f:
+            with (report if report.is_file() else plain).open("rb") as f:
                 content = f.read(limit.max_bytes + 1)
+            if not report.is_file():
+                content = gzip.compress(content[: limit.max_bytes], mtime=0)
         if len(content) > limit.max_bytes:
             detail = f"{BUG_REPORT}: report cut at {limit.max_bytes} bytes"
             return Captured("truncated", content[: limit.max_bytes], detail, ran.seconds)

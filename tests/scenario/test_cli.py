@@ -212,6 +212,8 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "cordon",
         "taint",
         "notify",
+        "evidence",
+        "evidence-failed",
         "drain",
         "reset",
         "verify",
@@ -225,11 +227,14 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "rma",
         "rma-notify",
     ]
-    assert {i: steps[i]["approval"] for i in ("check", "cordon", "taint", "notify")} == {
+    assert {
+        i: steps[i]["approval"] for i in ("check", "cordon", "taint", "notify", "evidence")
+    } == {
         "check": "auto",
         "cordon": "auto",
         "taint": "auto",
         "notify": "auto",
+        "evidence": "auto",  # kept before the drain, reset, reboot or hand-off
     }
     for gated in ("drain", "reset", "untaint", "uncordon", "reboot"):
         assert steps[gated]["approval"] == "required"

@@ -223,3 +223,11 @@ async def test_the_bot_client_reads_the_parts(tmp_path: Path) -> None:
 def _no_real_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing here may reach the host's own nvidia-smi: every gatherer has its own PATH."""
     monkeypatch.setenv("PATH", "/nonexistent")
+
+
+def test_an_uncompressed_report_is_gzipped(tmp_path: Path) -> None:
+    plain = '#!/bin/sh\necho "bug report body" > "$2"\n'
+    parts = by_name(gatherer(tmp_path, report=plain).gather())
+    report = parts["nvidia-bug-report.log.gz"]
+    assert report.status == "ok"
+    assert gzip.decompress(report.content) == b"bug report body\n"
