@@ -359,7 +359,7 @@ async def _agent(args: argparse.Namespace) -> int:
     setup_logging(s, fmt=args.log_format, level=args.log_level, extra_secrets=secrets)
     from gpubot.wiring import build_agent_driver
 
-    driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
+    driver, diagnostics, evidence = build_agent_driver(s, driver=args.driver, node=node)
     opts = AgentOptions(
         tokens=callers,
         node=node,
@@ -370,6 +370,7 @@ async def _agent(args: argparse.Namespace) -> int:
         xid_window_s=s.agent.xid_window_seconds,
         reset_timeout_s=s.agent.reset_timeout_seconds,
         diagnostics=diagnostics,
+        evidence=evidence,
         event_token=event_token,
         driver_name=args.driver,
     )

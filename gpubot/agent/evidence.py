@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from gpubot.agent.driver import GpuDriverError
 from gpubot.agent.evidence_run import Captured, run_capped
@@ -30,6 +31,14 @@ MiB = 1024 * 1024
 # The kernel lines kept: the NVIDIA driver's (NVRM, including every Xid) and the Xid lines.
 KERNEL_LINES = re.compile(rb"NVRM|Xid|nvidia", re.IGNORECASE)
 BUG_REPORT = "nvidia-bug-report.sh"
+
+
+class Evidence(Protocol):
+    """What gathers a node's evidence: EvidenceGatherer, or the simulated node's driver."""
+
+    def gather(self) -> list[EvidencePart]:
+        """Every part with its status; GpuDriverError (busy) while another gathering runs."""
+        ...
 
 
 @dataclass(frozen=True)

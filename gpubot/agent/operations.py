@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from gpubot.agent.dcgm import Diagnostics, check_gpus, check_level
 from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
-from gpubot.agent.evidence import EvidenceGatherer
+from gpubot.agent.evidence import Evidence, EvidenceGatherer
 from gpubot.domain.evidence import EvidencePart
 
 
@@ -47,10 +47,10 @@ class GpuOperations:
         *,
         reset_timeout_s: float = 120.0,
         diagnostics: Diagnostics | None = None,
-        evidence: EvidenceGatherer | None = None,
+        evidence: Evidence | None = None,
     ) -> None:
         self.driver = driver
-        self.gatherer = evidence or EvidenceGatherer()
+        self.gatherer: Evidence = evidence or EvidenceGatherer()
         self.reset_timeout_s = reset_timeout_s
         self.diagnostics = diagnostics
         # One diagnostic run per node at a time: DCGM runs one, and it loads every GPU.

@@ -18,7 +18,7 @@ import uvicorn
 from gpubot.agent.api import AgentTokens, Callers, create_agent_app
 from gpubot.agent.dcgm import Diagnostics
 from gpubot.agent.driver import GpuDriver, GpuDriverError, XidSource
-from gpubot.agent.evidence import EvidenceGatherer
+from gpubot.agent.evidence import Evidence
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.observed import ObservedDriver, ObservedOperations
 from gpubot.agent.operations import GpuOperations
@@ -42,7 +42,7 @@ class AgentOptions:
     xid_window_s: float = 300.0
     reset_timeout_s: float = 120.0
     diagnostics: Diagnostics | None = None
-    evidence: EvidenceGatherer | None = None  # None: the node's tools on PATH, default caps
+    evidence: Evidence | None = None  # None: the node's tools on PATH, default caps
     driver_name: str = "nvml"
     # What the agent sends the bot with its XID events: its projected ServiceAccount token
     # (re-read each time) on Kubernetes, its read token in hmac mode.

@@ -95,5 +95,9 @@ class SimulatedAgent(OnState):
 
     async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
         """A small bundle shaped like the real tools' (simulated/evidence.py)."""
+        return self.evidence_parts(node=node)
+
+    def evidence_parts(self, *, node: str) -> list[EvidencePart]:
+        """gather_evidence() for synchronous callers (the agent's simulated driver)."""
         with self._cluster.reading() as state:
             return simulated_evidence(state, node=node, now=datetime.now(UTC))

@@ -231,3 +231,29 @@ def test_an_uncompressed_report_is_gzipped(tmp_path: Path) -> None:
     report = parts["nvidia-bug-report.log.gz"]
     assert report.status == "ok"
     assert gzip.decompress(report.content) == b"bug report body\n"
+
+
+async def test_the_simulated_driver_answers_the_simulated_nodes_evidence() -> None:
+    """`gpubot agent --driver simulated`: the node's evidence as the simulated cluster shapes
+    it (the XID in the kernel lines), and a refusal a scenario sets is a 409."""
+    from gpubot.backends.simulated.scenarios import evidence_fails, inject_xid
+
+    cluster = SimulatedCluster.default()
+    inject_xid(cluster, node=NODE, gpu=2)
+    driver = SimulatedDriver(cluster.agent, node=NODE)
+    ops = GpuOperations(driver, evidence=driver)
+    agent = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=MUTATE), node=NODE)
+    auth = {"authorization": f"Bearer {MUTATE}"}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=agent), base_url="http://agent"
+    ) as client:
+        answer = await client.post("/v1/evidence", headers=auth, json={})
+        evidence_fails(cluster, node=NODE, reason="evidence is already being gathered")
+        refused = await client.post("/v1/evidence", headers=auth, json={})
+    parts = {p["name"]: p for p in answer.json()["parts"]}
+    assert {p["status"] for p in parts.values()} == {"ok"}
+    kernel = base64.b64decode(parts["kernel-nvrm.log"]["content"]).decode()
+    assert "NVRM: Xid" in kernel
+    assert ": 79, " in kernel
+    assert refused.status_code == 409
+    assert refused.json()["kind"] == "busy"
