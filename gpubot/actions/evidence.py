@@ -4,6 +4,7 @@ the GPUs' ledger), with its sha256 in the audit trail."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -63,7 +64,9 @@ async def run(ctx: ActionContext, p: EvidenceParams) -> Output:
     if ledger is not None:
         parts = [*parts, ledger]
     now = ctx.clock.now()
-    bundle = build_bundle(
+    # Tens of MiB to pack and compress: off the event loop.
+    bundle = await asyncio.to_thread(
+        build_bundle,
         parts,
         node=p.node,
         gathered_at=now,

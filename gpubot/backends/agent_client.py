@@ -28,6 +28,7 @@ from gpubot.errors import (
 
 # The largest answer read from an agent: evidence parts (base64) within the agent's caps.
 MAX_ANSWER_BYTES = 96 * 1024 * 1024
+_PARSE_IN_THREAD = 1024 * 1024
 # How long evidence may take: the agent's slowest part (nvidia-bug-report.sh, 240 s) and more.
 EVIDENCE_TIMEOUT_S = 300.0
 
@@ -116,21 +117,7 @@ class HttpNodeAgent:
     async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
         limits = httpx.Timeout(self._timeout.connect, read=EVIDENCE_TIMEOUT_S)
         data = await self._call("POST", node, "/v1/evidence", json={}, limits=limits)
-        try:
-            return [
-                EvidencePart(
-                    name=str(p["name"]),
-                    status=p["status"],
-                    content=base64.b64decode(str(p.get("content", "")), validate=True),
-                    detail=cap(str(p.get("detail", "")), 300),
-                    seconds=float(p.get("seconds", 0.0)),
-                )
-                for p in data["parts"]
-            ]
-        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
-            raise PermanentStepError(
-                f"node agent on {node}: evidence answer gpubot cannot read ({exc})"
-            ) from exc
+        return await asyncio.to_thread(evidence_parts, node, data)
 
     # The agent's own extras
 
@@ -176,7 +163,9 @@ class HttpNodeAgent:
         if response.status_code != 200:
             raise agent_error(node, response)
         try:
-            body = response.json()
+            # A large answer (evidence) is parsed off the event loop.
+            big = len(response.content) > _PARSE_IN_THREAD
+            body = await asyncio.to_thread(response.json) if big else response.json()
         except ValueError as exc:
             raise TemporaryStepError(f"node agent on {node}: answer is not JSON") from exc
         if not isinstance(body, dict) or body.get("node") != node:
@@ -237,6 +226,25 @@ async def _read_capped(
         content=bytes(body),
         request=request,
     )
+
+
+def evidence_parts(node: str, data: dict[str, Any]) -> list[EvidencePart]:
+    """The agent's evidence answer as parts (base64 decoded: call it in a thread)."""
+    try:
+        return [
+            EvidencePart(
+                name=str(p["name"]),
+                status=p["status"],
+                content=base64.b64decode(str(p.get("content", "")), validate=True),
+                detail=cap(str(p.get("detail", "")), 300),
+                seconds=float(p.get("seconds", 0.0)),
+            )
+            for p in data["parts"]
+        ]
+    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        raise PermanentStepError(
+            f"node agent on {node}: evidence answer gpubot cannot read ({exc})"
+        ) from exc
 
 
 # DCGM diagnostics that cannot run: retrying at once would not help, a person must look.

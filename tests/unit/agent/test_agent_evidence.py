@@ -257,3 +257,26 @@ async def test_the_simulated_driver_answers_the_simulated_nodes_evidence() -> No
     assert ": 79, " in kernel
     assert refused.status_code == 409
     assert refused.json()["kind"] == "busy"
+
+
+async def test_the_bot_reads_no_more_of_an_answer_than_its_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpubot.backends import agent_client
+    from gpubot.errors import PermanentStepError
+
+    monkeypatch.setattr(agent_client, "MAX_ANSWER_BYTES", 16 * 1024)
+    gather = gatherer(tmp_path, nvidia_smi=FLOOD)  # a 64 KiB part: 85 KiB of base64
+    cluster = SimulatedCluster.default()
+    ops = GpuOperations(SimulatedDriver(cluster.agent, node=NODE), evidence=gather)
+    agent = create_agent_app(ops, tokens=AgentTokens(read=READ, mutate=MUTATE), node=NODE)
+    client = HttpNodeAgent(
+        addresses=AgentAddresses(SimulatedCluster.default().kube, AgentLocation(cluster="sim")),
+        master=MASTER,
+        transport=httpx.ASGITransport(app=agent),
+    )
+    try:
+        with pytest.raises(PermanentStepError, match="larger than 16384 bytes"):
+            await client.gather_evidence(node=NODE)
+    finally:
+        await client.aclose()
