@@ -212,9 +212,9 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "cordon",
         "taint",
         "notify",
+        "drain",
         "evidence",
         "evidence-failed",
-        "drain",
         "reset",
         "verify",
         "diag",
@@ -234,7 +234,7 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "cordon": "auto",
         "taint": "auto",
         "notify": "auto",
-        "evidence": "auto",  # kept before the drain, reset, reboot or hand-off
+        "evidence": "auto",  # kept before the reset, reboot or hand-off
     }
     for gated in ("drain", "reset", "untaint", "uncordon", "reboot"):
         assert steps[gated]["approval"] == "required"

@@ -92,13 +92,14 @@ async def test_evidence_is_kept_before_the_reset_and_listed_by_the_cli(
         "gpu-ledger.json": "ok",
     }
 
-    # Kept before the drain and the reset started, with its sha256 in the audit event.
+    # Kept after the drain and before the reset started, with its sha256 in the audit event.
     events = await h.app.store.events(incident_id=run.incident_id)
     [stored] = [e for e in events if e.kind == "evidence.stored"]
     assert stored.result["sha256"] == out["sha256"]
     assert stored.result["evidence_id"] == out["evidence_id"]
     started = {e.step: e.seq for e in events if e.kind == "step.started"}
-    assert stored.seq < started["drain"] < started["reset"]
+    finished = {e.step: e.seq for e in events if e.kind == "step.finished"}
+    assert finished["drain"] < stored.seq < started["reset"]
     assert f"Evidence from {NODE} kept: bundle {out['evidence_id']}" in thread
     assert out["sha256"][:16] in thread
     assert f"gpubot evidence get {out['evidence_id']}" in thread

@@ -50,9 +50,9 @@ def test_shipped_runbooks_load() -> None:
         "cordon",
         "taint",
         "notify",
+        "drain",
         "evidence",
         "evidence-failed",
-        "drain",
         "reset",
         "verify",
         "diag",
@@ -93,7 +93,7 @@ def test_line_points_at_a_field() -> None:
     item = load_file(SHIPPED / "xid79.yaml")
     text = (SHIPPED / "xid79.yaml").read_text()
     assert item.line(("name",)) == line_of(text, "name: xid79")
-    assert item.line(("steps", 9, "timeout")) == line_of(text, "timeout: 10m")
+    assert item.line(("steps", 7, "timeout")) == line_of(text, "timeout: 10m")
 
 
 def test_xid79_matches_only_reset_and_reboot_xids() -> None:

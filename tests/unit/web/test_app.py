@@ -351,6 +351,8 @@ async def test_store_failure_on_ingest_is_503_so_alertmanager_retries(
 
 
 AFTER_DRAIN = (
+    "evidence",  # kept after the drain, before the reset, reboot or hand-off
+    "evidence-failed",
     "reset",
     "verify",
     "diag",
@@ -388,8 +390,6 @@ async def test_xid79_alert_quarantines_the_node_and_waits_for_drain_approval(
         "cordon": StepStatus.SUCCEEDED,
         "taint": StepStatus.SUCCEEDED,
         "notify": StepStatus.SUCCEEDED,
-        "evidence": StepStatus.SUCCEEDED,  # kept before anything destructive
-        "evidence-failed": StepStatus.SKIPPED,
         "drain": StepStatus.WAITING_APPROVAL,
         **{s: StepStatus.PENDING for s in AFTER_DRAIN},
     }
@@ -421,8 +421,6 @@ async def test_xid79_alert_for_a_healthy_node_changes_nothing(harness: Harness) 
             "cordon",
             "taint",
             "notify",
-            "evidence",
-            "evidence-failed",
             "drain",
             *AFTER_DRAIN,
         )
