@@ -189,3 +189,41 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     bad = gpubot("evidence", "list", "--incident", "inc-1;rm -rf /", "--config", cfg, cwd=tmp_path)
     assert bad.returncode == 2
     assert "not an incident id" in bad.stderr
+
+
+async def test_a_hand_off_to_service_keeps_the_evidence_first(h: SlackHarness) -> None:
+    """node-handoff to=service (a choice xid79 offers): the bundle is kept before the
+    hardware-service mark, and its event names the run's incident."""
+    reply = await h.slash(f"run node-handoff node={NODE} to=service", user="U1")
+    assert reply.status_code == 200
+    await h.settle()
+    for _ in range(500):  # the command's run starts after the slash command is answered
+        runs = [r for r in await h.app.store.list_runs() if r.runbook == "node-handoff"]
+        if runs:
+            break
+        await h.settle()
+    [run] = runs
+    for _ in range(2000):
+        current = await h.app.store.get_run(run.id)
+        if current.status.finished:
+            break
+        pending = [
+            a.id
+            for a in await h.app.store.approvals_for(run.id)
+            if a.status is ApprovalStatus.PENDING
+        ]
+        if pending:
+            await h.click(pending[0], user="U2")
+        await h.settle()
+    steps = {s.step_id: s.status.value for s in await h.app.store.steps(run.id)}
+    assert (steps["evidence"], steps["service"], steps["reboot"]) == (
+        "succeeded",
+        "succeeded",
+        "skipped",
+    )
+    events = await h.app.store.events(run_id=run.id)
+    [stored] = [e for e in events if e.kind == "evidence.stored"]
+    started = {e.step: e.seq for e in events if e.kind == "step.started"}
+    assert stored.seq < started["service"]
+    [kept] = await h.app.store.list_evidence()
+    assert (kept.run_id, kept.step, kept.node) == (run.id, "evidence", NODE)
