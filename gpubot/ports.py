@@ -489,8 +489,15 @@ class EvidenceStore(Protocol):
         ...
 
     async def list_evidence(
-        self, *, incident_id: str | None = None, node: str | None = None, limit: int = 200
-    ) -> list[StoredEvidence]: ...
+        self,
+        *,
+        incident_id: str | None = None,
+        node: str | None = None,
+        run_id: str | None = None,
+        limit: int = 200,
+    ) -> list[StoredEvidence]:
+        """Newest first, without their content."""
+        ...
 
     async def evidence_content(self, evidence_id: int) -> tuple[StoredEvidence, bytes]:
         """NotFoundError when there is no such bundle (or it was pruned)."""

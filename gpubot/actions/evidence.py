@@ -13,13 +13,19 @@ from pydantic import Field
 from gpubot.actions.base import (
     ActionContext,
     ActionSpec,
+    CheckResult,
     Output,
     Params,
     PlanNote,
-    nothing_to_check,
 )
 from gpubot.domain.actions import Action
-from gpubot.domain.evidence import EvidencePart, build_bundle, human_size, parts_summary
+from gpubot.domain.evidence import (
+    EvidencePart,
+    StoredEvidence,
+    build_bundle,
+    human_size,
+    parts_summary,
+)
 from gpubot.domain.names import NodeName
 from gpubot.errors import GpubotError, PermanentStepError
 
@@ -78,7 +84,6 @@ async def run(ctx: ActionContext, p: EvidenceParams) -> Output:
             "why": p.why,
         },
     )
-    statuses = {str(part["name"]): str(part["status"]) for part in bundle.parts}
     stored = await ctx.evidence.store_evidence(
         node=p.node,
         cluster=ctx.cluster.name,
@@ -90,24 +95,38 @@ async def run(ctx: ActionContext, p: EvidenceParams) -> Output:
         actor=ctx.actor,
         reason=ctx.reason,
     )
-    summary = (
-        f"evidence bundle {stored.id} from {p.node}: {human_size(stored.size)}, sha256 "
-        f"{stored.sha256[:16]}…; {parts_summary(bundle.parts)}"
-    )
     await ctx.progress(
         f"Evidence from {p.node} kept: bundle {stored.id} ({human_size(stored.size)}, sha256 "
         f"`{stored.sha256[:16]}…`, recorded in the audit trail); "
         f"{parts_summary(bundle.parts)}. Fetch it with `gpubot evidence get {stored.id}`."
     )
+    return output(stored)
+
+
+def output(stored: StoredEvidence) -> Output:
+    """What the step records and later steps read (`steps.<id>.output.…`)."""
+    statuses = {str(part["name"]): str(part["status"]) for part in stored.parts}
     return {
-        "node": p.node,
+        "node": stored.node,
         "evidence_id": stored.id,
         "sha256": stored.sha256,
         "size": stored.size,
         "parts": statuses,
         "complete": all(s == "ok" for s in statuses.values()),
-        "summary": summary,
+        "summary": f"evidence bundle {stored.id} from {stored.node}: {human_size(stored.size)}, "
+        f"sha256 {stored.sha256[:16]}…; {parts_summary(stored.parts)}",
     }
+
+
+async def check(ctx: ActionContext, p: EvidenceParams) -> CheckResult:
+    """After a crash mid-step: the bundle this step kept, if it got that far (it goes in
+    with its audit event, so it is there whole or not at all); else gather again."""
+    if ctx.evidence is None or ctx.run_id is None:
+        return CheckResult("not_done", "no store to look in; gathering again is harmless")
+    for stored in await ctx.evidence.list_evidence(run_id=ctx.run_id, node=p.node):
+        if stored.step == ctx.step_id:
+            return CheckResult("done", f"bundle {stored.id} was kept", output(stored))
+    return CheckResult("not_done", "no bundle kept by this step; gathering again")
 
 
 SPECS: tuple[ActionSpec[Any], ...] = (
@@ -126,7 +145,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         False,
         plan,
         run,
-        nothing_to_check,
+        check,
         outputs={
             "node": "the node's name",
             "evidence_id": "the stored bundle's id (`gpubot evidence get ID`)",

@@ -94,12 +94,19 @@ class SqlEvidence(SqlAuditLog):
         return await self._run(write, write=True)
 
     async def list_evidence(
-        self, *, incident_id: str | None = None, node: str | None = None, limit: int = 200
+        self,
+        *,
+        incident_id: str | None = None,
+        node: str | None = None,
+        run_id: str | None = None,
+        limit: int = 200,
     ) -> list[StoredEvidence]:
         """Newest first; none on a database from before the table (opened read-only)."""
         query = select(*_LISTED).order_by(evidence.c.id.desc()).limit(limit)
         if incident_id is not None:
             query = query.where(evidence.c.incident_id == incident_id)
+        if run_id is not None:
+            query = query.where(evidence.c.run_id == run_id)
         if node is not None:
             query = query.where(evidence.c.node == node)
 
