@@ -31,6 +31,7 @@ MiB = 1024 * 1024
 # The kernel lines kept: the NVIDIA driver's (NVRM, including every Xid) and the Xid lines.
 KERNEL_LINES = re.compile(rb"NVRM|Xid|nvidia", re.IGNORECASE)
 BUG_REPORT = "nvidia-bug-report.sh"
+_FSIZE_SLACK = 64 * 1024
 
 
 class Evidence(Protocol):
@@ -132,14 +133,21 @@ class EvidenceGatherer:
                         total += f.stat().st_size
                 return total
 
+            argv = [found, "--output-file", str(where / "nvidia-bug-report.log")]
+            if (prlimit := self._which("prlimit")) is not None:
+                # The kernel holds every file it writes to the cap (and a little over, so an
+                # overflow reads as one), where watching the folder alone would let a runaway
+                # write on until the next look.
+                argv = [prlimit, f"--fsize={limit.max_bytes + _FSIZE_SLACK}", "--", *argv]
             ran = run_capped(
-                [found, "--output-file", str(where / "nvidia-bug-report.log")],
+                argv,
                 timeout_s=limit.timeout_s,
                 max_bytes=limit.max_bytes,
                 discard_stdout=True,
                 watch=written,
                 cwd=where,
                 env=self._env,
+                name=BUG_REPORT,
             )
             # It appends .gz to the name it is given; an older one may leave it uncompressed.
             report = where / "nvidia-bug-report.log.gz"

@@ -111,14 +111,16 @@ def run_capped(
     watch: Callable[[], int] | None = None,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
+    name: str = "",
 ) -> Captured:
     """Run `argv` (never a shell) for at most `timeout_s` seconds, keeping at most `max_bytes`
     of its stdout (only lines matching `keep`, when given). `discard_stdout`: its stdout is
     drained and dropped, and `watch()` (the size of what it writes elsewhere) is held to
-    `max_bytes` instead. Blocking: call it in a thread."""
+    `max_bytes` instead. `name`: the tool, as details say it (default: argv[0]'s). Blocking:
+    call it in a thread."""
     started = time.monotonic()
     deadline = started + timeout_s
-    name = Path(argv[0]).name
+    name = name or Path(argv[0]).name
     try:
         proc = subprocess.Popen(  # noqa: S603 - an argument list the agent built
             list(argv),

@@ -280,3 +280,22 @@ async def test_the_bot_reads_no_more_of_an_answer_than_its_cap(
             await client.gather_evidence(node=NODE)
     finally:
         await client.aclose()
+
+
+def test_the_report_runs_under_prlimit_holding_its_files_to_the_cap(tmp_path: Path) -> None:
+    """With prlimit on PATH the kernel stops the report's files growing at the cap (plus
+    64 KiB), not only the next look at its folder."""
+    record = tmp_path / "prlimit-args"
+    prlimit = (
+        f'#!/bin/sh\necho "$@" > {record}\n'
+        'while [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+    )
+    gather = gatherer(tmp_path, report=REPORT_OK)
+    tools(tmp_path, prlimit=prlimit)
+    parts = by_name(gather.gather())
+    assert parts["nvidia-bug-report.log.gz"].status == "ok"
+    args = record.read_text().split()
+    assert args[0] == f"--fsize={CAP + 64 * 1024}"
+    assert args[1] == "--"
+    assert args[2].endswith("/nvidia-bug-report.sh")
+    assert args[3] == "--output-file"
