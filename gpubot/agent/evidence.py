@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -102,21 +103,32 @@ class EvidenceGatherer:
         )
 
     def _kernel(self) -> Captured:
+        """journalctl's kernel log since boot; dmesg where journalctl is missing or fails (a
+        container without the host's journal), within the one deadline."""
         limit = self.limits.kernel
-        journalctl = self._which("journalctl")
-        if journalctl is not None:
-            argv = [journalctl, "-k", "-b", "--no-pager", "-o", "short-iso"]
-        elif (dmesg := self._which("dmesg")) is not None:
-            argv = [dmesg, "--ctime"]
-        else:
-            return Captured("missing", b"", "neither journalctl nor dmesg is installed", 0.0)
-        return run_capped(
-            argv,
-            timeout_s=limit.timeout_s,
-            max_bytes=limit.max_bytes,
-            keep=KERNEL_LINES,
-            env=self._env,
-        )
+        started = time.monotonic()
+        tried: Captured | None = None
+        for argv in (
+            ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"],
+            ["dmesg", "--ctime"],
+        ):
+            found = self._which(argv[0])
+            left = limit.timeout_s - (time.monotonic() - started)
+            if found is None or left <= 0:
+                continue
+            ran = run_capped(
+                [found, *argv[1:]],
+                timeout_s=left,
+                max_bytes=limit.max_bytes,
+                keep=KERNEL_LINES,
+                env=self._env,
+            )
+            if ran.status != "failed":
+                return ran
+            tried = ran
+        if tried is not None:
+            return tried
+        return Captured("missing", b"", "neither journalctl nor dmesg is installed", 0.0)
 
     def _bug_report(self) -> Captured:
         found = self._which(BUG_REPORT)

@@ -299,3 +299,14 @@ def test_the_report_runs_under_prlimit_holding_its_files_to_the_cap(tmp_path: Pa
     assert args[1] == "--"
     assert args[2].endswith("/nvidia-bug-report.sh")
     assert args[3] == "--output-file"
+
+
+def test_dmesg_answers_where_journalctl_fails(tmp_path: Path) -> None:
+    """A container without the host's journal: journalctl fails, dmesg reads the kernel."""
+    dmesg = '#!/bin/sh\necho "[Sat Nov 28 05:01:00 2026] NVRM: Xid (PCI:0000:18:00): 79"\n'
+    no_journal = '#!/bin/sh\necho "No journal files were found." >&2\nexit 1\n'
+    tools(tmp_path, dmesg=dmesg)
+    kernel = by_name(gatherer(tmp_path, journalctl=no_journal).gather())["kernel-nvrm.log"]
+    assert kernel.status == "ok"
+    assert b"NVRM: Xid" in kernel.content
+    assert "dmesg" in kernel.detail
