@@ -134,16 +134,18 @@ async def _verify(store: SqlStore, args: argparse.Namespace) -> int:
         anchor = Anchor(hash_prefix=args.expect_head, min_seq=args.min_seq)
     problems, head = await store.check(anchor=anchor)
     # Each kept evidence bundle still hashes to the sha256 its audit event recorded.
-    problems += await store.verify_evidence()
+    found, bundles = await store.check_evidence()
+    problems += found
     if problems or head is None:
         for problem in problems:
             print(f"audit: {problem}", file=sys.stderr)
         return 1
     held = f"; reaches {' and '.join(_anchor_words(args))}" if anchor is not None else ""
     # Clean means seq 1..head with no gaps: the head's seq is the number of events.
+    kept = f"; {bundles} evidence bundle(s) match their audit events" if bundles else ""
     print(
         f"audit trail verified: {head.seq} events, chain head seq {head.seq} / "
-        f"{head.hash[:16]}{held}"
+        f"{head.hash[:16]}{held}{kept}"
     )
     return 0
 

@@ -140,6 +140,7 @@ async def test_evidence_is_kept_before_the_reset_and_listed_by_the_cli(
     # Verified end to end; then a byte changed in the stored bundle is found.
     verified = await cli("audit", "verify", "--config", cfg, cwd=tmp_path)
     assert verified.returncode == 0, verified.stderr
+    assert "1 evidence bundle(s) match their audit events" in verified.stdout
     again = await cli(
         "evidence", "get", str(out["evidence_id"]), "--out", bundle, "--config", cfg, cwd=tmp_path
     )

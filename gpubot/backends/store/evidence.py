@@ -162,10 +162,15 @@ class SqlEvidence(SqlAuditLog):
         """Each kept bundle against the audit trail, in one snapshot: its content still
         hashes to the sha256 its evidence.stored event recorded, and every bundle an event
         recorded is still kept or was pruned on the record."""
+        problems, _checked = await self.check_evidence()
+        return problems
+
+    async def check_evidence(self) -> tuple[list[ChainProblem], int]:
+        """verify_evidence(), and how many kept bundles it checked."""
         return await self._run(_verify, write=False, snapshot=True)
 
 
-def _verify(conn: Connection) -> list[ChainProblem]:
+def _verify(conn: Connection) -> tuple[list[ChainProblem], int]:
     recorded: dict[int, tuple[int, str]] = {}  # evidence id → (event seq, sha256)
     pruned: set[int] = set()
     query = (
@@ -213,4 +218,4 @@ def _verify(conn: Connection) -> list[ChainProblem]:
                 "without an evidence.pruned event",
             )
         )
-    return problems
+    return problems, len(kept)
