@@ -205,6 +205,9 @@ def parser() -> argparse.ArgumentParser:
     from gpubot.cli_gpus import add_parsers as add_gpus_parsers
 
     add_gpus_parsers(sub, _config_arg)
+    from gpubot.cli_evidence import add_parsers as add_evidence_parsers
+
+    add_evidence_parsers(sub, _config_arg)
     from gpubot.cli_ops import add_parsers as add_ops_parsers
     from gpubot.cli_policy import add_parser as add_policy_parser
 
@@ -356,7 +359,7 @@ async def _agent(args: argparse.Namespace) -> int:
     setup_logging(s, fmt=args.log_format, level=args.log_level, extra_secrets=secrets)
     from gpubot.wiring import build_agent_driver
 
-    driver, diagnostics = build_agent_driver(s, driver=args.driver, node=node)
+    driver, diagnostics, evidence = build_agent_driver(s, driver=args.driver, node=node)
     opts = AgentOptions(
         tokens=callers,
         node=node,
@@ -367,6 +370,7 @@ async def _agent(args: argparse.Namespace) -> int:
         xid_window_s=s.agent.xid_window_seconds,
         reset_timeout_s=s.agent.reset_timeout_seconds,
         diagnostics=diagnostics,
+        evidence=evidence,
         event_token=event_token,
         driver_name=args.driver,
     )
@@ -526,6 +530,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         from gpubot.cli_gpus import run_gpus
 
         return _arun(run_gpus(_settings(args.config), args))
+    if args.command == "evidence":
+        from gpubot.cli_evidence import run_evidence
+
+        return _arun(run_evidence(_settings(args.config), args))
     from gpubot.cli_ops import COMMANDS as OPS_COMMANDS
 
     if args.command in OPS_COMMANDS:

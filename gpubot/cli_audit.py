@@ -49,7 +49,9 @@ def add_parsers(sub: Any, config_arg: Any) -> None:
         "there and names the last event, and, with GPUBOT_AUDIT_KEY, that the head is sealed "
         "with the key. --expect-head and --min-seq also hold the trail to a head recorded "
         "outside the database: the incident thread's audit summary and the log's 'audit chain "
-        "head' lines show one. Exits 1 with one 'audit: …' line per problem, or with one "
+        "head' lines show one. Every evidence bundle kept must still hash to the sha256 its "
+        "evidence.stored event recorded, and one no longer kept must have been pruned on the "
+        "record (evidence.pruned). Exits 1 with one 'audit: …' line per problem, or with one "
         "'gpubot: error: …' line when there is no database (it never creates one).",
     )
     config_arg(v)
@@ -131,15 +133,19 @@ async def _verify(store: SqlStore, args: argparse.Namespace) -> int:
     if args.expect_head is not None or args.min_seq is not None:
         anchor = Anchor(hash_prefix=args.expect_head, min_seq=args.min_seq)
     problems, head = await store.check(anchor=anchor)
+    # Each kept evidence bundle still hashes to the sha256 its audit event recorded.
+    found, bundles = await store.check_evidence()
+    problems += found
     if problems or head is None:
         for problem in problems:
             print(f"audit: {problem}", file=sys.stderr)
         return 1
     held = f"; reaches {' and '.join(_anchor_words(args))}" if anchor is not None else ""
     # Clean means seq 1..head with no gaps: the head's seq is the number of events.
+    kept = f"; {bundles} evidence bundle(s) match their audit events" if bundles else ""
     print(
         f"audit trail verified: {head.seq} events, chain head seq {head.seq} / "
-        f"{head.hash[:16]}{held}"
+        f"{head.hash[:16]}{held}{kept}"
     )
     return 0
 

@@ -109,6 +109,18 @@ class StoreSettings(_Section):
     url: str = Field("sqlite:///gpubot.db", description="SQLAlchemy URL: SQLite file or PostgreSQL")
 
 
+class EvidenceSettings(_Section):
+    """Evidence bundles gathered before a reset, reboot or hand-off (node.gather_evidence)."""
+
+    keep_days: int = Field(
+        90,
+        ge=0,
+        le=3650,
+        description="bundles older than this many days are deleted by the leader, at most "
+        "hourly, each deletion recorded as an evidence.pruned audit event; 0 keeps them",
+    )
+
+
 class RunbookSettings(_Section):
     dirs: list[Path] = Field(default_factory=list, description="extra runbook directories")
     builtin: bool = Field(True, description="load the runbooks shipped with gpubot")
@@ -784,6 +796,7 @@ class Settings(BaseSettings):
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
     reports: ReportSettings = Field(default_factory=ReportSettings)
     reclaim: ReclaimSettings = Field(default_factory=ReclaimSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
 
     slack_bot_token: SecretStr | None = Field(
         None, validation_alias=AliasChoices("SLACK_BOT_TOKEN")

@@ -20,6 +20,7 @@ from gpubot.domain.cluster import (
     Taint,
 )
 from gpubot.domain.dcgm_diag import DiagReport
+from gpubot.domain.evidence import Bundle, EvidencePart, StoredEvidence
 from gpubot.domain.gpu_history import GpuEvent
 from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
 from gpubot.domain.intake import IntakeOutcome
@@ -251,6 +252,12 @@ class NodeAgent(Protocol):
         missing, host engine unreachable). GpubotError when the agent cannot be asked."""
         ...
 
+    async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
+        """What the node's tools say now, each part bounded in time and size by the agent
+        (nvidia-bug-report.sh, nvidia-smi -q -x, the kernel's NVRM/Xid lines), with its
+        status: ok, missing, timed_out, truncated or failed. Changes nothing on the node."""
+        ...
+
 
 class KernelLogs(Protocol):
     """A node's kernel messages, read through its agent (journalctl -k)."""
@@ -470,7 +477,57 @@ class GpuLedger(Protocol):
         ...
 
 
-class Store(IncidentStore, RunStore, ApprovalStore, AuditLog, GpuLedger, SignedVoteStore, Protocol):
+class EvidenceStore(Protocol):
+    """Evidence bundles, each kept with an audit event that records its sha256."""
+
+    async def store_evidence(
+        self,
+        *,
+        node: str,
+        cluster: str,
+        bundle: Bundle,
+        created_at: datetime,
+        actor: str,
+        reason: str = "",
+        incident_id: str | None = None,
+        run_id: str | None = None,
+        step: str | None = None,
+    ) -> StoredEvidence:
+        """Keep `bundle` and append its evidence.stored audit event (the bundle's id,
+        sha256, size and each part's status, for `actor`, `reason`) in one transaction."""
+        ...
+
+    async def list_evidence(
+        self,
+        *,
+        incident_id: str | None = None,
+        node: str | None = None,
+        run_id: str | None = None,
+        limit: int = 200,
+    ) -> list[StoredEvidence]:
+        """Newest first, without their content."""
+        ...
+
+    async def evidence_content(self, evidence_id: int) -> tuple[StoredEvidence, bytes]:
+        """NotFoundError when there is no such bundle (or it was pruned)."""
+        ...
+
+    async def prune_evidence(self, *, before: datetime, audit: AuditDraft) -> list[int]:
+        """Delete bundles created before `before` with `audit` (evidence.pruned) naming
+        them, in one transaction; the ids deleted (none: nothing written)."""
+        ...
+
+
+class Store(
+    IncidentStore,
+    RunStore,
+    ApprovalStore,
+    AuditLog,
+    GpuLedger,
+    SignedVoteStore,
+    EvidenceStore,
+    Protocol,
+):
     """Everything that must survive a restart, in one database."""
 
     async def close(self) -> None: ...

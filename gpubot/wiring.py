@@ -41,6 +41,7 @@ from gpubot.web.metrics import OutboxReading, Watched, WebMetrics
 if TYPE_CHECKING:
     from gpubot.agent.dcgm import Diagnostics
     from gpubot.agent.driver import AgentDriver
+    from gpubot.agent.evidence import Evidence
     from gpubot.slack.app import SlackParts
     from gpubot.web.agent_identity import AgentEventAuth
 
@@ -326,6 +327,7 @@ def build_app(
         policy=policy,
         default_cluster=settings.default_cluster,
         signers=signers,
+        evidence_keep_days=settings.evidence.keep_days,
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
     reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)
@@ -458,9 +460,10 @@ def open_existing_store(settings: Settings) -> SqlStore:
 
 def build_agent_driver(
     settings: Settings, *, driver: str, node: str
-) -> tuple[AgentDriver, Diagnostics]:
-    """The node agent's GPU driver and diagnostics: NVML and DCGM on a GPU node, or the
-    simulated cluster's node (`--driver simulated`)."""
+) -> tuple[AgentDriver, Diagnostics, Evidence | None]:
+    """The node agent's GPU driver, diagnostics and evidence: NVML, DCGM and the node's
+    tools on a GPU node (None: the tools on PATH), or the simulated cluster's node
+    (`--driver simulated`)."""
     if driver == "simulated":
         from gpubot.agent.simulated import SimulatedDriver
 
@@ -473,7 +476,7 @@ def build_agent_driver(
         simulated = SimulatedDriver(
             sim.agent, node=node, reset_seconds=settings.agent.simulated_reset_seconds
         )
-        return simulated, simulated
+        return simulated, simulated, simulated
     from gpubot.agent.dcgm import DcgmDiagnostics
     from gpubot.agent.nvml import NvmlDriver
 
@@ -481,7 +484,7 @@ def build_agent_driver(
     diagnostics = DcgmDiagnostics(
         path=dcgmi, timeout_s=settings.agent.diag_timeout_seconds, host=settings.agent.dcgm_host
     )
-    return NvmlDriver(), diagnostics
+    return NvmlDriver(), diagnostics, None
 
 
 def build_breakglass_app(settings: Settings, **overrides: Any) -> App:

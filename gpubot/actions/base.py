@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from gpubot.domain.audit import AuditEvent
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.results import Message
-from gpubot.ports import Clock, ClusterPorts, GpuLedger
+from gpubot.ports import Clock, ClusterPorts, EvidenceStore, GpuLedger
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -45,6 +45,9 @@ class ActionContext:
     ledger: GpuLedger | None = None
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
     incident_id: str | None = None  # the run's incident, for the ledger's rows
+    # Where evidence bundles are kept (the store), and the step that gathers one.
+    evidence: EvidenceStore | None = None
+    step_id: str | None = None
 
     async def progress(self, text: str, *, mentions: tuple[str, ...] = ()) -> None:
         """`mentions`: the `<@U…>` / `<!subteam^S…>` in `text` built from a config or Slack

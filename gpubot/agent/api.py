@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -75,6 +76,10 @@ class DiagBody(BaseModel):
     gpus: list[Annotated[int, Field(ge=0, le=63, strict=True)]] = Field(
         default_factory=list, max_length=64
     )
+
+
+class _Empty(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Callers(Protocol):
@@ -225,6 +230,29 @@ def create_agent_app(
             return error(503, str(exc), "kernel_log_unavailable")
         return JSONResponse({"node": node, "lines": lines})
 
+    async def evidence(request: Request) -> Response:
+        await _parse(request, _Empty)
+
+        def gathered() -> bytes:  # tens of MiB to encode: in the thread, as the gathering
+            parts = ops.evidence()
+            return json.dumps(
+                {
+                    "node": node,
+                    "parts": [
+                        {
+                            "name": p.name,
+                            "status": p.status,
+                            "detail": p.detail,
+                            "seconds": round(p.seconds, 3),
+                            "content": base64.b64encode(p.content).decode("ascii"),
+                        }
+                        for p in parts
+                    ],
+                }
+            ).encode()
+
+        return Response(await in_thread(gathered), media_type="application/json")
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -263,6 +291,10 @@ def create_agent_app(
             # Whether diagnostics can run (dcgmi there, host engine answering): a read.
             Route("/v1/diag/status", authed(diag_status)),
             Route("/v1/kernel-log", authed(kernel_log)),
+            # Evidence changes nothing, but nvidia-bug-report.sh loads the node for minutes
+            # and the bundle tells much about it: the mutate token, not the read token that
+            # the agent also sends to bot_url with its XID events.
+            Route("/v1/evidence", authed(evidence, needs="mutate"), methods=["POST"]),
         ],
     )
 

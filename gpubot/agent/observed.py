@@ -24,6 +24,7 @@ from gpubot.agent.driver import (
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.request_log import logged_elsewhere
+from gpubot.domain.evidence import EvidencePart
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -110,6 +111,22 @@ class ObservedOperations:
             extra={"event": "agent.diag", "action": "diag", "result": outcome},
         )
         return result
+
+    def evidence(self) -> list[EvidencePart]:
+        try:
+            parts = self._ops.evidence()
+        except GpuDriverError as exc:
+            _refused("evidence", "evidence gathering", None, exc)
+            raise
+        said = ", ".join(f"{p.name} {p.status}" for p in parts)
+        log.log(
+            logging.INFO if all(p.status == "ok" for p in parts) else logging.WARNING,
+            "evidence gathered: %s (%d bytes)",
+            said,
+            sum(len(p.content) for p in parts),
+            extra={"event": "agent.evidence", "action": "evidence", "result": said[:300]},
+        )
+        return parts
 
     def _power(
         self, action: str, index: int, dry_run: bool, run: Callable[[], dict[str, Any]]

@@ -8,6 +8,8 @@ from typing import Any, Protocol
 
 from gpubot.agent.dcgm import Diagnostics, check_gpus, check_level
 from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
+from gpubot.agent.evidence import Evidence, EvidenceGatherer
+from gpubot.domain.evidence import EvidencePart
 
 
 class Operations(Protocol):
@@ -30,6 +32,8 @@ class Operations(Protocol):
 
     def diag_status(self) -> str | None: ...
 
+    def evidence(self) -> list[EvidencePart]: ...
+
 
 class GpuOperations:
     """Checks preconditions, then acts through the driver; `dry_run` stops after the checks.
@@ -43,8 +47,10 @@ class GpuOperations:
         *,
         reset_timeout_s: float = 120.0,
         diagnostics: Diagnostics | None = None,
+        evidence: Evidence | None = None,
     ) -> None:
         self.driver = driver
+        self.gatherer: Evidence = evidence or EvidenceGatherer()
         self.reset_timeout_s = reset_timeout_s
         self.diagnostics = diagnostics
         # One diagnostic run per node at a time: DCGM runs one, and it loads every GPU.
@@ -193,6 +199,10 @@ class GpuOperations:
         finally:
             self._diag_lock.release()
         return report.as_json()
+
+    def evidence(self) -> list[EvidencePart]:
+        """What the node's tools say now (agent.evidence): each part bounded, none required."""
+        return self.gatherer.gather()
 
     def _usable(self, index: int) -> GpuReport:
         report = self.gpu(index)

@@ -18,6 +18,7 @@ import uvicorn
 from gpubot.agent.api import AgentTokens, Callers, create_agent_app
 from gpubot.agent.dcgm import Diagnostics
 from gpubot.agent.driver import GpuDriver, GpuDriverError, XidSource
+from gpubot.agent.evidence import Evidence
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.observed import ObservedDriver, ObservedOperations
 from gpubot.agent.operations import GpuOperations
@@ -41,6 +42,7 @@ class AgentOptions:
     xid_window_s: float = 300.0
     reset_timeout_s: float = 120.0
     diagnostics: Diagnostics | None = None
+    evidence: Evidence | None = None  # None: the node's tools on PATH, default caps
     driver_name: str = "nvml"
     # What the agent sends the bot with its XID events: its projected ServiceAccount token
     # (re-read each time) on Kubernetes, its read token in hmac mode.
@@ -96,7 +98,12 @@ def build_agent_app(
     """The agent's app, its driver calls, actions and requests logged and counted."""
     observed = ObservedDriver(driver, metrics)
     ops = ObservedOperations(
-        GpuOperations(observed, reset_timeout_s=opts.reset_timeout_s, diagnostics=opts.diagnostics),
+        GpuOperations(
+            observed,
+            reset_timeout_s=opts.reset_timeout_s,
+            diagnostics=opts.diagnostics,
+            evidence=opts.evidence,
+        ),
         metrics,
     )
     readiness = Readiness(lambda: observed.system().gpu_count, clock=clock)

@@ -18,6 +18,7 @@ from gpubot.agent.driver import (
 )
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.dcgm_diag import DiagReport
+from gpubot.domain.evidence import EvidencePart
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
 
 SIM_DRIVER_VERSION = "550.54.15"
@@ -55,6 +56,8 @@ class SimulatedGpus(Protocol):
     def run_diag(self, *, node: str, level: int, gpus: Sequence[int] = ()) -> DiagReport: ...
 
     def dcgm_status(self, *, node: str) -> str | None: ...
+
+    def evidence_parts(self, *, node: str) -> list[EvidencePart]: ...
 
 
 class SimulatedDriver:
@@ -116,6 +119,13 @@ class SimulatedDriver:
             raise GpuDriverError(str(exc), kind="not_found") from exc
         except PermanentStepError as exc:
             raise GpuDriverError(str(exc), kind="in_use") from exc
+
+    def gather(self) -> list[EvidencePart]:
+        """Evidence as the simulated cluster shapes it (agent.evidence.Evidence)."""
+        try:
+            return self._cluster.evidence_parts(node=self._node)
+        except (InputError, NotFoundError, PermanentStepError) as exc:
+            raise GpuDriverError(str(exc), kind="busy") from exc
 
     def wait_xid(self, *, timeout_s: float) -> XidEvent | None:
         """The next XID that appears on this node's GPUs (e.g. from scenarios.inject_xid)."""

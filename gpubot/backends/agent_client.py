@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +16,7 @@ from gpubot.backends.agent_address import AgentAddresses
 from gpubot.domain.agent_tokens import Scope, node_token
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport, cap
+from gpubot.domain.evidence import EvidencePart
 from gpubot.domain.pci import normalise_bus_id
 from gpubot.errors import (
     GpubotError,
@@ -23,6 +26,12 @@ from gpubot.errors import (
     PermanentStepError,
     TemporaryStepError,
 )
+
+# The largest answer read from an agent: evidence parts (base64) within the agent's caps.
+MAX_ANSWER_BYTES = 96 * 1024 * 1024
+_PARSE_IN_THREAD = 1024 * 1024
+# How long evidence may take: the agent's slowest part (nvidia-bug-report.sh, 240 s) and more.
+EVIDENCE_TIMEOUT_S = 300.0
 
 
 class HttpNodeAgent:
@@ -112,6 +121,11 @@ class HttpNodeAgent:
         lines = data.get("lines")
         return "\n".join(str(x) for x in lines) if isinstance(lines, list) else ""
 
+    async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
+        limits = httpx.Timeout(self._timeout.connect, read=EVIDENCE_TIMEOUT_S)
+        data = await self._call("POST", node, "/v1/evidence", json={}, limits=limits)
+        return await asyncio.to_thread(evidence_parts, node, data)
+
     # The agent's own extras
 
     async def restore_power_limit(self, *, node: str, gpu: int) -> GpuState:
@@ -135,9 +149,10 @@ class HttpNodeAgent:
         attempt = 0
         while True:
             try:
-                response = await self._client.request(
+                request = self._client.build_request(
                     method, url, json=json, headers=headers, timeout=limits or self._timeout
                 )
+                response = await _read_capped(self._client, request, node)
                 break
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 self._addresses.forget()  # the agent may have moved: read the cluster again
@@ -155,7 +170,9 @@ class HttpNodeAgent:
         if response.status_code != 200:
             raise agent_error(node, response)
         try:
-            body = response.json()
+            # A large answer (evidence) is parsed off the event loop.
+            big = len(response.content) > _PARSE_IN_THREAD
+            body = await asyncio.to_thread(response.json) if big else response.json()
         except ValueError as exc:
             raise TemporaryStepError(f"node agent on {node}: answer is not JSON") from exc
         if not isinstance(body, dict) or body.get("node") != node:
@@ -188,6 +205,53 @@ class HttpNodeAgent:
                 "the bot has no agent master secret: set GPUBOT_AGENT_TOKEN or agent.token_file"
             )
         return node_token(master=self._master, node=node, scope=scope)
+
+
+async def _read_capped(
+    client: httpx.AsyncClient, request: httpx.Request, node: str
+) -> httpx.Response:
+    """The answer read into memory, never more than MAX_ANSWER_BYTES of it."""
+    response = await client.send(request, stream=True)
+    try:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():  # decoded: the cap holds after gzip too
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise PermanentStepError(
+                    f"node agent on {node}: answer larger than {MAX_ANSWER_BYTES} bytes; not read"
+                )
+    finally:
+        await response.aclose()
+    headers = {
+        k: v
+        for k, v in response.headers.items()
+        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    }
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=bytes(body),
+        request=request,
+    )
+
+
+def evidence_parts(node: str, data: dict[str, Any]) -> list[EvidencePart]:
+    """The agent's evidence answer as parts (base64 decoded: call it in a thread)."""
+    try:
+        return [
+            EvidencePart(
+                name=str(p["name"]),
+                status=p["status"],
+                content=base64.b64decode(str(p.get("content", "")), validate=True),
+                detail=cap(str(p.get("detail", "")), 300),
+                seconds=float(p.get("seconds", 0.0)),
+            )
+            for p in data["parts"]
+        ]
+    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        raise PermanentStepError(
+            f"node agent on {node}: evidence answer gpubot cannot read ({exc})"
+        ) from exc
 
 
 # DCGM diagnostics that cannot run: retrying at once would not help, a person must look.

@@ -19,6 +19,7 @@ class Action(StrEnum):
     NODE_ASK_HUMAN = "node.ask_human"
     NODE_CORDON = "node.cordon"
     NODE_DRAIN = "node.drain"
+    NODE_GATHER_EVIDENCE = "node.gather_evidence"
     NODE_GPU_HEALTH = "node.gpu_health"
     NODE_MARK_FOR_SERVICE = "node.mark_for_service"
     NODE_REQUEST_REBOOT = "node.request_reboot"

@@ -29,6 +29,7 @@ class Engine:
     tally: Tally = field(default_factory=NoTally)  # counters of step outcomes and run ends
     default_cluster: str | None = None  # config default_cluster: see alert_cluster
     signers: VoteSigners | None = None  # operator keys for signed break-glass votes
+    evidence_keep_days: int = 0  # evidence.keep_days: older bundles are pruned (0: kept)
 
     @property
     def alert_cluster(self) -> str | None:

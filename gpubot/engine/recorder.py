@@ -73,6 +73,8 @@ class RunRecorder:
             ledger=self.e.store,
             escalation=self.e.policy.escalation,
             incident_id=run.incident_id,
+            evidence=self.e.store,
+            step_id=step.id,
         )
 
     # -- a step's transitions: its state, its audit event (one transaction), its message --

@@ -9,6 +9,7 @@ from typing import Any
 from gpubot.actions import (
     diag,
     drain,
+    evidence,
     gpu,
     gpu_history,
     handoff,
@@ -64,6 +65,7 @@ def builtin_registry(
         [
             *node.SPECS,
             *drain.SPECS,
+            *evidence.SPECS,
             *handoff.SPECS,
             *gpu.SPECS,
             *diag.specs(diag_level, diag_unavailable),

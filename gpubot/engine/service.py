@@ -26,6 +26,7 @@ from gpubot.domain.signed_votes import SubmittedVote, VoteMessage
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
+from gpubot.engine.evidence_pruning import EvidencePruner
 from gpubot.engine.executor import Executor
 from gpubot.engine.interventions import (
     CANCELLED_KIND,
@@ -85,6 +86,10 @@ class GpubotService:
         # (RunDeferred): started when a run ends here; the tick starts them after a restart.
         self._deferred: set[str] = set()
         self.counter = VoteCounter(self)  # signed break-glass votes, counted by the leader
+        # Evidence older than evidence.keep_days, deleted by the leader on the record.
+        self.pruner = EvidencePruner(
+            engine.store, engine.clock, keep_days=engine.evidence_keep_days
+        )
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -517,6 +522,7 @@ class GpubotService:
             self.spawn(self.executor.advance(run.id))
         if self.e.leadership.is_leader():  # a vote stored while no leader was following
             await self.count_signed_votes()
+            await self.pruner.maybe_prune()
         # The follow-up after intake may have failed (the database went away after the
         # alert was stored): without this, such an incident would wait for a restart.
         await self._start_missing_runs()

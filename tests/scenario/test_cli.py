@@ -213,6 +213,8 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "taint",
         "notify",
         "drain",
+        "evidence",
+        "evidence-failed",
         "reset",
         "verify",
         "diag",
@@ -225,11 +227,14 @@ def test_plan_json_shows_xid79_steps_with_approval_levels_and_rendered_args(
         "rma",
         "rma-notify",
     ]
-    assert {i: steps[i]["approval"] for i in ("check", "cordon", "taint", "notify")} == {
+    assert {
+        i: steps[i]["approval"] for i in ("check", "cordon", "taint", "notify", "evidence")
+    } == {
         "check": "auto",
         "cordon": "auto",
         "taint": "auto",
         "notify": "auto",
+        "evidence": "auto",  # kept before the reset, reboot or hand-off
     }
     for gated in ("drain", "reset", "untaint", "uncordon", "reboot"):
         assert steps[gated]["approval"] == "required"

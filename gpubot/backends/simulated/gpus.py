@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from gpubot.backends.simulated.base import OnState
 from gpubot.backends.simulated.diag import simulated_diag
+from gpubot.backends.simulated.evidence import simulated_evidence
 from gpubot.backends.simulated.state import ClusterState
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.dcgm_diag import DiagReport
+from gpubot.domain.evidence import EvidencePart
 from gpubot.errors import InputError, PermanentStepError
 
 
@@ -96,6 +98,15 @@ class SimulatedAgent(OnState):
         """diag() for synchronous callers (the agent's simulated driver)."""
         with self._cluster.reading() as state:
             return simulated_diag(state, node=node, level=level, gpus=gpus)
+
+    async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
+        """A small bundle shaped like the real tools' (simulated/evidence.py)."""
+        return self.evidence_parts(node=node)
+
+    def evidence_parts(self, *, node: str) -> list[EvidencePart]:
+        """gather_evidence() for synchronous callers (the agent's simulated driver)."""
+        with self._cluster.reading() as state:
+            return simulated_evidence(state, node=node, now=datetime.now(UTC))
 
 
 def _within(line: str, since: datetime, until: datetime) -> bool:

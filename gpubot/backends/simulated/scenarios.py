@@ -278,3 +278,14 @@ def pass_diag(cluster: SimulatedCluster, *, node: str) -> None:
     """Every DCGM diagnostic passes on the node again."""
     with cluster.mutation() as state:
         state.node(node).diag_failures.clear()
+
+
+def evidence_fails(
+    cluster: SimulatedCluster,
+    *,
+    node: str,
+    reason: str = "evidence is already being gathered on this node",
+) -> None:
+    """Make the node agent refuse to gather evidence on `node` (a hung agent, a busy node)."""
+    with cluster.mutation() as state:
+        state.node(node).evidence_failure = reason

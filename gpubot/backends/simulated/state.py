@@ -52,6 +52,8 @@ class SimNode:
     dcgm_unavailable: str = ""
     # The node's kernel messages as `journalctl -k -o short-iso` prints them, set by scenarios.
     kernel_log: list[str] = field(default_factory=list)
+    # Why the node agent cannot gather evidence, set by a scenario ("": it can).
+    evidence_failure: str = ""
 
     def gpu(self, index: int) -> GpuState:
         if not 0 <= index < len(self.gpus):

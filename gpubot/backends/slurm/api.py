@@ -86,6 +86,9 @@ class SlurmKubeApi(SlurmJobPods):
     async def get_node(self, *, node: str, cached: bool = False) -> NodeInfo:
         return node_info(await self._node(node))
 
+    async def warm(self, *, timeout_s: float) -> bool:
+        return True  # no cache: every read asks slurmctld
+
     async def gpu_fleet(self) -> FleetView:
         nodes = await self.list_nodes()
         gpu = [n for n in nodes if n.is_gpu_node]

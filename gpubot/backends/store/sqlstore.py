@@ -14,6 +14,7 @@ from gpubot.backends.store.approvals import SqlApprovals
 from gpubot.backends.store.audit import SqlAuditLog, as_stored
 from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
+from gpubot.backends.store.evidence import SqlEvidence
 from gpubot.backends.store.gpu_ledger import SqlGpuLedger
 from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
@@ -31,6 +32,7 @@ class SqlStore(
     SqlIncidents,
     SqlRuns,
     SqlApprovals,
+    SqlEvidence,
     SqlAuditLog,
     SqlChatRefs,
     SqlSlackSeen,

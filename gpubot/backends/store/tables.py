@@ -12,6 +12,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -248,5 +249,27 @@ gpu_events = Table(
     Column("actor", String(255), nullable=False),
     Index("ix_gpu_events_uuid", "uuid", "id"),
     Index("ix_gpu_events_node", "node", "id"),
+    sqlite_autoincrement=True,
+)
+
+# Evidence bundles gathered from a node before a reset, reboot or hand-off (tar.gz bytes),
+# each recorded with its sha256 in an `evidence.stored` audit event in the same transaction;
+# rows older than evidence.keep_days are deleted with an `evidence.pruned` event.
+evidence = Table(
+    "evidence",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("node", String(255), nullable=False),
+    Column("cluster", String(255), nullable=False),
+    Column("incident_id", String(32)),
+    Column("run_id", String(32)),
+    Column("step", String(255)),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("parts", JSON, nullable=False),  # [{name, status, bytes, sha256, detail, seconds}]
+    Column("content", LargeBinary, nullable=False),
+    Index("ix_evidence_incident", "incident_id"),
+    Index("ix_evidence_created", "created_at"),
     sqlite_autoincrement=True,
 )

@@ -22,6 +22,7 @@ from gpubot.domain.alerts import AlertmanagerPayload
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.cluster import GpuState
 from gpubot.domain.dcgm_diag import DiagReport, TestResult
+from gpubot.domain.evidence import EvidencePart
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
 from gpubot.domain.runbook_loader import load_file
 from gpubot.domain.runs import RunStatus
@@ -76,6 +77,13 @@ class FakeAgent:
 
     async def diag_status(self, *, node: str) -> str | None:
         return None  # DCGM answers on every node
+
+    async def gather_evidence(self, *, node: str) -> list[EvidencePart]:
+        """What an agent without NVIDIA's tools answers: each part said missing."""
+        return [
+            EvidencePart(name, "missing", b"", "not installed")
+            for name in ("nvidia-bug-report.log.gz", "nvidia-smi-q.xml", "kernel-nvrm.log")
+        ]
 
     async def diag(self, *, node: str, level: int, gpus: Sequence[int] | None = None) -> DiagReport:
         self.diags.append((node, level))

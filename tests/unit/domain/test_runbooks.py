@@ -52,6 +52,8 @@ def test_shipped_runbooks_load() -> None:
         "taint",
         "notify",
         "drain",
+        "evidence",
+        "evidence-failed",
         "reset",
         "verify",
         "diag",

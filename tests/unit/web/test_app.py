@@ -376,6 +376,8 @@ async def test_store_failure_on_ingest_is_503_so_alertmanager_retries(
 
 
 AFTER_DRAIN = (
+    "evidence",  # kept after the drain, before the reset, reboot or hand-off
+    "evidence-failed",
     "reset",
     "verify",
     "diag",

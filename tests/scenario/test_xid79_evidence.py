@@ -1,0 +1,230 @@
+"""XID 79 on the simulated cluster: the node's evidence is kept before the reset, said in the
+thread with its hash, listed and fetched by `gpubot evidence`, and checked by `gpubot audit
+verify`; a node whose agent cannot gather it is still remediated, and the thread says so."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from slack_harness import CHANNEL, FIXTURES, SlackHarness
+from test_cli import assert_one_line_error, gpubot
+
+from gpubot.backends.simulated.scenarios import evidence_fails, inject_xid
+from gpubot.domain.approvals import ApprovalStatus
+from gpubot.domain.runs import Run, RunStatus
+
+XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
+NODE = "gpu-node-07"  # the fixture alert's Hostname, GPU 3
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+async def run_xid79(h: SlackHarness) -> tuple[Run, str]:
+    """The alert in, every approval clicked (U1 then U2) until the run stops asking."""
+    inject_xid(h.sim, node=NODE, gpu=3)
+    reply = await h.client.post(
+        "/alertmanager", content=XID79, headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 200
+    await h.settle()
+    [run] = [r for r in await h.app.store.list_runs() if r.runbook == "xid79"]
+    clicks = 0
+    for _ in range(2000):
+        current = await h.app.store.get_run(run.id)
+        if current.status.finished or current.status is RunStatus.NEEDS_HUMAN:
+            break
+        pending = [
+            a.id
+            for a in await h.app.store.approvals_for(run.id)
+            if a.status is ApprovalStatus.PENDING
+        ]
+        if pending and clicks < 12:
+            await h.click(pending[0], user="U1" if clicks % 2 else "U2")
+            clicks += 1
+        await h.settle()
+    [root] = h.standin.roots(CHANNEL)
+    thread = "\n".join(h.standin.text_of(m) for m in h.standin.thread(root.ts))
+    return await h.app.store.get_run(run.id), thread
+
+
+def config_for(tmp_path: Path) -> Path:
+    """A config naming the harness's store (slack.db), for the CLI."""
+    path = tmp_path / "cli.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "store": {"url": f"sqlite:///{tmp_path}/slack.db"},
+                "clusters": [{"name": "sim", "state_file": str(tmp_path / "sim.json")}],
+                "slack": {"mode": "off"},
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+async def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(gpubot, *args, cwd=cwd)
+
+
+async def test_evidence_is_kept_before_the_reset_and_listed_by_the_cli(
+    h: SlackHarness, tmp_path: Path
+) -> None:
+    run, thread = await run_xid79(h)
+    assert run.status is RunStatus.SUCCEEDED
+    steps = {s.step_id: s for s in await h.app.store.steps(run.id)}
+    assert steps["evidence"].status.value == "succeeded"
+    assert steps["evidence-failed"].status.value == "skipped"
+    out = steps["evidence"].output
+    assert out["parts"] == {
+        "nvidia-bug-report.log.gz": "ok",
+        "nvidia-smi-q.xml": "ok",
+        "kernel-nvrm.log": "ok",
+        "gpu-ledger.json": "ok",
+    }
+
+    # Kept after the drain and before the reset started, with its sha256 in the audit event.
+    events = await h.app.store.events(incident_id=run.incident_id)
+    [stored] = [e for e in events if e.kind == "evidence.stored"]
+    assert stored.result["sha256"] == out["sha256"]
+    assert stored.result["evidence_id"] == out["evidence_id"]
+    started = {e.step: e.seq for e in events if e.kind == "step.started"}
+    finished = {e.step: e.seq for e in events if e.kind == "step.finished"}
+    assert finished["drain"] < stored.seq < started["reset"]
+    assert f"Evidence from {NODE} kept: bundle {out['evidence_id']}" in thread
+    assert out["sha256"][:16] in thread
+    assert f"gpubot evidence get {out['evidence_id']}" in thread
+
+    # The CLI lists it for the incident, and writes the very bytes the event vouches for.
+    cfg = config_for(tmp_path)
+    listed = await cli(
+        "evidence", "list", "--incident", run.incident_id, "--json", "--config", cfg, cwd=tmp_path
+    )
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert (row["id"], row["node"], row["sha256"]) == (out["evidence_id"], NODE, out["sha256"])
+    text = await cli("evidence", "list", "--config", cfg, cwd=tmp_path)
+    assert NODE in text.stdout
+    assert "kernel-nvrm.log ok" in text.stdout
+    bundle = tmp_path / "bundle.tar.gz"
+    got = await cli(
+        "evidence", "get", str(out["evidence_id"]), "--out", bundle, "--config", cfg, cwd=tmp_path
+    )
+    assert got.returncode == 0, got.stderr
+    content = bundle.read_bytes()
+    assert hashlib.sha256(content).hexdigest() == out["sha256"]
+    with tarfile.open(fileobj=io.BytesIO(content)) as tar:
+        names = tar.getnames()
+        manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
+        kernel = tar.extractfile("kernel-nvrm.log").read().decode()  # type: ignore[union-attr]
+        report = tar.extractfile("nvidia-bug-report.log.gz").read()  # type: ignore[union-attr]
+    assert names[0] == "manifest.json"
+    assert (manifest["node"], manifest["incident_id"], manifest["step"]) == (
+        NODE,
+        run.incident_id,
+        "evidence",
+    )
+    assert ": 79, " in kernel
+    assert "NVRM: Xid" in kernel
+    assert f"Host: {NODE}" in gzip.decompress(report).decode()
+
+    # Verified end to end; then a byte changed in the stored bundle is found.
+    verified = await cli("audit", "verify", "--config", cfg, cwd=tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    assert "1 evidence bundle(s) match their audit events" in verified.stdout
+    again = await cli(
+        "evidence", "get", str(out["evidence_id"]), "--out", bundle, "--config", cfg, cwd=tmp_path
+    )
+    assert_one_line_error(again, "exists")
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "slack.db") as db:
+        db.execute("UPDATE evidence SET content = ? WHERE id = ?", (b"forged", out["evidence_id"]))
+    tampered = await cli("audit", "verify", "--config", cfg, cwd=tmp_path)
+    assert tampered.returncode == 1
+    assert f"evidence {out['evidence_id']}: content hashes to" in tampered.stderr
+    refused = await cli(
+        "evidence",
+        "get",
+        str(out["evidence_id"]),
+        "--out",
+        tmp_path / "x",
+        "--config",
+        cfg,
+        cwd=tmp_path,
+    )
+    assert_one_line_error(refused, "tampered")
+
+
+async def test_a_failed_gathering_is_said_and_the_reset_goes_on(h: SlackHarness) -> None:
+    evidence_fails(h.sim, node=NODE, reason="evidence is already being gathered on this node")
+    run, thread = await run_xid79(h)
+    steps = {s.step_id: s.status.value for s in await h.app.store.steps(run.id)}
+    assert steps["evidence"] == "failed"
+    assert steps["evidence-failed"] == "succeeded"
+    assert (steps["drain"], steps["reset"], steps["uncordon"]) == ("succeeded",) * 3
+    # The node is back in service; the run names the one step that failed, as for any step
+    # that fails with on_failure: continue.
+    assert (run.status, run.note) == (RunStatus.FAILED, "failed step(s): evidence")
+    assert not (await h.sim.kube.get_node(node=NODE)).unschedulable
+    assert f"Evidence could not be gathered from {NODE}" in thread
+    assert "already being gathered" in thread
+    assert await h.app.store.list_evidence() == []
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    cfg = config_for(tmp_path)
+    assert_one_line_error(gpubot("evidence", "list", "--config", cfg, cwd=tmp_path), "no database")
+    bad = gpubot("evidence", "get", "../etc", "--config", cfg, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+    bad = gpubot("evidence", "list", "--incident", "inc-1;rm -rf /", "--config", cfg, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "not an incident id" in bad.stderr
+
+
+async def test_a_hand_off_to_service_keeps_the_evidence_first(h: SlackHarness) -> None:
+    """node-handoff to=service (a choice xid79 offers): the bundle is kept before the
+    hardware-service mark, and its event names the run's incident."""
+    reply = await h.slash(f"run node-handoff node={NODE} to=service", user="U1")
+    assert reply.status_code == 200
+    await h.settle()
+    for _ in range(500):  # the command's run starts after the slash command is answered
+        runs = [r for r in await h.app.store.list_runs() if r.runbook == "node-handoff"]
+        if runs:
+            break
+        await h.settle()
+    [run] = runs
+    for _ in range(2000):
+        current = await h.app.store.get_run(run.id)
+        if current.status.finished:
+            break
+        pending = [
+            a.id
+            for a in await h.app.store.approvals_for(run.id)
+            if a.status is ApprovalStatus.PENDING
+        ]
+        if pending:
+            await h.click(pending[0], user="U2")
+        await h.settle()
+    steps = {s.step_id: s.status.value for s in await h.app.store.steps(run.id)}
+    assert (steps["evidence"], steps["service"], steps["reboot"]) == (
+        "succeeded",
+        "succeeded",
+        "skipped",
+    )
+    events = await h.app.store.events(run_id=run.id)
+    [stored] = [e for e in events if e.kind == "evidence.stored"]
+    started = {e.step: e.seq for e in events if e.kind == "step.started"}
+    assert stored.seq < started["service"]
+    [kept] = await h.app.store.list_evidence()
+    assert (kept.run_id, kept.step, kept.node) == (run.id, "evidence", NODE)
