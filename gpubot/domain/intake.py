@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from gpubot.domain.incidents import XID_ACTION_LABEL, XID_RECOVERY_LABEL, AlertObservation
+from gpubot.domain.incidents import (
+    XID_ACTION_LABEL,
+    XID_RECOVERY_LABEL,
+    AlertObservation,
+    gpu_fault,
+)
 from gpubot.domain.instants import as_utc
 
 
@@ -34,6 +39,9 @@ class IntakeOutcome:
     kind: IntakeKind
     incident_id: str | None
     detail: str = ""  # why, for CONFLICT and REJECTED
+    # For an ATTACHED XID alert, its fault (GPU and XID, incidents.gpu_fault): another fault
+    # of the node than its incident's own gets a follow-up; None for any other alert.
+    fault: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +188,7 @@ def _new_alert(
         # Nothing to resolve: it was never seen firing (or it predates this database).
         return IntakeOutcome(item.fingerprint, IntakeKind.IGNORED, None)
     incident_id = state.open_incidents.get(item.correlation_key)
+    fault: str | None = None
     if incident_id is None:
         incident_id = state.open_incidents[item.correlation_key] = new_id()
         writes.new_incidents.append(NewIncident(incident_id, item, now))
@@ -187,10 +196,11 @@ def _new_alert(
     else:
         writes.touched[incident_id] = now
         kind = IntakeKind.ATTACHED
+        fault = gpu_fault(item.labels)
     writes.new_alerts.append(NewAlert(item, incident_id, now))
     state.alerts[key] = StoredAlert(FIRING, incident_id, item.labels)
     state.firing.setdefault(incident_id, set()).add(key)
-    return IntakeOutcome(item.fingerprint, kind, incident_id)
+    return IntakeOutcome(item.fingerprint, kind, incident_id, fault=fault)
 
 
 def _resolve(

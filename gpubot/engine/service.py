@@ -132,7 +132,12 @@ class GpubotService:
         """Follow-up after intake: threads, plans, runs. Recovery redoes it after a crash."""
         attached: dict[str, set[str]] = {}
         for outcome in summary.outcomes:
-            if outcome.kind is IntakeKind.ATTACHED and outcome.incident_id is not None:
+            # Only an XID alert can bring another fault of its node: the rest cost nothing.
+            if (
+                outcome.kind is IntakeKind.ATTACHED
+                and outcome.incident_id is not None
+                and outcome.fault is not None
+            ):
                 attached.setdefault(outcome.incident_id, set()).add(outcome.fingerprint)
         for incident_id, fingerprints in attached.items():
             await self.faults.joined(incident_id, fingerprints)
