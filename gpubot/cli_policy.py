@@ -65,7 +65,7 @@ async def run_policy(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     b = p.blast_radius
     print(f"node {node} (cluster {cluster})")
-    print(f"pool: {choice}")
+    print(f"pool: {choice.described}")
     print(f"mode: {choice.pool.mode}: {MODE_MEANS[choice.pool.mode]}")
     print(f"approvers: group {p.default_group} by default; groups {', '.join(sorted(p.groups))}")
     print(

@@ -50,7 +50,7 @@ def plan_message(plan: Plan) -> Message:
                 ("Runbook", plan.runbook),
                 ("Cluster", plan.cluster),
                 ("Target", plan.target or "-"),
-                *((("Pool", str(plan.pool)),) if plan.pool is not None else ()),
+                *((("Pool", plan.pool.described),) if plan.pool is not None else ()),
             )
         ),
         Table(("step", "action", "approval", "runs", "what it would do"), tuple(rows)),

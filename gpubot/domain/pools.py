@@ -65,7 +65,12 @@ class PoolChoice:
     why: str
 
     def __str__(self) -> str:
-        return f"pool {self.pool.name} ({self.pool.mode}): {self.why}"
+        return f"pool {self.described}"
+
+    @property
+    def described(self) -> str:
+        """`canary (observe): label gpubot.io/pool=canary matched`."""
+        return f"{self.pool.name} ({self.pool.mode}): {self.why}"
 
 
 def choose_pool(

@@ -24,7 +24,7 @@ def test_policy_show_names_the_pool_its_mode_and_the_label_that_matched(tmp_path
     cfg = config(tmp_path)
     shown = gpubot("policy", "show", "--node", "gpu-node-07", "--config", cfg, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert "pool: pool canary (observe): label kubernetes.io/hostname=gpu-node-07 matched" in (
+    assert "pool: canary (observe): label kubernetes.io/hostname=gpu-node-07 matched" in (
         shown.stdout
     )
     assert "mode: observe: plan, tell the thread and record; change nothing" in shown.stdout

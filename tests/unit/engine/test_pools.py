@@ -71,7 +71,7 @@ async def test_observe_plans_tells_and_records_but_changes_nothing(harness: Make
     assert not await quarantined(h)  # recorded as what it would do: nothing changed
     assert not h.notifier.of("ask_approval")  # a drain is "done" as observed, never asked
     text = h.notifier.text()
-    assert "Pool: pool canary (observe): label gpubot.io/pool=canary matched" in text
+    assert "Pool: canary (observe): label gpubot.io/pool=canary matched" in text
     assert "Would: cordon gpu-node-07" in text
     events = await h.store.events(run_id=run.id)
     assert {e.step for e in events if e.kind == "step.observed"} >= {"cordon", "taint", "drain"}
@@ -130,7 +130,7 @@ async def test_without_pools_nothing_changes(harness: MakeHarness) -> None:
     await deliver(h.service)
     [run] = await h.store.list_runs()
     assert (await h.step_status(run.id))["drain"] == "waiting_approval"
-    assert "Pool: pool default (remediate): no pool matched" in h.notifier.text()
+    assert "Pool: default (remediate): no pool matched" in h.notifier.text()
 
 
 async def test_the_policy_digest_is_audited_when_it_changes(harness: MakeHarness) -> None:
