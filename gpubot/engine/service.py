@@ -139,9 +139,6 @@ class GpubotService:
                 and outcome.fault is not None
             ):
                 attached.setdefault(outcome.incident_id, set()).add(outcome.fingerprint)
-        for incident_id, fingerprints in attached.items():
-            await self.faults.joined(incident_id, fingerprints)
-        for outcome in summary.outcomes:
             if outcome.kind is IntakeKind.CONFLICT and outcome.incident_id is not None:
                 await self._note_conflict(outcome)
                 continue
@@ -161,6 +158,10 @@ class GpubotService:
                 await self._post(incident.id, messages.text("Alert resolved"))
                 for run in await self.e.store.list_runs(incident_id=incident.id, statuses=_ACTIVE):
                     self.spawn(self.executor.advance(run.id))
+        # After the openings: another fault in the same payload as its incident's first alert
+        # finds that incident's run started, and is held behind it rather than run first.
+        for incident_id, fingerprints in attached.items():
+            await self.faults.joined(incident_id, fingerprints)
 
     # -- runs -----------------------------------------------------------------------------
 

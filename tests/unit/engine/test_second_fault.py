@@ -135,3 +135,22 @@ async def test_a_fault_held_before_a_restart_is_split_off_at_start(harness: Make
     runs = await h.store.list_runs()
     assert len(runs) == 2
     assert next(r for r in runs if r.id != first.id).context["params"]["gpu"] == "5"
+
+
+async def test_two_gpus_in_one_payload_run_the_first_and_hold_the_second(
+    harness: MakeHarness,
+) -> None:
+    """Alertmanager groups both GPUs' XID 79 into one webhook: the first alert opens the
+    node's incident and its run starts; the second is held behind that run, not run first."""
+    h = harness(XID79)
+    inject_xid(h.cluster, node=NODE, gpu=3)
+    inject_xid(h.cluster, node=NODE, gpu=5)
+    both = xid(h, 3)
+    both.alerts.append(xid(h, 5).alerts[0])
+    await deliver(h.service, both)
+    [run] = await h.store.list_runs()
+    assert run.context["params"]["gpu"] == "3"
+    assert (await h.step_status(run.id))["drain"] == "waiting_approval"
+    assert [e.args["fault"] for e in await h.store.events() if e.kind == "fault.held"] == [
+        f"gpu {h.cluster.snapshot().node(NODE).gpus[5].uuid} xid 79"
+    ]
