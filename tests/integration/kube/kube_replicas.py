@@ -224,7 +224,11 @@ class Replicas:
                 env=clean_env(),
             )
         for r in self.replicas:
-            self.wait(lambda r=r: answers(f"{r.url}/healthz"), f"{r.name} to answer /healthz")
+            # A start, not a timing rule: a busy machine may take long to import and build
+            # the app, and the wait ends as soon as /healthz answers.
+            self.wait(
+                lambda r=r: answers(f"{r.url}/healthz"), f"{r.name} to answer /healthz", limit=60
+            )
 
     def named(self, name: str) -> Replica:
         return next(r for r in self.replicas if r.name == name)
