@@ -15,45 +15,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from slack_harness import CHANNEL, FIXTURES, SlackHarness
+from slack_harness import FIXTURES, SlackHarness
 from test_cli import assert_one_line_error, gpubot
+from test_xid79_diag import run_xid79
 
-from gpubot.backends.simulated.scenarios import evidence_fails, inject_xid
+from gpubot.backends.simulated.scenarios import evidence_fails
 from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.runs import RunStatus
 
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
 NODE = "gpu-node-07"  # the fixture alert's Hostname, GPU 3
 
 pytestmark = pytest.mark.usefixtures("clean_env")
-
-
-async def run_xid79(h: SlackHarness) -> tuple[Run, str]:
-    """The alert in, every approval clicked (U1 then U2) until the run stops asking."""
-    inject_xid(h.sim, node=NODE, gpu=3)
-    reply = await h.client.post(
-        "/alertmanager", content=XID79, headers={"content-type": "application/json"}
-    )
-    assert reply.status_code == 200
-    await h.settle()
-    [run] = [r for r in await h.app.store.list_runs() if r.runbook == "xid79"]
-    clicks = 0
-    for _ in range(2000):
-        current = await h.app.store.get_run(run.id)
-        if current.status.finished or current.status is RunStatus.NEEDS_HUMAN:
-            break
-        pending = [
-            a.id
-            for a in await h.app.store.approvals_for(run.id)
-            if a.status is ApprovalStatus.PENDING
-        ]
-        if pending and clicks < 12:
-            await h.click(pending[0], user="U1" if clicks % 2 else "U2")
-            clicks += 1
-        await h.settle()
-    [root] = h.standin.roots(CHANNEL)
-    thread = "\n".join(h.standin.text_of(m) for m in h.standin.thread(root.ts))
-    return await h.app.store.get_run(run.id), thread
 
 
 def config_for(tmp_path: Path) -> Path:
