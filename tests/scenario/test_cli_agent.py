@@ -62,14 +62,7 @@ def agent(tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("the agent did not start")
+        wait_for_agent(url)
         yield url
     finally:
         proc.terminate()
@@ -130,3 +123,14 @@ def test_agent_with_a_bad_listen_address(tmp_path: Path) -> None:
     done = _gpubot("agent", "--driver", "simulated", "--listen", "nonsense", env=env)
     assert done.returncode == 2
     assert "HOST:PORT" in done.stderr
+
+
+def wait_for_agent(url: str) -> None:
+    """Until the agent at `url` answers /healthz (about 10 s at most), else the test fails."""
+    for _ in range(200):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    pytest.fail("the agent did not start")

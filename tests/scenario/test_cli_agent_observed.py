@@ -8,11 +8,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
-import pytest
+from test_cli_agent import wait_for_agent
 
 from gpubot.domain.agent_tokens import node_token
 
@@ -46,14 +45,7 @@ def test_agent_logs_json_lines_serves_metrics_and_readiness_and_stops_on_sigterm
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("the agent did not start")
+        wait_for_agent(url)
         ready = httpx.get(f"{url}/readyz")
         assert (ready.status_code, ready.text) == (200, "NVML answers: 8 GPU(s)")
         wrong = {"authorization": f"Bearer {WRONG}"}
