@@ -86,7 +86,7 @@ async def store_incidents(n: int) -> dict[str, Any]:
     """The worker: RSS after the imports, then after n incidents went through the service."""
     import gpubot.web.server  # noqa: F401  (what `gpubot serve` loads, with the wiring)
     from gpubot.config import load_settings
-    from gpubot.domain.alerts import AlertmanagerPayload
+    from gpubot.domain.incidents.alerts import AlertmanagerPayload
     from gpubot.wiring import build_app
 
     baseline = memory_mb()

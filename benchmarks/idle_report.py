@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.config import IdleReportSettings
-from gpubot.domain.cluster import PodInfo, Sample
+from gpubot.domain.fleet.cluster import PodInfo, Sample
 from gpubot.engine.clock import FakeClock
 from gpubot.ports import ClusterPorts
 from gpubot.reports.chart import render_chart

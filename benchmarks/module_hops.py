@@ -189,7 +189,7 @@ async def _flow(app: Any, tracer: Tracer) -> None:
     from gpubot.backends import simulated
     from gpubot.backends.simulated.scenarios import inject_xid
     from gpubot.demo import run as demo
-    from gpubot.domain.runs import RunStatus, StepStatus
+    from gpubot.domain.runbooks.runs import RunStatus, StepStatus
     from gpubot.web.app import create_app
 
     settled = tuple(s for s in RunStatus if s not in (RunStatus.RUNNING, RunStatus.HELD))

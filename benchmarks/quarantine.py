@@ -36,7 +36,7 @@ from _report import REPO, at_most, emit, percentiles, use_test_helpers
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid, recover_node
 from gpubot.config import load_settings
-from gpubot.domain.cluster import Taint
+from gpubot.domain.fleet.cluster import Taint
 from gpubot.ports import ClusterPorts, KubeApi
 from gpubot.web.app import create_app
 from gpubot.wiring import build_app

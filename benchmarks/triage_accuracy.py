@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 from _report import REPO, at_least, at_most, emit, percentiles
 
-from gpubot.domain.oom import LABELS, classify
+from gpubot.knowledge.oom.triage import LABELS, classify
 
 CORPUS = sorted((REPO / "tests" / "fixtures" / "triage").glob("corpus_*.yaml"))
 # The splits no rule was written against.

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from gpubot.domain.approvals import ApprovalRequest
-from gpubot.domain.audit import AuditDraft, AuditEvent, ChainHead, ChainProblem
-from gpubot.domain.cluster import (
+from gpubot.domain.control.approvals import ApprovalRequest
+from gpubot.domain.control.audit import AuditDraft, AuditEvent, ChainHead, ChainProblem
+from gpubot.domain.control.signed_votes import Signer, SubmittedVote
+from gpubot.domain.control.token_reviews import ReviewedToken
+from gpubot.domain.fleet.cluster import (
     FleetView,
     GpuState,
     NodeInfo,
@@ -19,16 +21,19 @@ from gpubot.domain.cluster import (
     Sample,
     Taint,
 )
-from gpubot.domain.dcgm_diag import DiagReport
-from gpubot.domain.evidence import Bundle, EvidencePart, StoredEvidence
-from gpubot.domain.gpu_history import GpuEvent
-from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
-from gpubot.domain.intake import IntakeOutcome
+from gpubot.domain.fleet.workloads import Workload
+from gpubot.domain.gpus.evidence import Bundle, EvidencePart, StoredEvidence
+from gpubot.domain.gpus.ledger import GpuEvent
+from gpubot.domain.incidents.correlation import (
+    AlertObservation,
+    AlertRecord,
+    Incident,
+    IncidentStatus,
+)
+from gpubot.domain.incidents.intake import IntakeOutcome
 from gpubot.domain.results import Message
-from gpubot.domain.runs import Run, RunStatus, StepState
-from gpubot.domain.signed_votes import Signer, SubmittedVote
-from gpubot.domain.token_reviews import ReviewedToken
-from gpubot.domain.workloads import Workload
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
+from gpubot.knowledge.dcgm_diag import DiagReport
 
 
 class Clock(Protocol):

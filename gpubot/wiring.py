@@ -11,14 +11,15 @@ from gpubot.backends.console import ConsoleNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
 from gpubot.config import ClusterSettings, ClusterSlurmSettings, Settings
-from gpubot.domain.cluster import Sample
-from gpubot.domain.runbook_loader import LoadedRunbook
+from gpubot.domain.fleet.cluster import Sample
+from gpubot.domain.runbooks.loader import LoadedRunbook
 from gpubot.engine.clock import SystemClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.registry import Registry, builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ConfigError, InputError, PermanentStepError
+from gpubot.loaded_rules import build_policy, build_reclaim, load_runbooks
 from gpubot.ports import (
     ChatNotifier,
     Clock,
@@ -35,7 +36,6 @@ from gpubot.ports import (
 from gpubot.reports.collect import IdleReporter
 from gpubot.reports.jobs import IdleReportJob
 from gpubot.reports.scheduler import ReportScheduler
-from gpubot.rules import build_policy, build_reclaim, load_runbooks
 from gpubot.web.metrics import OutboxReading, Watched, WebMetrics
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubot.cli_actions import markdown, splice
+from gpubot.cli.actions import markdown, splice
 from gpubot.engine.registry import builtin_registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"

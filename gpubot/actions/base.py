@@ -9,8 +9,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.gpu_escalation import EscalationPolicy
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.gpus.escalation import EscalationPolicy
 from gpubot.domain.results import Message
 from gpubot.ports import Clock, ClusterPorts, EvidenceStore, GpuLedger
 

@@ -14,11 +14,11 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.actions.gpu_history import named, record_for
-from gpubot.domain.actions import Action
-from gpubot.domain.dcgm_diag import DiagReport, DiagUnavailable, cap
-from gpubot.domain.names import NodeName
+from gpubot.actions.gpu_ledger import named, record_for
+from gpubot.domain.k8s_names import NodeName
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import GpubotError, PermanentStepError
+from gpubot.knowledge.dcgm_diag import DiagReport, DiagUnavailable, cap
 
 LEVEL_NAMES = {0: "off", 1: "quick", 2: "medium", 3: "long"}
 

@@ -9,10 +9,10 @@ from typing import Any
 from pydantic import Field
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
-from gpubot.domain.actions import Action
-from gpubot.domain.cluster import PodDisruptionBudget, PodInfo
-from gpubot.domain.names import NodeName
-from gpubot.domain.slurm import drain_plan, is_job
+from gpubot.domain.fleet.cluster import PodDisruptionBudget, PodInfo
+from gpubot.domain.fleet.slurm import drain_plan, is_job
+from gpubot.domain.k8s_names import NodeName
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import (
     DisruptionBlockedError,
     NeedsHumanError,

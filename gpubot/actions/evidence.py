@@ -18,15 +18,15 @@ from gpubot.actions.base import (
     Params,
     PlanNote,
 )
-from gpubot.domain.actions import Action
-from gpubot.domain.evidence import (
+from gpubot.domain.gpus.evidence import (
     EvidencePart,
     StoredEvidence,
     build_bundle,
     human_size,
     parts_summary,
 )
-from gpubot.domain.names import NodeName
+from gpubot.domain.k8s_names import NodeName
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import GpubotError, PermanentStepError
 
 LEDGER_PART = "gpu-ledger.json"

@@ -8,11 +8,11 @@ from typing import Any
 from pydantic import Field
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
-from gpubot.actions.gpu_history import named, record_for
-from gpubot.domain.actions import Action
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.hints import GpuUuid, XidHint
-from gpubot.domain.names import NodeName
+from gpubot.actions.gpu_ledger import named, record_for
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.incidents.gpu_labels import GpuUuid, XidHint
+from gpubot.domain.k8s_names import NodeName
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import NotFoundError, PermanentStepError
 
 

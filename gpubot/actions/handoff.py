@@ -15,11 +15,11 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.actions.gpu_history import involved_gpus, record_for
+from gpubot.actions.gpu_ledger import involved_gpus, record_for
 from gpubot.actions.node import note
-from gpubot.domain.actions import Action
-from gpubot.domain.hints import GpuUuid, XidHint
-from gpubot.domain.names import NodeName
+from gpubot.domain.incidents.gpu_labels import GpuUuid, XidHint
+from gpubot.domain.k8s_names import NodeName
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import NeedsHumanError
 
 # A reboot controller (kured with a sentinel command, or a site controller) selects on this

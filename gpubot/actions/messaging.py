@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
-from gpubot.domain.actions import Action
-from gpubot.domain.durations import parse_duration
+from gpubot.domain.runbooks.action_names import Action
+from gpubot.domain.runbooks.durations import parse_duration
 
 MAX_WAIT_SECONDS = 3600.0
 

@@ -16,15 +16,15 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.domain.actions import Action
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
     NodeInfo,
     Taint,
 )
-from gpubot.domain.names import NodeName, TaintKey
-from gpubot.domain.slurm import is_slurm
+from gpubot.domain.fleet.slurm import is_slurm
+from gpubot.domain.k8s_names import NodeName, TaintKey
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import ConflictError, GpubotError
 
 log = logging.getLogger(__name__)

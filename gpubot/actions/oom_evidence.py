@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from gpubot.actions.base import ActionContext
-from gpubot.domain.cluster import PodInfo
-from gpubot.domain.oom_sources import Sources
+from gpubot.domain.fleet.cluster import PodInfo
 from gpubot.errors import GpubotError
+from gpubot.knowledge.oom.sources import Sources
 
 MIB = 1024 * 1024
 # The kernel log is read this far either side of the death: the OOM killer's report comes

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpubot.domain.actions import Action
+from gpubot.domain.runbooks.action_names import Action
 
 _NODE = {"node": "the node's name"}
 _GPU = {**_NODE, "gpu": "the GPU's index"}

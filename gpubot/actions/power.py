@@ -8,8 +8,8 @@ from pydantic import Field
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, PlanNote
 from gpubot.actions.gpu import GpuParams, _gpu
-from gpubot.domain.actions import Action
-from gpubot.domain.cluster import GpuState
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.runbooks.action_names import Action
 
 
 class CapParams(GpuParams):

@@ -16,10 +16,10 @@ from gpubot.actions.base import (
     nothing_to_check,
 )
 from gpubot.actions.workloads import Assessment, TargetParams, assess, objection
-from gpubot.domain.actions import Action
-from gpubot.domain.durations import parse_duration
-from gpubot.domain.reclaim import Owner, ReclaimPolicy, owner_of
+from gpubot.domain.fleet.reclaim import Owner, ReclaimPolicy, owner_of
 from gpubot.domain.results import Button, Fields, Message, Text
+from gpubot.domain.runbooks.action_names import Action
+from gpubot.domain.runbooks.durations import parse_duration
 from gpubot.errors import StopRunError
 
 MAX_GRACE_SECONDS = 24 * 3600.0  # the runbook's grace step times out at 25 h

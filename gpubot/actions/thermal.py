@@ -16,8 +16,8 @@ from gpubot.actions.base import (
     nothing_to_check,
 )
 from gpubot.actions.gpu import GpuParams, _gpu
-from gpubot.domain.actions import Action
-from gpubot.domain.durations import parse_duration
+from gpubot.domain.runbooks.action_names import Action
+from gpubot.domain.runbooks.durations import parse_duration
 from gpubot.errors import GpubotError
 
 MAX_COOL_WAIT_SECONDS = 24 * 3600.0

@@ -15,14 +15,14 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
-from gpubot.domain.actions import Action
-from gpubot.domain.durations import parse_duration
-from gpubot.domain.names import Namespace, PodName
-from gpubot.domain.xid import explain
+from gpubot.domain.k8s_names import Namespace, PodName
+from gpubot.domain.runbooks.action_names import Action
+from gpubot.domain.runbooks.durations import parse_duration
 from gpubot.errors import GpubotError
+from gpubot.knowledge.xid.catalog import explain
 
 if TYPE_CHECKING:
-    from gpubot.domain.oom import Triage
+    from gpubot.knowledge.oom.triage import Triage
 
 LOG_LINES = 200
 MIB = 1024 * 1024
@@ -60,7 +60,7 @@ async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
         info = await ctx.cluster.nodes.get_node(node=node)
     except GpubotError:
         return None
-    from gpubot.domain.oom_numbers import device_capacity
+    from gpubot.knowledge.oom.allocator_numbers import device_capacity
 
     return device_capacity(info.gpu_product) if info.gpu_product else None
 
@@ -69,8 +69,8 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     # The classifier's rule tables load when a triage step runs, not with the registry that
     # `runbooks validate` and `plan` build.
     from gpubot.actions.oom_evidence import gather_sources
-    from gpubot.domain.oom import classify
-    from gpubot.domain.oom_sources import combine
+    from gpubot.knowledge.oom.sources import combine
+    from gpubot.knowledge.oom.triage import classify
 
     k8s = ctx.cluster
     pod = await k8s.pods.get_pod(namespace=p.namespace, name=p.pod)

@@ -8,15 +8,15 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from gpubot.actions.base import ActionContext, ActionSpec, CheckResult, Output, Params, PlanNote
-from gpubot.domain.actions import Action
-from gpubot.domain.cluster import PodInfo
-from gpubot.domain.names import Namespace, PodName
-from gpubot.domain.reclaim import OBJECTION_KIND, ReclaimPolicy, refusal
-from gpubot.domain.workloads import (
+from gpubot.domain.fleet.cluster import PodInfo
+from gpubot.domain.fleet.reclaim import OBJECTION_KIND, ReclaimPolicy, refusal
+from gpubot.domain.fleet.workloads import (
     RECLAIMED_BY_ANNOTATION,
     RECLAIMED_FROM_ANNOTATION,
     Workload,
 )
+from gpubot.domain.k8s_names import Namespace, PodName
+from gpubot.domain.runbooks.action_names import Action
 from gpubot.errors import GpubotError, NotFoundError, PermanentStepError, StopRunError
 
 RECLAIM_ACTION = Action.WORKLOAD_RECLAIM  # the idle report sums this action's audit entries

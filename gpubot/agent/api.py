@@ -23,8 +23,8 @@ from gpubot.agent.metrics import CONTENT_TYPE, AgentMetrics
 from gpubot.agent.operations import Operations
 from gpubot.agent.readiness import Readiness
 from gpubot.agent.request_log import RequestLog
-from gpubot.domain.agent_tokens import Scope, bearer, same_token
-from gpubot.domain.problems import first_problem
+from gpubot.domain.control.agent_tokens import Scope, bearer, same_token
+from gpubot.domain.validation_errors import first_problem
 from gpubot.errors import IdentityUnavailableError
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpubot.domain.agent_tokens import Scope
-from gpubot.domain.token_reviews import ReviewCache, looks_like_jwt
+from gpubot.domain.control.agent_tokens import Scope
+from gpubot.domain.control.token_reviews import ReviewCache, looks_like_jwt
 from gpubot.ports import TokenReviewer
 
 _OK = (200, "")  # the cached answer for the bot's token

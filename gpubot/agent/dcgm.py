@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpubot.agent.driver import GpuDriverError
-from gpubot.domain.dcgm_diag import (
+from gpubot.knowledge.dcgm_diag import (
     DIAG_TIMEOUT_S,
     LEVELS,
     DiagParseError,

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from gpubot.agent.driver import GpuDriverError
 from gpubot.agent.evidence_run import Captured, run_capped
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.gpus.evidence import EvidencePart
 
 MiB = 1024 * 1024
 # The kernel lines kept: the NVIDIA driver's (NVRM, including every Xid) and the Xid lines.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from gpubot.domain.evidence import PartStatus
+from gpubot.domain.gpus.evidence import PartStatus
 
 _CHUNK = 64 * 1024
 _ERR_TAIL = 2048  # the last bytes of stderr kept, for the one line a failure says

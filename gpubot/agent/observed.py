@@ -24,7 +24,7 @@ from gpubot.agent.driver import (
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.request_log import logged_elsewhere
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.gpus.evidence import EvidencePart
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

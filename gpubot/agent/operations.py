@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from gpubot.agent.dcgm import Diagnostics, check_gpus, check_level
 from gpubot.agent.driver import GpuDriver, GpuDriverError, GpuReport
 from gpubot.agent.evidence import Evidence, EvidenceGatherer
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.gpus.evidence import EvidencePart
 
 
 class Operations(Protocol):

@@ -16,10 +16,10 @@ from gpubot.agent.driver import (
     SystemInfo,
     XidEvent,
 )
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.dcgm_diag import DiagReport
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.gpus.evidence import EvidencePart
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
+from gpubot.knowledge.dcgm_diag import DiagReport
 
 SIM_DRIVER_VERSION = "550.54.15"
 SIM_CUDA_VERSION = "12.4"

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from gpubot.domain.token_reviews import ReviewedToken, reviewed_from_status
+from gpubot.domain.control.token_reviews import ReviewedToken, reviewed_from_status
 from gpubot.errors import IdentityUnavailableError
 
 REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"

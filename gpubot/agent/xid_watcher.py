@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from gpubot.agent.driver import XidEvent, XidSource
-from gpubot.domain.xid_recovery import RECOVERY_XID, RecoveryAction
+from gpubot.knowledge.xid.recovery import RECOVERY_XID, RecoveryAction
 
 log = logging.getLogger(__name__)
 Send = Callable[[dict[str, Any]], Awaitable[None]]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from gpubot.domain.names import check_node_name
+from gpubot.domain.k8s_names import check_node_name
 from gpubot.errors import InputError, NotFoundError
 from gpubot.ports import KubeApi
 

@@ -13,11 +13,9 @@ from typing import Any
 import httpx
 
 from gpubot.backends.agent_address import AgentAddresses
-from gpubot.domain.agent_tokens import Scope, node_token
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport, cap
-from gpubot.domain.evidence import EvidencePart
-from gpubot.domain.pci import normalise_bus_id
+from gpubot.domain.control.agent_tokens import Scope, node_token
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.gpus.evidence import EvidencePart
 from gpubot.errors import (
     GpubotError,
     IdentityUnavailableError,
@@ -26,6 +24,8 @@ from gpubot.errors import (
     PermanentStepError,
     TemporaryStepError,
 )
+from gpubot.knowledge.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport, cap
+from gpubot.knowledge.pci import normalise_bus_id
 
 # The largest answer read from an agent: evidence parts (base64) within the agent's caps.
 MAX_ANSWER_BYTES = 96 * 1024 * 1024

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from gpubot.domain.token_reviews import node_audience
+from gpubot.domain.control.token_reviews import node_audience
 from gpubot.ports import TokenIssuer
 
 

@@ -12,8 +12,8 @@ import json
 import textwrap
 from typing import Any, TextIO
 
-from gpubot.domain.approvals import ApprovalRequest
-from gpubot.domain.incidents import Incident
+from gpubot.domain.control.approvals import ApprovalRequest
+from gpubot.domain.incidents.correlation import Incident
 from gpubot.domain.messages import incident_root
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
 from gpubot.domain.terminal import safe

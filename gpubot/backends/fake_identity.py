@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from gpubot.domain.token_reviews import ReviewedToken, service_account_user
+from gpubot.domain.control.token_reviews import ReviewedToken, service_account_user
 from gpubot.errors import IdentityUnavailableError
 from gpubot.ports import IssuedToken, PodPlacement
 

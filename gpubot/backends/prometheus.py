@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpubot.domain.cluster import Sample
+from gpubot.domain.fleet.cluster import Sample
 from gpubot.errors import GpubotError, MetricsUnavailableError, PermanentStepError
 
 if TYPE_CHECKING:

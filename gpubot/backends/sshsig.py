@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 
-from gpubot.domain.signed_votes import (
+from gpubot.domain.control.signed_votes import (
     MAX_SIGNATURE_BYTES,
     NAMESPACE,
     Signer,

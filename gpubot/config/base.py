@@ -11,7 +11,7 @@ from pydantic import (
     ConfigDict,
 )
 
-from gpubot.domain.durations import parse_duration
+from gpubot.domain.runbooks.durations import parse_duration
 
 _AUDIENCE = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$"
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?-]{1,64}", re.ASCII)

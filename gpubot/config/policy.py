@@ -12,10 +12,10 @@ from pydantic import (
 )
 
 from gpubot.config.base import _LABEL_KEY, _LABEL_VALUE, _Section
-from gpubot.domain.dcgm_diag import DiagUnavailable
-from gpubot.domain.durations import parse_duration
-from gpubot.domain.pools import PoolMode, parse_window
-from gpubot.domain.signed_votes import fingerprint, key_blob
+from gpubot.domain.control.pools import PoolMode, parse_window
+from gpubot.domain.control.signed_votes import fingerprint, key_blob
+from gpubot.domain.runbooks.durations import parse_duration
+from gpubot.knowledge.dcgm_diag import DiagUnavailable
 
 
 class GroupSettings(_Section):
@@ -109,7 +109,7 @@ class OperatorKeySettings(_Section):
 
 
 class EscalationSettings(_Section):
-    """When a GPU's history changes what an XID run does (gpubot.domain.gpu_escalation)."""
+    """When a GPU's history changes what an XID run does (gpubot.domain.gpus.escalation)."""
 
     xid_repeat_window: timedelta = Field(
         timedelta(days=7),

@@ -10,7 +10,7 @@ from pydantic import (
 )
 
 from gpubot.config.base import _CRON_FIELD, _duration, _Section
-from gpubot.domain.reclaim import SYSTEM_NAMESPACES, parse_owner
+from gpubot.domain.fleet.reclaim import SYSTEM_NAMESPACES, parse_owner
 
 
 class IdleReportSettings(_Section):

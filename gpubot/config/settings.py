@@ -30,8 +30,8 @@ from gpubot.config.server import (
     WebSettings,
 )
 from gpubot.config.slack import SlackSettings
-from gpubot.domain.incidents import unlabelled_cluster
-from gpubot.domain.problems import first_problem
+from gpubot.domain.incidents.correlation import unlabelled_cluster
+from gpubot.domain.validation_errors import first_problem
 from gpubot.errors import ConfigError
 
 

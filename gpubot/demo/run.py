@@ -16,7 +16,7 @@ import httpx
 from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.simulated.scenarios import fail_diag, inject_xid, recover_node
 from gpubot.config import load_settings
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.web.server import make_server
 from gpubot.wiring import App, build_app
 

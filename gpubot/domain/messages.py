@@ -6,13 +6,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpubot.domain.approvals import ApprovalRequest
-from gpubot.domain.audit import SHORT_HASH, AuditEvent, ChainHead
-from gpubot.domain.incidents import Incident
-from gpubot.domain.plans import Plan
-from gpubot.domain.policy import BlastRadius
+from gpubot.domain.control.approvals import ApprovalRequest
+from gpubot.domain.control.audit import SHORT_HASH, AuditEvent, ChainHead
+from gpubot.domain.control.safety_caps import BlastRadius
+from gpubot.domain.incidents.correlation import Incident
 from gpubot.domain.results import Code, Fields, Message, Table, Text
-from gpubot.domain.runs import Run, StepState
+from gpubot.domain.runbooks.plans import Plan
+from gpubot.domain.runbooks.runs import Run, StepState
 
 
 def _short(value: Mapping[str, Any], limit: int = 120) -> str:

@@ -57,7 +57,7 @@ MessageKind = Literal[
 class Message:
     """A titled list of blocks; renderers turn it into Block Kit or terminal text.
 
-    All text is data: a chat renderer escapes it (gpubot.domain.mrkdwn), so an alert's
+    All text is data: a chat renderer escapes it (gpubot.slack.mrkdwn), so an alert's
     `<!channel>` shows as typed. `mentions` are the Slack mentions gpubot itself wrote into
     the text (`<@U…>`, `<!subteam^S…>`, built from ids it trusts): only those stay live.
     """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpubot.domain.audit import AuditDraft, AuditEvent
+from gpubot.domain.control.audit import AuditDraft, AuditEvent
 from gpubot.ports import AuditLog, Clock
 
 

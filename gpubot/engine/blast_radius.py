@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 from gpubot.actions.base import ActionSpec
 from gpubot.domain import messages
-from gpubot.domain.cluster import FleetView
-from gpubot.domain.policy import BlastRadius, check_cordon, check_drain
-from gpubot.domain.runbooks import Step
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.control.safety_caps import BlastRadius, check_cordon, check_drain
+from gpubot.domain.fleet.cluster import FleetView
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.spec import Step
 from gpubot.engine.deps import Engine
 from gpubot.engine.recorder import RunRecorder
 from gpubot.errors import GpubotError

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpubot.domain.incidents import unlabelled_cluster
-from gpubot.domain.policy import Policy
-from gpubot.domain.runbooks import Runbook
+from gpubot.domain.control.safety_caps import Policy
+from gpubot.domain.incidents.correlation import unlabelled_cluster
+from gpubot.domain.runbooks.spec import Runbook
 from gpubot.engine.leader import AlwaysLeader
-from gpubot.engine.observe import NoTally, Tally
 from gpubot.engine.registry import Registry
+from gpubot.engine.telemetry import NoTally, Tally
 from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store, VoteSigners
 
 

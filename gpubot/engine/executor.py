@@ -13,20 +13,25 @@ from pydantic import BaseModel, ValidationError
 
 from gpubot.actions.base import ActionContext, ActionSpec, Output
 from gpubot.domain import messages
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, expire_if_due, new_approval_id
-from gpubot.domain.pools import PoolChoice
-from gpubot.domain.problems import first_problem
-from gpubot.domain.runbooks import Runbook, Step
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
-from gpubot.domain.templating import evaluate, render_value
-from gpubot.domain.variables import run_variables
+from gpubot.domain.control.approvals import (
+    ApprovalRequest,
+    ApprovalStatus,
+    expire_if_due,
+    new_approval_id,
+)
+from gpubot.domain.control.pools import PoolChoice
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.spec import Runbook, Step
+from gpubot.domain.runbooks.templating import evaluate, render_value
+from gpubot.domain.runbooks.variables import run_variables
+from gpubot.domain.validation_errors import first_problem
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
-from gpubot.engine.observe import step_outcome
 from gpubot.engine.pool_gate import PoolGate
 from gpubot.engine.recorder import Next, RunRecorder
-from gpubot.engine.standing import standing_blocks
+from gpubot.engine.stop_report import standing_blocks
 from gpubot.engine.taken_back import taken_back
+from gpubot.engine.telemetry import step_outcome
 from gpubot.errors import (
     GpubotError,
     NeedsHumanError,

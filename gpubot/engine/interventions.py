@@ -12,12 +12,12 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from gpubot.domain import messages
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
 from gpubot.engine.recorder import RunRecorder
-from gpubot.engine.standing import standing_blocks
+from gpubot.engine.stop_report import standing_blocks
 from gpubot.errors import ApprovalError
 
 CANCELLED_KIND = "run.cancelled"

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from gpubot.domain import messages
-from gpubot.domain.incidents import (
+from gpubot.domain.incidents.correlation import (
     AlertRecord,
     Incident,
     IncidentStatus,
@@ -15,7 +15,7 @@ from gpubot.domain.incidents import (
     gpu_fault,
 )
 from gpubot.domain.results import Message
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
 

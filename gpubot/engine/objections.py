@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from gpubot.actions.workloads import RECLAIM_ACTION
-from gpubot.domain.actions import Action
-from gpubot.domain.reclaim import OBJECTION_KIND, may_object
-from gpubot.domain.runs import Run, StepState, StepStatus
+from gpubot.domain.fleet.reclaim import OBJECTION_KIND, may_object
+from gpubot.domain.runbooks.action_names import Action
+from gpubot.domain.runbooks.runs import Run, StepState, StepStatus
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
 from gpubot.errors import ApprovalError, NotFoundError, ObjectionClosed

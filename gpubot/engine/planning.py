@@ -11,15 +11,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpubot.actions.base import ActionContext
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.gpu_escalation import EscalationPolicy
-from gpubot.domain.incidents import Incident, IncidentStatus, observations
-from gpubot.domain.plans import Plan, PlannedStep
-from gpubot.domain.pools import PoolChoice
-from gpubot.domain.problems import first_problem
-from gpubot.domain.runbooks import Runbook, runbooks_for_alert
-from gpubot.domain.templating import evaluate, render_value
-from gpubot.domain.variables import alert_context, resolve_params
+from gpubot.domain.control.pools import PoolChoice
+from gpubot.domain.gpus.escalation import EscalationPolicy
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.correlation import Incident, IncidentStatus, observations
+from gpubot.domain.runbooks.plans import Plan, PlannedStep
+from gpubot.domain.runbooks.spec import Runbook, runbooks_for_alert
+from gpubot.domain.runbooks.templating import evaluate, render_value
+from gpubot.domain.runbooks.variables import alert_context, resolve_params
+from gpubot.domain.validation_errors import first_problem
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import Registry
 from gpubot.errors import GpubotError, InputError, TemplateError

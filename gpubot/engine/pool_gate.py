@@ -9,9 +9,9 @@ from pydantic import BaseModel
 
 from gpubot.actions.base import ActionSpec
 from gpubot.domain import messages
-from gpubot.domain.pools import PoolChoice, offered
-from gpubot.domain.runbooks import Step
-from gpubot.domain.runs import Run
+from gpubot.domain.control.pools import PoolChoice, offered
+from gpubot.domain.runbooks.runs import Run
+from gpubot.domain.runbooks.spec import Step
 from gpubot.engine.deps import Engine
 from gpubot.errors import GpubotError
 

@@ -7,13 +7,13 @@ import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.cluster import GpuState, NodeInfo
-from gpubot.domain.gpu_history import GpuEvent
-from gpubot.domain.incidents import Incident, IncidentStatus
-from gpubot.domain.pools import PoolChoice
-from gpubot.domain.runbooks import Runbook
-from gpubot.domain.runs import Run, StepState
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.control.pools import PoolChoice
+from gpubot.domain.fleet.cluster import GpuState, NodeInfo
+from gpubot.domain.gpus.ledger import GpuEvent
+from gpubot.domain.incidents.correlation import Incident, IncidentStatus
+from gpubot.domain.runbooks.runs import Run, StepState
+from gpubot.domain.runbooks.spec import Runbook
 from gpubot.engine.deps import Engine
 from gpubot.engine.planning import cluster_named
 

@@ -9,15 +9,15 @@ from typing import Any, Literal
 
 from gpubot.actions.base import ActionContext
 from gpubot.domain import messages
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_line
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.control.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_line
 from gpubot.domain.results import Message
-from gpubot.domain.runbooks import Step
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.spec import Step
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
-from gpubot.engine.observe import run_finished, step_recorded
-from gpubot.engine.standing import standing_blocks
+from gpubot.engine.stop_report import standing_blocks
+from gpubot.engine.telemetry import run_finished, step_recorded
 
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr

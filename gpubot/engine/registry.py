@@ -11,7 +11,6 @@ from gpubot.actions import (
     drain,
     evidence,
     gpu,
-    gpu_history,
     handoff,
     messaging,
     node,
@@ -21,11 +20,12 @@ from gpubot.actions import (
     triage,
     workloads,
 )
+from gpubot.actions import gpu_ledger as gpu_history
 from gpubot.actions.base import ActionSpec
 from gpubot.actions.outputs import OUTPUTS
-from gpubot.domain.dcgm_diag import DiagUnavailable
-from gpubot.domain.reclaim import ReclaimPolicy
+from gpubot.domain.fleet.reclaim import ReclaimPolicy
 from gpubot.errors import RunbookError
+from gpubot.knowledge.dcgm_diag import DiagUnavailable
 
 
 class Registry:

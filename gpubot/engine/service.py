@@ -8,21 +8,21 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
 from gpubot.domain import messages
-from gpubot.domain.alerts import AlertmanagerPayload, ParsedWebhook
-from gpubot.domain.approvals import ApprovalStatus, VoteOutcome, cast_vote
-from gpubot.domain.audit import AuditTrailError
-from gpubot.domain.incidents import (
+from gpubot.domain.control.approvals import ApprovalStatus, VoteOutcome, cast_vote
+from gpubot.domain.control.audit import AuditTrailError
+from gpubot.domain.control.safety_caps import check_attempts
+from gpubot.domain.control.signed_votes import SubmittedVote, VoteMessage
+from gpubot.domain.incidents.alerts import AlertmanagerPayload, ParsedWebhook
+from gpubot.domain.incidents.correlation import (
     Incident,
     IncidentStatus,
     observations,
 )
-from gpubot.domain.intake import IntakeKind, IntakeOutcome, IntakeSummary
-from gpubot.domain.plans import Plan
-from gpubot.domain.policy import check_attempts
+from gpubot.domain.incidents.intake import IntakeKind, IntakeOutcome, IntakeSummary
 from gpubot.domain.results import Message
-from gpubot.domain.runbooks import Runbook, runbooks_for_alert
-from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
-from gpubot.domain.signed_votes import SubmittedVote, VoteMessage
+from gpubot.domain.runbooks.plans import Plan
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, new_run_id
+from gpubot.domain.runbooks.spec import Runbook, runbooks_for_alert
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine

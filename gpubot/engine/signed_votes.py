@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpubot.domain.signed_votes import (
+from gpubot.domain.control.signed_votes import (
     Signer,
     SubmittedVote,
     VoteMessage,

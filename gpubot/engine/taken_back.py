@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from gpubot.domain.runbooks import Runbook
-from gpubot.domain.runs import Run, StepState, StepStatus
+from gpubot.domain.runbooks.runs import Run, StepState, StepStatus
+from gpubot.domain.runbooks.spec import Runbook
 from gpubot.engine.deps import Engine
 from gpubot.errors import GpubotError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 
-from gpubot.domain.codes import natural_key
+from gpubot.knowledge.outside_numbers import natural_key
 from gpubot.reports.idle import IdleAllocation, IdleReport
 
 _MAX_BARS = 15

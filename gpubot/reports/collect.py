@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from gpubot.config import IdleReportSettings
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.cluster import PodInfo
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.fleet.cluster import PodInfo
 from gpubot.domain.results import Message, Text
 from gpubot.errors import GpubotError, InputError, TemporaryStepError
 from gpubot.ports import AuditLog, Clock, ClusterPorts

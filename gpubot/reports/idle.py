@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gpubot.domain.actions import Action
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.cluster import PodInfo, Sample
-from gpubot.domain.codes import natural_key
-from gpubot.domain.slurm import ACCOUNT_LABEL, JOB_NAMESPACE, USER_LABEL, is_job
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.fleet.cluster import PodInfo, Sample
+from gpubot.domain.fleet.slurm import ACCOUNT_LABEL, JOB_NAMESPACE, USER_LABEL, is_job
+from gpubot.domain.runbooks.action_names import Action
+from gpubot.knowledge.outside_numbers import natural_key
 
 # The DCGM exporter's labels (DESIGN: Alerts). Results are grouped by these in PromQL.
 # `hpc_job` is its HPC job mapping (--hpc-job-mapping-dir, on Slurm nodes): the job that

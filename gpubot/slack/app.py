@@ -19,7 +19,7 @@ from gpubot.config import Settings
 from gpubot.domain.results import Message
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ConfigError
-from gpubot.slack.edge import read_payload
+from gpubot.slack.event_body import read_payload
 from gpubot.slack.listeners import GpuCommands, UserGroups, register
 from gpubot.slack.notifier import NotifierStore, Route, SlackNotifier
 from gpubot.slack.outbox import SlackOutbox

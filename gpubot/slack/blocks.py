@@ -1,6 +1,6 @@
 """Pure Block Kit builders: neutral messages, incident roots and approval requests as data.
 
-Every piece of text is escaped for mrkdwn (gpubot.domain.mrkdwn), in the blocks and in the
+Every piece of text is escaped for mrkdwn (gpubot.slack.mrkdwn), in the blocks and in the
 fallback text; only the mentions a message declares stay live.
 """
 
@@ -10,10 +10,10 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from gpubot.domain import mrkdwn
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
-from gpubot.domain.incidents import Incident
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus
+from gpubot.domain.incidents.correlation import Incident
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
+from gpubot.slack import mrkdwn
 
 Block = dict[str, Any]
 

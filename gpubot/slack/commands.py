@@ -7,8 +7,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gpubot.domain.codes import is_gpu_uuid
-from gpubot.domain.names import check_namespace, check_node_name
+from gpubot.domain.k8s_names import check_namespace, check_node_name
+from gpubot.knowledge.outside_numbers import is_gpu_uuid
 
 USAGE = """\
 *Usage:* `/gpu <command>`

@@ -14,13 +14,13 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from gpubot.domain import messages, mrkdwn
-from gpubot.domain.gpu_history_view import SHOWN_PER_GPU, history_message
+from gpubot.domain import messages
+from gpubot.domain.gpus.ledger_view import SHOWN_PER_GPU, history_message
 from gpubot.domain.results import Message, Text
-from gpubot.domain.xid import CATALOG_URL, explain
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ApprovalError, GpubotError, NotFoundError, ObjectionClosed
-from gpubot.slack import blocks, replies
+from gpubot.knowledge.xid.catalog import CATALOG_URL, explain
+from gpubot.slack import blocks, mrkdwn, replies
 from gpubot.slack.blocks import APPROVE_ACTION, DENY_ACTION, OBJECT_ACTION
 from gpubot.slack.commands import (
     USAGE,

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from gpubot.domain import mrkdwn
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
-from gpubot.domain.incidents import Incident
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus
+from gpubot.domain.incidents.correlation import Incident
 from gpubot.domain.results import Message
-from gpubot.slack import blocks
+from gpubot.slack import blocks, mrkdwn
 from gpubot.slack.outbox import Payload, Ref, SlackOutbox, Upload
 
 log = logging.getLogger(__name__)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpubot.domain.cluster import GpuState, NodeInfo
-from gpubot.domain.incidents import Incident
-from gpubot.domain.pools import MODE_MEANS, PoolChoice
+from gpubot.domain.control.pools import MODE_MEANS, PoolChoice
+from gpubot.domain.fleet.cluster import GpuState, NodeInfo
+from gpubot.domain.incidents.correlation import Incident
 from gpubot.domain.results import Fields, Message, Table, Text
-from gpubot.domain.runs import Run, StepState
-from gpubot.domain.xid import XidInfo
+from gpubot.domain.runbooks.runs import Run, StepState
+from gpubot.knowledge.xid.catalog import XidInfo
 
 
 def _xid(gpus: Sequence[GpuState]) -> str:

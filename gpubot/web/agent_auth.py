@@ -9,8 +9,8 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from gpubot.domain.agent_events import check_agent_events
-from gpubot.domain.agent_tokens import bearer
+from gpubot.domain.control.agent_tokens import bearer
+from gpubot.domain.incidents.agent_events import check_agent_events
 from gpubot.errors import IdentityUnavailableError
 from gpubot.web.agent_identity import AgentEventAuth, Unknown
 

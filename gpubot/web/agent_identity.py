@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from gpubot.domain.agent_tokens import TOKEN_HEX_LENGTH, token_scope
-from gpubot.domain.names import check_node_name
-from gpubot.domain.token_reviews import ReviewCache, looks_like_jwt, service_account_user
+from gpubot.domain.control.agent_tokens import TOKEN_HEX_LENGTH, token_scope
+from gpubot.domain.control.token_reviews import ReviewCache, looks_like_jwt, service_account_user
+from gpubot.domain.k8s_names import check_node_name
 from gpubot.ports import PodPlacements, TokenReviewer
 
 

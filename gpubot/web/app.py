@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from gpubot.domain.alerts import parse_webhook
-from gpubot.domain.audit import AuditKeyError
-from gpubot.domain.problems import first_problem
+from gpubot.domain.control.audit import AuditKeyError
+from gpubot.domain.incidents.alerts import parse_webhook
+from gpubot.domain.validation_errors import first_problem
 from gpubot.engine.service import GpubotService
 from gpubot.web.agent_auth import agent_event_refusal
 from gpubot.web.agent_identity import AgentEventAuth

@@ -20,7 +20,7 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gpubot.domain.codes import ascii_int
+from gpubot.knowledge.outside_numbers import ascii_int
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gpubot.domain.runs import RunStatus
-from gpubot.domain.state_counts import StateCounts
-from gpubot.engine.observe import RESULTS
+from gpubot.domain.fleet.store_counts import StateCounts
+from gpubot.domain.runbooks.runs import RunStatus
+from gpubot.engine.telemetry import RESULTS
 
 log = logging.getLogger(__name__)
 RUN_STATES = tuple(s.value for s in RunStatus if not s.finished)

@@ -13,8 +13,8 @@ from typing import Protocol
 
 import uvicorn
 
-from gpubot.engine.observe import LeaderLog
 from gpubot.engine.service import GpubotService
+from gpubot.engine.telemetry import LeaderLog
 from gpubot.web.agent_identity import AgentEventAuth
 from gpubot.web.app import SlackHandler, create_app
 from gpubot.web.connections import ACCEPT_BURST, ConnectionLimits, connection_protocol

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from gpubot.backends.store import open_store
-from gpubot.domain.runbook_loader import load_dirs
+from gpubot.domain.runbooks.loader import load_dirs
 
 ROOT = Path(__file__).parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "gpubot-rules.yaml"

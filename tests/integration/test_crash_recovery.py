@@ -17,7 +17,7 @@ import yaml
 from local_procs import free_port, wait_until
 
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.runs import Run
+from gpubot.domain.runbooks.runs import Run
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / "xid79_firing.json"
 RUNBOOK = """

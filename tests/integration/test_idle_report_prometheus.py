@@ -13,10 +13,10 @@ import pytest
 from real_prometheus import DcgmExporter, ExporterGpu, RunningPrometheus, running_prometheus
 
 from gpubot.backends.prometheus import PrometheusMetrics
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
 from gpubot.config import IdleReportSettings
-from gpubot.domain.cluster import PodInfo, Sample
+from gpubot.domain.fleet.cluster import PodInfo, Sample
 from gpubot.engine.clock import SystemClock
 from gpubot.ports import ClusterPorts
 from gpubot.reports.collect import IdleReporter

@@ -25,7 +25,7 @@ from real_prometheus import (
 )
 
 from gpubot.backends.prometheus import PrometheusMetrics
-from gpubot.domain.cluster import Sample
+from gpubot.domain.fleet.cluster import Sample
 from gpubot.errors import MetricsUnavailableError, PermanentStepError, TemporaryStepError
 
 # The idle report's queries; Q_IDLE with a 30 s lookback at 1 s steps instead of 24h:5m.

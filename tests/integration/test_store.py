@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.alerts import Alert
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, Vote
-from gpubot.domain.audit import AuditDraft
-from gpubot.domain.incidents import AlertObservation, IncidentStatus, observe
-from gpubot.domain.intake import IntakeKind
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus, Vote
+from gpubot.domain.control.audit import AuditDraft
+from gpubot.domain.incidents.alerts import Alert
+from gpubot.domain.incidents.correlation import AlertObservation, IncidentStatus, observe
+from gpubot.domain.incidents.intake import IntakeKind
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.errors import ConfigError, GpubotError, NotFoundError
 
 if TYPE_CHECKING:

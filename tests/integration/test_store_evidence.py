@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from gpubot.domain.audit import AuditDraft
-from gpubot.domain.evidence import EvidencePart, build_bundle
+from gpubot.domain.control.audit import AuditDraft
+from gpubot.domain.gpus.evidence import EvidencePart, build_bundle
 from gpubot.errors import NotFoundError
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import event
 
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.alerts import Alert
-from gpubot.domain.incidents import AlertObservation, observe
-from gpubot.domain.intake import IntakeKind, IntakeOutcome
+from gpubot.domain.incidents.alerts import Alert
+from gpubot.domain.incidents.correlation import AlertObservation, observe
+from gpubot.domain.incidents.intake import IntakeKind, IntakeOutcome
 
 T0 = datetime(2026, 11, 22, 1, 39, 20, tzinfo=UTC)
 NOW = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)

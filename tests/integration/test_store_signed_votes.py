@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from gpubot.domain.signed_votes import SubmittedVote
+from gpubot.domain.control.signed_votes import SubmittedVote
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Database

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from gpubot.backends.store.stats import SqlStats
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus
-from gpubot.domain.runs import Run, RunStatus, StepState
-from gpubot.domain.state_counts import StateCounts
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus
+from gpubot.domain.fleet.store_counts import StateCounts
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Database

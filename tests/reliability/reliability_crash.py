@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.runs import StepState, StepStatus
+from gpubot.domain.runbooks.runs import StepState, StepStatus
 from gpubot.ports import ClusterPorts
 
 # Every KubeApi/NodeAgent call that changes the cluster.

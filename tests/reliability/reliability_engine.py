@@ -15,12 +15,12 @@ from typing import Any
 
 import uvicorn
 
-from gpubot.backends.recording import RecordingNotifier
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApproverGroup
-from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
-from gpubot.domain.runbook_loader import parse_runbook
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.backends.recording_chat import RecordingNotifier
+from gpubot.domain.control.approvals import ApproverGroup
+from gpubot.domain.control.safety_caps import AttemptCap, BlastRadius, Policy
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.loader import parse_runbook
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry

@@ -31,8 +31,8 @@ from reliability_procs import (
 )
 
 from gpubot.backends.store import open_store
-from gpubot.domain.agent_events import AGENT_EVENT_LABELS
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
+from gpubot.domain.incidents.agent_events import AGENT_EVENT_LABELS
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "alertmanager"
 MASTER = "master-secret-of-the-bot-under-attack"

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.audit import (
+from gpubot.domain.control.audit import (
     GENESIS_HASH,
     Anchor,
     AuditDraft,
@@ -30,7 +30,7 @@ from gpubot.domain.audit import (
     AuditTrailError,
     key_id,
 )
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.errors import ApprovalError
 from gpubot.logs import redact_url
 

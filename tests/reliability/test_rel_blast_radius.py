@@ -17,13 +17,13 @@ from kube_engine import FakeAgent, xid_payload
 from kube_engine import make_bot as make_kube_bot
 from kube_standin import KubeStandin, client_for, serve
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import open_store
 from gpubot.config import load_settings
-from gpubot.domain.policy import BlastRadius
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.safety_caps import BlastRadius
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.clock import FakeClock
 from gpubot.ports import ClusterPorts
 from gpubot.web.app import create_app

@@ -24,7 +24,7 @@ from gpubot.backends.prometheus import PrometheusMetrics
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid, thermal_runaway
 from gpubot.backends.store import open_store
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 from gpubot.errors import TemporaryStepError
 
 NODE = "gpu-node-07"

@@ -12,7 +12,7 @@ import pytest
 from reliability_fuzz import LONG, SHORT, ErrorLog, assert_clean_reply, error_log, fuzz
 from reliability_fuzz import webhook_bodies as bodies
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.config import load_settings
 from gpubot.engine.clock import FakeClock
 from gpubot.web.app import create_app

@@ -19,8 +19,8 @@ from reliability_procs import Procs, free_port, serve, wait_until, write_config
 
 from gpubot.backends.simulated import SimulatedCluster, stop_kubelet
 from gpubot.backends.store import open_store
-from gpubot.domain.approvals import ApprovalStatus, ApproverGroup, cast_vote
-from gpubot.domain.runs import Run, StepState
+from gpubot.domain.control.approvals import ApprovalStatus, ApproverGroup, cast_vote
+from gpubot.domain.runbooks.runs import Run, StepState
 
 NODE = "gpu-node-12"  # a notebook and a vLLM sandbox, no PDB
 GRACE = 6.0

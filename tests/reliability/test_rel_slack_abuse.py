@@ -17,7 +17,7 @@ import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, sign, slack_harness
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.approvals import ApprovalStatus
+from gpubot.domain.control.approvals import ApprovalStatus
 
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
 TWO_PERSON = """\

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from reliability_crash import Crash, CrashingStore, Fate, counting_ports
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.fleet import default_fleet
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import open_store
 from gpubot.config import load_settings
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.clock import FakeClock
-from gpubot.rules import shipped_runbooks_dir
+from gpubot.loaded_rules import shipped_runbooks_dir
 from gpubot.wiring import build_app
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "alertmanager" / "xid79_firing.json"

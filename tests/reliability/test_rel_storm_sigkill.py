@@ -27,7 +27,7 @@ from reliability_procs import (
 from sqlalchemy import Engine, create_engine, text
 
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.runs import Run
+from gpubot.domain.runbooks.runs import Run
 
 # 200 alerts: one incident per node, and each other GPU's fault of a node a follow-up
 # incident of its own once the node's run has ended (200 incidents, 200 runs in the end).

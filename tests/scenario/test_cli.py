@@ -22,11 +22,11 @@ import httpx
 import pytest
 import yaml
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.config import load_settings
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.wiring import build_app
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 
 MASTER = "cli-agent-master"
 NODE = "gpu-node-12"

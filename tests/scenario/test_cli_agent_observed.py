@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from test_cli_agent import wait_for_agent
 
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 
 MASTER = "cli-agent-observed-master"
 NODE = "gpu-node-12"  # GPUs 0-4 held, 5-7 free

@@ -25,11 +25,11 @@ from sqlalchemy.exc import OperationalError
 
 from gpubot.backends.store import SqlStore, open_store
 from gpubot.cli import parser
-from gpubot.cli_ops import build_cli_app, run_ops
+from gpubot.cli.ops import build_cli_app, run_ops
 from gpubot.config import load_settings
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApprovalStatus, Vote
-from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.domain.control.approvals import ApprovalStatus, Vote
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 from gpubot.errors import InputError
 from gpubot.wiring import App
 

@@ -12,7 +12,7 @@ import yaml
 from test_cli import assert_one_line_error, gpubot
 
 from gpubot.backends.store import open_store
-from gpubot.cli_audit import database_line
+from gpubot.cli.audit import database_line
 from gpubot.config import load_settings
 from gpubot.errors import ConfigError
 

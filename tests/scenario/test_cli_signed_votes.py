@@ -18,10 +18,10 @@ import pytest
 import yaml
 from test_cli_breakglass import NODE, RUNBOOK, fingerprint_of, make_key
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.config import load_settings
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.runs import StepStatus
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.runbooks.runs import StepStatus
 from gpubot.wiring import App, build_app
 
 GROUPS = {"oncall": {"users": ["U2", "U3"]}}

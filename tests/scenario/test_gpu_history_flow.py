@@ -12,8 +12,8 @@ import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus
 
 GPU_UUID = "GPU-9d33a01c-353c-631c-dfd4-3f371200339d"  # gpu-node-07 GPU 3 in the simulation
 

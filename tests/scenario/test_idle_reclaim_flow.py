@@ -21,7 +21,7 @@ from slack_standin import Posted
 
 from gpubot.backends.simulated import SimPod
 from gpubot.backends.simulated.scenarios import idle_alert
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.engine.clock import FakeClock
 
 OWNER = "U7OWNER"

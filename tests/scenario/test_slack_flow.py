@@ -14,8 +14,8 @@ from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
 from slack_standin import Posted
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.runbooks.runs import RunStatus
 
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
 TWO_PERSON = """\

@@ -10,7 +10,7 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_standin import SlackStandin, serve_standin
 
-from gpubot.domain.incidents import Incident, IncidentStatus
+from gpubot.domain.incidents.correlation import Incident, IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.slack.notifier import SlackNotifier
 from gpubot.slack.outbox import SlackOutbox

@@ -16,10 +16,10 @@ import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness
 
 from gpubot.backends.simulated.scenarios import fail_diag, idle_alert, inject_xid
-from gpubot.cli_ops import build_cli_app
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.cluster import NodeInfo
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.cli.ops import build_cli_app
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.fleet.cluster import NodeInfo
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.errors import PermanentStepError
 
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()

@@ -15,10 +15,10 @@ import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
 
 from gpubot.backends.simulated.scenarios import dcgm_unavailable, fail_diag, inject_xid
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.dcgm_diag import DiagReport
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.errors import PermanentStepError
+from gpubot.knowledge.dcgm_diag import DiagReport
 
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
 NODE = "gpu-node-07"  # the fixture alert's Hostname, GPU 3

@@ -20,8 +20,8 @@ from test_cli import assert_one_line_error, gpubot
 from test_xid79_diag import run_xid79
 
 from gpubot.backends.simulated.scenarios import evidence_fails
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.runbooks.runs import RunStatus
 
 XID79 = (FIXTURES / "xid79_firing.json").read_bytes()
 NODE = "gpu-node-07"  # the fixture alert's Hostname, GPU 3

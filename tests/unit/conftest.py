@@ -19,13 +19,13 @@ from gpubot.actions.base import (
     Params,
     PlanNote,
 )
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.approvals import ApproverGroup
-from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
-from gpubot.domain.runbook_loader import parse_runbook
-from gpubot.domain.runs import Run
+from gpubot.domain.control.approvals import ApproverGroup
+from gpubot.domain.control.safety_caps import AttemptCap, BlastRadius, Policy
+from gpubot.domain.runbooks.loader import parse_runbook
+from gpubot.domain.runbooks.runs import Run
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import Registry, builtin_registry

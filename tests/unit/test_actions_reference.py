@@ -9,7 +9,7 @@ import pytest
 
 from gpubot.actions.outputs import OUTPUTS
 from gpubot.cli import main
-from gpubot.cli_actions import END, START, markdown
+from gpubot.cli.actions import END, START, markdown
 from gpubot.engine.registry import builtin_registry
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -15,15 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.cli import run
-from gpubot.cli_serve import log_start, secret_values, setup_logging
+from gpubot.cli.serve import log_start, secret_values, setup_logging
 from gpubot.config import load_settings
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.engine.clock import FakeClock
-from gpubot.engine.observe import LeaderLog
+from gpubot.engine.telemetry import LeaderLog
 from gpubot.logs import MAX_MESSAGE, SafeRecords, configure_logging, json_formatter, redact_url
 from gpubot.web.server import make_server
 from gpubot.wiring import build_app
@@ -52,13 +52,13 @@ def lines(out: io.StringIO) -> list[dict[str, Any]]:
 def test_json_lines_parse_and_carry_the_structured_fields(stream: io.StringIO) -> None:
     """One JSON object per record: ts, level, logger, message and the `extra` fields."""
     configure_logging(fmt="json", stream=stream)
-    logging.getLogger("gpubot.engine.observe").info(
+    logging.getLogger("gpubot.engine.telemetry").info(
         "step %s: %s", "cordon", "succeeded", extra={"event": "step.outcome", "run_id": "run-1"}
     )
 
     (record,) = lines(stream)
     assert record["level"] == "INFO"
-    assert record["logger"] == "gpubot.engine.observe"
+    assert record["logger"] == "gpubot.engine.telemetry"
     assert record["message"] == "step cordon: succeeded"
     assert record["event"] == "step.outcome"
     assert record["run_id"] == "run-1"
@@ -297,7 +297,7 @@ async def test_recovery_and_step_outcomes_are_logged(
 def test_leadership_changes_are_logged_once_each(caplog: pytest.LogCaptureFixture) -> None:
     """Gained, kept (nothing), lost (a WARNING), gained again."""
     watch = LeaderLog()
-    with caplog.at_level(logging.INFO, logger="gpubot.engine.observe"):
+    with caplog.at_level(logging.INFO, logger="gpubot.engine.telemetry"):
         for leading in (True, True, False, False, True):
             watch.check(leading)
 

@@ -20,7 +20,7 @@ from gpubot.backends.kube.errors import eviction_error, retry_after, translate
 from gpubot.backends.kube.node_cache import NodeCache
 from gpubot.backends.kube.pacing import TokenBucket
 from gpubot.backends.kube.workloads import KubeWorkloads
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
     FleetView,

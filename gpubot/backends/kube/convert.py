@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     DEFAULT_SHM_BYTES,
     ContainerTermination,
     NodeInfo,
@@ -17,7 +17,7 @@ from gpubot.domain.cluster import (
     PodInfo,
     Taint,
 )
-from gpubot.domain.workloads import Workload
+from gpubot.domain.fleet.workloads import Workload
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"  # e.g. nvidia.com/mig-1g.10gb (MIG "mixed" strategy)

@@ -29,7 +29,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from gpubot.backends.kube.convert import gpu_devices, node_info_json
-from gpubot.domain.cluster import FleetView, NodeInfo
+from gpubot.domain.fleet.cluster import FleetView, NodeInfo
 
 log = logging.getLogger(__name__)
 GONE = 410

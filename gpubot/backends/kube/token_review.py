@@ -16,7 +16,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from gpubot.domain.token_reviews import ReviewedToken, reviewed_from_status
+from gpubot.domain.control.token_reviews import ReviewedToken, reviewed_from_status
 from gpubot.errors import IdentityUnavailableError
 from gpubot.ports import IssuedToken, PodPlacement
 

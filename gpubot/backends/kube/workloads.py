@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 from kubernetes import client
 
 from gpubot.backends.kube import convert
-from gpubot.domain.workloads import SCALABLE_KINDS, Workload
+from gpubot.domain.fleet.workloads import SCALABLE_KINDS, Workload
 from gpubot.errors import InputError
 
 MERGE = "application/merge-patch+json"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpubot.backends.simulated.state import ClusterState
-from gpubot.domain.dcgm_diag import LEVELS, DiagReport, TestResult
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
+from gpubot.knowledge.dcgm_diag import LEVELS, DiagReport, TestResult
 
 SIM_DCGM_VERSION = "4.2.3 (simulated)"
 # The plugins each level runs, by DCGM 4's names (dcgmi diag -r 1|2|3).

@@ -8,8 +8,8 @@ from datetime import datetime
 from xml.sax.saxutils import escape
 
 from gpubot.backends.simulated.state import ClusterState, SimNode
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.gpus.evidence import EvidencePart
 from gpubot.errors import PermanentStepError
 
 DRIVER_VERSION = "550.54.15"

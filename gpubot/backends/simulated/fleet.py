@@ -17,7 +17,7 @@ from gpubot.backends.simulated.state import (
     Workload,
     name_suffix,
 )
-from gpubot.domain.cluster import GpuState
+from gpubot.domain.fleet.cluster import GpuState
 
 FLEET_SIZE = 16
 GPUS_PER_NODE = 8

@@ -11,10 +11,10 @@ from gpubot.backends.simulated.base import OnState
 from gpubot.backends.simulated.diag import simulated_diag
 from gpubot.backends.simulated.evidence import simulated_evidence
 from gpubot.backends.simulated.state import ClusterState
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.dcgm_diag import DiagReport
-from gpubot.domain.evidence import EvidencePart
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.gpus.evidence import EvidencePart
 from gpubot.errors import InputError, PermanentStepError
+from gpubot.knowledge.dcgm_diag import DiagReport
 
 
 class SimulatedAgent(OnState):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from gpubot.backends.simulated import promql as promql_subset
 from gpubot.backends.simulated.base import OnState
 from gpubot.backends.simulated.state import ClusterState, SimPod
-from gpubot.domain.cluster import GpuState, Sample
+from gpubot.domain.fleet.cluster import GpuState, Sample
 
 _METRICS: dict[str, Callable[[GpuState], float]] = {
     "DCGM_FI_DEV_GPU_UTIL": lambda g: g.utilization_pct,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from gpubot.backends.simulated.base import OnState
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
     FleetView,

@@ -4,7 +4,7 @@ events triage reads, derived from each pod's state."""
 from __future__ import annotations
 
 from gpubot.backends.simulated.base import OnState
-from gpubot.domain.cluster import PodDisruptionBudget, PodEvent, PodInfo
+from gpubot.domain.fleet.cluster import PodDisruptionBudget, PodEvent, PodInfo
 
 
 class SimulatedPodReads(OnState):

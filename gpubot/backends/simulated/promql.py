@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from gpubot.domain.cluster import Sample
+from gpubot.domain.fleet.cluster import Sample
 from gpubot.errors import InputError
 
 Row = tuple[dict[str, str], float]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpubot.backends.simulated.cluster import SimulatedCluster
-from gpubot.domain.cluster import GpuState
+from gpubot.domain.fleet.cluster import GpuState
 from gpubot.errors import InputError
 
 OomKind = Literal["cuda", "host"]

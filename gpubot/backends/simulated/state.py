@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     DEFAULT_SHM_BYTES,
     ContainerTermination,
     GpuState,

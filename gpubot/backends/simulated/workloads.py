@@ -10,7 +10,7 @@ from typing import Any
 
 from gpubot.backends.simulated.base import OnState
 from gpubot.backends.simulated.state import ClusterState, SimPod, SimWorkload, name_suffix
-from gpubot.domain.workloads import SCALABLE_KINDS, Workload, owner_from_pod
+from gpubot.domain.fleet.workloads import SCALABLE_KINDS, Workload, owner_from_pod
 from gpubot.errors import InputError, NotFoundError
 
 

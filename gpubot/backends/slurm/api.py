@@ -17,10 +17,10 @@ from gpubot.backends.slurm.convert import node_info
 from gpubot.backends.slurm.joblog import JobOutput
 from gpubot.backends.slurm.jobs import DrainJobs, SlurmJobPods
 from gpubot.backends.slurm.models import SlurmNode, SlurmNodes
-from gpubot.domain.cluster import FleetView, NodeInfo, Taint
-from gpubot.domain.leftover import REBOOT_LABEL, SERVICE_LABEL
-from gpubot.domain.names import check_node_name
-from gpubot.domain.slurm import REASON_PREFIX, SERVICE_PREFIX, with_taint
+from gpubot.domain.fleet.cluster import FleetView, NodeInfo, Taint
+from gpubot.domain.fleet.slurm import REASON_PREFIX, SERVICE_PREFIX, with_taint
+from gpubot.domain.k8s_names import check_node_name
+from gpubot.domain.runbooks.left_behind import REBOOT_LABEL, SERVICE_LABEL
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
 
 log = logging.getLogger(__name__)

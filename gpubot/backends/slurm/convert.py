@@ -5,15 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from gpubot.backends.slurm.models import SlurmJob, SlurmNode, gpu_count, gpu_type
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
     ContainerTermination,
     NodeInfo,
     PodInfo,
 )
-from gpubot.domain.leftover import REBOOT_LABEL, SERVICE_LABEL
-from gpubot.domain.slurm import (
+from gpubot.domain.fleet.slurm import (
     ACCOUNT_LABEL,
     DRAIN_ANNOTATION,
     JOB_KIND,
@@ -26,6 +25,7 @@ from gpubot.domain.slurm import (
     USER_LABEL,
     reason_taints,
 )
+from gpubot.domain.runbooks.left_behind import REBOOT_LABEL, SERVICE_LABEL
 
 # Job states in which the job still holds its nodes.
 ON_NODE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED", "SIGNALING"})

@@ -13,9 +13,9 @@ from gpubot.backends.slurm.commands import SlurmCommands
 from gpubot.backends.slurm.convert import job_pod, on_drain_of
 from gpubot.backends.slurm.joblog import JobOutput
 from gpubot.backends.slurm.models import SlurmJob, SlurmJobs
-from gpubot.domain.cluster import PodDisruptionBudget, PodEvent, PodInfo
-from gpubot.domain.slurm import JOB_NAMESPACE
-from gpubot.domain.workloads import Workload
+from gpubot.domain.fleet.cluster import PodDisruptionBudget, PodEvent, PodInfo
+from gpubot.domain.fleet.slurm import JOB_NAMESPACE
+from gpubot.domain.fleet.workloads import Workload
 from gpubot.errors import GpubotError, InputError, NotFoundError, PermanentStepError
 
 DrainJobs = Literal["requeue", "cancel", "requeue_or_cancel"]

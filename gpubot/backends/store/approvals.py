@@ -9,7 +9,7 @@ from sqlalchemy import Connection, RowMapping, insert, select, update
 
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import approvals
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, Vote
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus, Vote
 from gpubot.domain.instants import as_utc
 from gpubot.errors import NotFoundError
 

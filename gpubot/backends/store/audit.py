@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gpubot.backends.store.database import SqlDatabase, json_roundtrip
 from gpubot.backends.store.tables import audit, audit_head, runs
-from gpubot.domain.audit import (
+from gpubot.domain.control.audit import (
     GENESIS_HASH,
     Anchor,
     AuditDraft,

@@ -33,13 +33,13 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
 from gpubot.backends.store.tables import audit, audit_head, metadata, runs
-from gpubot.domain.audit import GENESIS_HASH, ChainHead, head_is_sealed, key_id, seal_head
+from gpubot.domain.control.audit import GENESIS_HASH, ChainHead, head_is_sealed, key_id, seal_head
 from gpubot.errors import ConfigError
 
 T = TypeVar("T")
 
 # Anything that is not JSON (a datetime in step output, say) is stored as its str(), the same
-# rule gpubot.domain.audit.canonical applies, so hashes survive the round trip.
+# rule gpubot.domain.control.audit.canonical applies, so hashes survive the round trip.
 dumps = functools.partial(json.dumps, default=str)
 
 _WRITE = "gpubot_write"  # connection execution option: this transaction will write

@@ -12,8 +12,8 @@ from sqlalchemy import Connection, delete, insert, inspect, select
 
 from gpubot.backends.store.audit import SqlAuditLog, as_stored
 from gpubot.backends.store.tables import audit, evidence
-from gpubot.domain.audit import AuditDraft, ChainProblem
-from gpubot.domain.evidence import Bundle, StoredEvidence
+from gpubot.domain.control.audit import AuditDraft, ChainProblem
+from gpubot.domain.gpus.evidence import Bundle, StoredEvidence
 from gpubot.errors import NotFoundError
 
 STORED, PRUNED = "evidence.stored", "evidence.pruned"

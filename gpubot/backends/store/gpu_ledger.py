@@ -9,7 +9,7 @@ from sqlalchemy import Connection, insert, or_, select
 
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import gpu_events
-from gpubot.domain.gpu_history import SYSTEM, GpuEvent, new_event
+from gpubot.domain.gpus.ledger import SYSTEM, GpuEvent, new_event
 from gpubot.domain.instants import as_utc
 from gpubot.errors import InputError
 

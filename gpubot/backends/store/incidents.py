@@ -1,5 +1,6 @@
 """Incidents and alerts in SQL: intake reads what the domain needs to decide a batch of
-payloads (gpubot.domain.intake) and writes what it decided; reads of incidents and alerts."""
+payloads (gpubot.domain.incidents.intake) and writes what it decided; reads of incidents and
+alerts."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ from sqlalchemy import Connection, Engine, RowMapping, bindparam, func, insert, 
 from gpubot.backends.store.database import SqlDatabase, lock_id
 from gpubot.backends.store.grouping import GroupCommit
 from gpubot.backends.store.tables import alerts, incidents
-from gpubot.domain.incidents import AlertObservation, AlertRecord, Incident, IncidentStatus
-from gpubot.domain.instants import as_utc
-from gpubot.domain.intake import (
+from gpubot.domain.incidents.correlation import (
+    AlertObservation,
+    AlertRecord,
+    Incident,
+    IncidentStatus,
+)
+from gpubot.domain.incidents.intake import (
     FIRING,
     RESOLVED,
     IntakeOutcome,
@@ -25,6 +30,7 @@ from gpubot.domain.intake import (
     decide,
     new_incident_id,
 )
+from gpubot.domain.instants import as_utc
 from gpubot.errors import NotFoundError
 
 _IN_LIMIT = 500
@@ -47,8 +53,8 @@ class SqlIncidents(SqlDatabase):
 
     async def _ingest_group(self, group: Sequence[Payload]) -> list[list[IntakeOutcome]]:
         """Read what is stored about the group's alerts, let the domain decide payload by
-        payload (gpubot.domain.intake), then write what it decided: a handful of statements
-        for the whole group, not a few per alert."""
+        payload (gpubot.domain.incidents.intake), then write what it decided: a handful of
+        statements for the whole group, not a few per alert."""
 
         def write(conn: Connection) -> list[list[IntakeOutcome]]:
             items = [item for payload, _ in group for item in payload]

@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import runs as runs_table
 from gpubot.backends.store.tables import steps as steps_table
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.errors import NotFoundError
 
 

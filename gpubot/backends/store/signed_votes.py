@@ -11,7 +11,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import signed_votes
-from gpubot.domain.signed_votes import SubmittedVote
+from gpubot.domain.control.signed_votes import SubmittedVote
 
 
 class SqlSignedVotes(SqlDatabase):

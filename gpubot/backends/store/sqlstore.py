@@ -20,8 +20,8 @@ from gpubot.backends.store.incidents import SqlIncidents
 from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
 from gpubot.backends.store.signed_votes import SqlSignedVotes
 from gpubot.backends.store.slackseen import SqlSlackSeen
-from gpubot.domain.audit import AuditDraft
-from gpubot.domain.runs import Run, RunStatus, StepState
+from gpubot.domain.control.audit import AuditDraft
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
 from gpubot.errors import ConfigError
 
 if TYPE_CHECKING:

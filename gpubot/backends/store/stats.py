@@ -6,10 +6,10 @@ from sqlalchemy import Connection, func, select
 
 from gpubot.backends.store.database import SqlDatabase
 from gpubot.backends.store.tables import approvals, incidents, runs
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.incidents import IncidentStatus
-from gpubot.domain.runs import RunStatus
-from gpubot.domain.state_counts import StateCounts
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.fleet.store_counts import StateCounts
+from gpubot.domain.incidents.correlation import IncidentStatus
+from gpubot.domain.runbooks.runs import RunStatus
 
 # Finished runs only grow; the engine counts them as they end (gpubot_runs_finished_total).
 UNFINISHED = tuple(s.value for s in RunStatus if not s.finished)

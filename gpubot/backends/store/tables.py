@@ -196,7 +196,7 @@ chat_refs = Table(
     Column("ts", String(64), nullable=False),
 )
 
-# Break-glass votes signed with an operator's SSH key (gpubot.domain.signed_votes), as the
+# Break-glass votes signed with an operator's SSH key (gpubot.domain.control.signed_votes), as the
 # CLI stored them, keyed by a digest of message and signature: the same signed vote is one
 # row, the server counts each row once (pending → counting → accepted | refused), and a
 # nonce counts for one row only (`signer` set: its signature verified).
@@ -229,7 +229,7 @@ slack_seen = Table(
     Index("ix_gpubot_slack_seen_expires", "expires_at"),
 )
 
-# The per-GPU health ledger (gpubot.domain.gpu_history): append-only, one row per event on
+# The per-GPU health ledger (gpubot.domain.gpus.ledger): append-only, one row per event on
 # one GPU; `id` is monotonic (AUTOINCREMENT on SQLite, so an id is never reused).
 gpu_events = Table(
     "gpu_events",

@@ -13,7 +13,7 @@ from gpubot_chart import CASES, RUNBOOK, env_of, render, render_case
 from gpubot.config import Settings, load_settings
 from gpubot.engine.registry import builtin_registry
 from gpubot.errors import RunbookError
-from gpubot.rules import build_policy, load_runbooks
+from gpubot.loaded_rules import build_policy, load_runbooks
 
 
 @pytest.fixture(autouse=True)

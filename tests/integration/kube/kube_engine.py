@@ -15,22 +15,22 @@ from kube_cluster import Cluster
 from kubernetes import client
 
 from gpubot.backends.kube import KubernetesKubeApi
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import H100_MEMORY_MIB, H100_NAME, SimulatedCluster
 from gpubot.backends.store import SqlStore
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApproverGroup
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.dcgm_diag import DiagReport, TestResult
-from gpubot.domain.evidence import EvidencePart
-from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
-from gpubot.domain.runbook_loader import load_file
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.approvals import ApproverGroup
+from gpubot.domain.control.safety_caps import AttemptCap, BlastRadius, Policy
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.gpus.evidence import EvidencePart
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.loader import load_file
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.clock import SystemClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry
 from gpubot.engine.service import GpubotService
 from gpubot.errors import PermanentStepError
+from gpubot.knowledge.dcgm_diag import DiagReport, TestResult
 from gpubot.ports import ClusterPorts, Leadership
 
 REPO = Path(__file__).parents[3]

@@ -45,9 +45,9 @@ from reliability_procs import (
 )
 
 from gpubot.config import load_settings
-from gpubot.domain.approvals import ApprovalStatus
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.runs import Run, StepState
+from gpubot.domain.control.approvals import ApprovalStatus
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.runbooks.runs import Run, StepState
 from gpubot.wiring import build_app
 
 __all__ = ["Counts", "LeaseWatch", "PgSchema", "Procs", "Replicas", "pg_schema"]

@@ -13,7 +13,7 @@ from gpubot.actions.base import ActionContext
 from gpubot.actions.node import NodeParams, plan_cordon, run_cordon
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, NodeInfo
+from gpubot.domain.fleet.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, NodeInfo
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import ConflictError
 from gpubot.ports import ClusterPorts

@@ -12,7 +12,7 @@ from kube_cluster import Call, Cluster
 from kube_engine import KubeBot, cluster_bot
 
 from gpubot.backends.store import open_store
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.service import GpubotService
 

@@ -29,7 +29,7 @@ from gpubot.backends.bot_tokens import PerNodeBotTokens
 from gpubot.backends.kube.token_review import KubeTokenReviewer
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.config import load_settings
-from gpubot.domain.token_reviews import node_audience, service_account_user
+from gpubot.domain.control.token_reviews import node_audience, service_account_user
 from gpubot.web.agent_identity import ServiceAccountAgents, Unknown
 from gpubot.web.app import create_app
 from gpubot.wiring import agent_event_auth, build_app

@@ -11,7 +11,7 @@ from kube_cluster import Cluster
 from kube_standin import KubeStandin, client_for
 
 from gpubot.backends.kube import KubernetesKubeApi
-from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, Taint
+from gpubot.domain.fleet.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, Taint
 from gpubot.errors import (
     DisruptionBlockedError,
     NotFoundError,

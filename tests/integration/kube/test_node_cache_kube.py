@@ -5,7 +5,7 @@ from __future__ import annotations
 from kube_cluster import Cluster, wait_until
 
 from gpubot.backends.kube import KubernetesKubeApi
-from gpubot.domain.cluster import FleetView
+from gpubot.domain.fleet.cluster import FleetView
 
 
 async def test_the_watch_keeps_the_fleet_current_without_listing_again(

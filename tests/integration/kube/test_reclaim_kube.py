@@ -19,8 +19,8 @@ from gpubot.actions.base import ActionContext
 from gpubot.actions.workloads import Reclaim, ReclaimParams
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.reclaim import ReclaimPolicy
-from gpubot.domain.workloads import RECLAIMED_FROM_ANNOTATION
+from gpubot.domain.fleet.reclaim import ReclaimPolicy
+from gpubot.domain.fleet.workloads import RECLAIMED_FROM_ANNOTATION
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import NotFoundError, PermanentStepError, StopRunError
 from gpubot.ports import ClusterPorts

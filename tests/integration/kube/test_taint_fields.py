@@ -10,7 +10,7 @@ import pytest
 from kube_cluster import Cluster
 
 from gpubot.backends.kube import KubernetesKubeApi
-from gpubot.domain.cluster import Taint
+from gpubot.domain.fleet.cluster import Taint
 from gpubot.errors import GpubotError
 
 # What the node lifecycle controller writes: timeAdded drives tolerationSeconds. Keys in the

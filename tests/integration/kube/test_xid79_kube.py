@@ -12,8 +12,8 @@ from kube_engine import FakeAgent, cluster_bot, xid_payload
 from xid79_flow import evictions, quarantine_drain_reset_release, to_drain_approval, xid_scene
 
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.policy import BlastRadius
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.safety_caps import BlastRadius
+from gpubot.domain.runbooks.runs import RunStatus
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from kube_cluster import Cluster, eventually
 from kube_engine import KubeBot, xid_payload
 
-from gpubot.domain.cluster import CORDON_BY_ANNOTATION
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.fleet.cluster import CORDON_BY_ANNOTATION
+from gpubot.domain.runbooks.runs import RunStatus
 
 XID_TAINT = {"key": "gpubot.io/xid", "value": "79", "effect": "NoSchedule"}
 

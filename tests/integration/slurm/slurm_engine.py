@@ -12,18 +12,18 @@ from typing import Any
 
 from slurm_cluster import GPUS_PER_NODE, SlurmCluster
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import H100_MEMORY_MIB, H100_NAME, SimulatedCluster
 from gpubot.backends.simulated.state import ClusterState, SimNode
 from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
 from gpubot.backends.slurm.joblog import JobOutput
 from gpubot.backends.store import SqlStore
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApproverGroup
-from gpubot.domain.cluster import GpuState
-from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
-from gpubot.domain.runbook_loader import load_file
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.approvals import ApproverGroup
+from gpubot.domain.control.safety_caps import AttemptCap, BlastRadius, Policy
+from gpubot.domain.fleet.cluster import GpuState
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.loader import load_file
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.clock import SystemClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry

@@ -12,8 +12,8 @@ from gpubot.agent.driver import XidEvent
 from gpubot.agent.xid_watcher import xid_alert
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import SqlStore
-from gpubot.domain.agent_tokens import node_token
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.agent_tokens import node_token
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.web.app import create_app
 
 MASTER = "slurm-bot-master"

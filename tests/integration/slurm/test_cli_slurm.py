@@ -17,7 +17,7 @@ from slurm_cluster import SlurmCluster
 from slurm_engine import agent_cluster, xid_body
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 
 MASTER = "slurm-cli-master"
 

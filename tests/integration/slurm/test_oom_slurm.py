@@ -11,7 +11,7 @@ from slurm_engine import CLUSTER, make_bot
 from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
 from gpubot.backends.slurm.joblog import JobOutput
 from gpubot.backends.store import SqlStore
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.errors import NotFoundError
 
 OOM_LOG = (

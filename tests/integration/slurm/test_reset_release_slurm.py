@@ -9,7 +9,7 @@ from slurm_engine import CLUSTER, SlurmBot, make_bot
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import SqlStore
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.runbooks.runs import RunStatus
 
 REASON = "gpubot xid79/cordon run=r-0 incident=i-0 [gpubot.io/xid=79:NoSchedule]"
 

@@ -8,8 +8,8 @@ import pytest
 from slurm_cluster import SlurmCluster
 
 from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
-from gpubot.domain.cluster import CORDON_REASON_ANNOTATION, Taint
-from gpubot.domain.leftover import REBOOT_LABEL
+from gpubot.domain.fleet.cluster import CORDON_REASON_ANNOTATION, Taint
+from gpubot.domain.runbooks.left_behind import REBOOT_LABEL
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
 
 REASON = "gpubot xid79/cordon run=r-1 incident=i-1"

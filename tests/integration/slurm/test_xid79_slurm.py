@@ -9,7 +9,7 @@ from slurm_engine import make_bot, xid_payload
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import SqlStore
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.runbooks.runs import RunStatus
 
 
 async def _running(slurm: SlurmCluster, jobs: list[str]) -> None:

@@ -11,18 +11,18 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpubot.backends.recording import Posted, RecordingNotifier
+from gpubot.backends.recording_chat import Posted, RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import idle_alert
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApproverGroup
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.policy import Policy
-from gpubot.domain.reclaim import ReclaimPolicy
+from gpubot.domain.control.approvals import ApproverGroup
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.control.safety_caps import Policy
+from gpubot.domain.fleet.reclaim import ReclaimPolicy
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.domain.results import Button, Message
-from gpubot.domain.runbook_loader import parse_runbook
-from gpubot.domain.runs import Run, RunStatus
+from gpubot.domain.runbooks.loader import parse_runbook
+from gpubot.domain.runbooks.runs import Run, RunStatus
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.deps import Engine
 from gpubot.engine.registry import builtin_registry

@@ -11,10 +11,10 @@ from gpubot.actions.base import ActionContext
 from gpubot.actions.diag import Diagnose, DiagParams, failed_text, output, specs
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import fail_diag
-from gpubot.domain.dcgm_diag import DiagReport, TestResult
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.registry import builtin_registry
 from gpubot.errors import PermanentStepError
+from gpubot.knowledge.dcgm_diag import DiagReport, TestResult
 
 NODE = "gpu-node-03"
 

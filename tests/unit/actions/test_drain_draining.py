@@ -11,7 +11,7 @@ from test_drain_terminating import DRAIN, _drain
 
 from gpubot.actions.base import ActionContext
 from gpubot.actions.drain import DrainParams, check_drain
-from gpubot.domain.cluster import NodeInfo
+from gpubot.domain.fleet.cluster import NodeInfo
 from gpubot.engine.clock import FakeClock
 from gpubot.ports import ClusterPorts
 

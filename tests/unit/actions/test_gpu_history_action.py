@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gpubot.actions.base import ActionContext
-from gpubot.actions.gpu_history import HistoryParams, plan_history, run_history
+from gpubot.actions.gpu_ledger import HistoryParams, plan_history, run_history
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import SqlStore, open_store
 from gpubot.engine.clock import FakeClock

@@ -11,8 +11,8 @@ from reclaim_harness import APPROVERS, BARE, OWNER, SANDBOX, Reclaimer, reclaime
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store import open_store
-from gpubot.domain.reclaim import OBJECTION_KIND, ReclaimPolicy
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.fleet.reclaim import OBJECTION_KIND, ReclaimPolicy
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ApprovalError, ObjectionClosed
 

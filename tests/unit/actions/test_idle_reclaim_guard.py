@@ -14,18 +14,18 @@ from reclaim_harness import BARE, SANDBOX, Reclaimer, reclaimer
 
 from gpubot.backends.simulated import SimPod, SimulatedCluster
 from gpubot.config import load_settings
-from gpubot.domain.cluster import PodInfo
-from gpubot.domain.reclaim import (
+from gpubot.domain.fleet.cluster import PodInfo
+from gpubot.domain.fleet.reclaim import (
     SYSTEM_NAMESPACES,
     ReclaimPolicy,
     owner_of,
     parse_owner,
     refusal,
 )
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.clock import SystemClock
 from gpubot.errors import ConfigError
-from gpubot.rules import build_reclaim
+from gpubot.loaded_rules import build_reclaim
 
 
 async def _refused(r: Reclaimer, run_id: str) -> str:

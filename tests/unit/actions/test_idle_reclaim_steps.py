@@ -10,7 +10,7 @@ from pathlib import Path
 
 from reclaim_harness import BARE, OWNER, SANDBOX, Reclaimer, reclaimer
 
-from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 from gpubot.engine.service import GpubotService
 
 CONTRACT = ("gpus_released", "gpu_model", "namespace", "workload", "idle_hours", "reclaimed_at")

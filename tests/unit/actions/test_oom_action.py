@@ -9,8 +9,8 @@ from typing import Any
 from gpubot.actions.base import ActionContext
 from gpubot.actions.triage import OomParams, gather_oom, oom_report
 from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
-from gpubot.domain.runbook_loader import parse_runbook
-from gpubot.domain.variables import resolve_params
+from gpubot.domain.runbooks.loader import parse_runbook
+from gpubot.domain.runbooks.variables import resolve_params
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import GpubotError
 

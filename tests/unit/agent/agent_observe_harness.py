@@ -7,7 +7,7 @@ import io
 
 from gpubot.agent.api import AgentTokens
 from gpubot.agent.server import AgentOptions
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 
 MASTER = "s3cret-agent-master"
 NODE = "gpu-node-12"  # runs idle pods: GPUs 0-4 held, 5-7 free

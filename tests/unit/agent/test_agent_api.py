@@ -17,7 +17,7 @@ from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster, inject_xid
 from gpubot.config import load_settings
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 from gpubot.errors import ConfigError, InputError, PermanentStepError, TemporaryStepError
 
 MASTER = "s3cret-agent-master"

@@ -19,7 +19,7 @@ from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import fail_diag
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 from gpubot.errors import PermanentStepError
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "dcgm"

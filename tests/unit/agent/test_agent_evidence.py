@@ -20,7 +20,7 @@ from gpubot.agent.simulated import SimulatedDriver
 from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 
 MASTER = "s3cret-agent-master"
 NODE = "gpu-node-01"

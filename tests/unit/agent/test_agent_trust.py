@@ -15,7 +15,7 @@ from gpubot.agent.api import AgentTokens, create_agent_app
 from gpubot.agent.operations import GpuOperations
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.agent_tokens import node_token, token_scope
+from gpubot.domain.control.agent_tokens import node_token, token_scope
 
 MASTER = "the-bots-master-secret"
 NODE = "gpu-node-12"  # GPUs 0-4 held by pods, 5-7 free

@@ -10,8 +10,8 @@ import pytest
 from gpubot.backends.agent_address import AgentAddresses, AgentLocation, url_host
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.config import load_settings
-from gpubot.domain.agent_tokens import node_token
-from gpubot.domain.cluster import NodeInfo
+from gpubot.domain.control.agent_tokens import node_token
+from gpubot.domain.fleet.cluster import NodeInfo
 from gpubot.errors import ConfigError, InputError, NotFoundError, PermanentStepError
 
 MASTER = "master-secret-for-tests"

@@ -17,7 +17,7 @@ from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.bot_tokens import PerNodeBotTokens
 from gpubot.backends.fake_identity import FakeTokenReviews
 from gpubot.backends.simulated import SimulatedCluster
-from gpubot.domain.token_reviews import node_audience
+from gpubot.domain.control.token_reviews import node_audience
 from gpubot.errors import IdentityUnavailableError, PermanentStepError, TemporaryStepError
 
 NS, BOT, AUD = "gpubot", "gpubot", "gpubot"

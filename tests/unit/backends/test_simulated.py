@@ -19,7 +19,7 @@ from gpubot.backends.simulated import (
     recover_node,
     thermal_runaway,
 )
-from gpubot.domain.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, Taint
+from gpubot.domain.fleet.cluster import CORDON_BY_ANNOTATION, CORDON_REASON_ANNOTATION, Taint
 from gpubot.errors import DisruptionBlockedError, InputError, NotFoundError, PermanentStepError
 from gpubot.ports import KubeApi, Metrics, NodeAgent
 

@@ -9,7 +9,7 @@ import pytest
 
 from gpubot.backends.simulated import SimulatedCluster, idle_pods
 from gpubot.backends.simulated.promql import Row, evaluate, parse
-from gpubot.domain.cluster import Sample
+from gpubot.domain.fleet.cluster import Sample
 from gpubot.errors import InputError
 
 # The idle report's queries (gpubot/reports), with its default window, threshold and lookback.

@@ -17,9 +17,9 @@ from gpubot.backends.slurm.models import (
     gpu_count,
     gpu_type,
 )
-from gpubot.domain.cluster import CORDON_REASON_ANNOTATION, Taint
-from gpubot.domain.leftover import REBOOT_LABEL, SERVICE_LABEL
-from gpubot.domain.slurm import reason_taints, with_taint
+from gpubot.domain.fleet.cluster import CORDON_REASON_ANNOTATION, Taint
+from gpubot.domain.fleet.slurm import reason_taints, with_taint
+from gpubot.domain.runbooks.left_behind import REBOOT_LABEL, SERVICE_LABEL
 from gpubot.errors import InputError
 
 

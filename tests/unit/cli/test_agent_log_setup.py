@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubot.cli_serve import setup_logging
+from gpubot.cli.serve import setup_logging
 from gpubot.config import load_settings
 
 READ = "node-read-token-from-a-file-0123"

@@ -9,7 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpubot.domain.agent_events import AGENT_ALERTNAME, AGENT_EVENT_LABELS, check_agent_events
+from gpubot.domain.incidents.agent_events import (
+    AGENT_ALERTNAME,
+    AGENT_EVENT_LABELS,
+    check_agent_events,
+)
 
 NODE = "gpu-node-03"
 names = st.sampled_from([*sorted(AGENT_EVENT_LABELS), "pod", "namespace", "node"]) | st.text(

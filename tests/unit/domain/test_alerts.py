@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.incidents import observations
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.correlation import observations
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "alertmanager"
 ALL_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.json"))

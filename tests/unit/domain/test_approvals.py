@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 from freezegun import freeze_time
 
-from gpubot.domain.approvals import (
+from gpubot.domain.control.approvals import (
     DEFAULT_EXPIRY,
     ApprovalLevel,
     ApprovalRequest,

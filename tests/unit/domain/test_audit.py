@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpubot.domain.audit import (
+from gpubot.domain.control.audit import (
     GENESIS_HASH,
     AuditDraft,
     AuditEvent,

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from test_audit import KEY, chain
 
-from gpubot.domain.audit import (
+from gpubot.domain.control.audit import (
     GENESIS_HASH,
     Anchor,
     AuditEvent,

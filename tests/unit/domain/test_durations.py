@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpubot.domain.durations import parse_duration
+from gpubot.domain.runbooks.durations import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpubot.domain.gpu_escalation import EscalationPolicy, decide
-from gpubot.domain.gpu_history import (
+from gpubot.domain.gpus.escalation import EscalationPolicy, decide
+from gpubot.domain.gpus.ledger import (
     GpuEvent,
     by_gpu,
     new_event,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from gpubot.domain.hints import BusIdHint, GpuIndexHint, GpuUuid, UuidHint, XidHint
+from gpubot.domain.incidents.gpu_labels import BusIdHint, GpuIndexHint, GpuUuid, UuidHint, XidHint
 
 
 class Labels(BaseModel):

@@ -7,9 +7,9 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gpubot.domain.alerts import Alert
-from gpubot.domain.incidents import AlertObservation, observe
-from gpubot.domain.intake import (
+from gpubot.domain.incidents.alerts import Alert
+from gpubot.domain.incidents.correlation import AlertObservation, observe
+from gpubot.domain.incidents.intake import (
     FIRING,
     RESOLVED,
     IntakeKind,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from gpubot.domain.cluster import (
+from gpubot.domain.fleet.cluster import (
     CORDON_BY_ANNOTATION,
     CORDON_REASON_ANNOTATION,
     NodeInfo,
     Taint,
 )
-from gpubot.domain.leftover import StepRecord, node_standing, workload_standing
+from gpubot.domain.runbooks.left_behind import StepRecord, node_standing, workload_standing
 
 NODE = "gpu-node-07"
 XID = Taint("gpubot.io/xid", "79", "NoSchedule")

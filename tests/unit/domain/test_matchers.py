@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpubot.domain.matchers import Matcher, all_match, parse_matcher
+from gpubot.domain.incidents.matchers import Matcher, all_match, parse_matcher
 
 LABELS = {"alertname": "GPUXidError", "xid": "79", "gpu": "3", "Hostname": "gpu-node-07"}
 

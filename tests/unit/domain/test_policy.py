@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpubot.domain.approvals import DEFAULT_EXPIRY
-from gpubot.domain.policy import (
+from gpubot.domain.control.approvals import DEFAULT_EXPIRY
+from gpubot.domain.control.safety_caps import (
     AttemptCap,
     BlastRadius,
     Policy,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from runbook_samples import VALID, line_of, write
 
-from gpubot.domain.runbook_loader import load_file, parse_runbook
+from gpubot.domain.runbooks.loader import load_file, parse_runbook
 from gpubot.errors import RunbookError
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from runbook_samples import VALID, line_of, write
 
-from gpubot.domain.incidents import XID_ACTION_LABEL, xid_action
-from gpubot.domain.runbook_loader import load_dirs, load_file
-from gpubot.domain.runbooks import Runbook
-from gpubot.domain.templating import check_syntax
+from gpubot.domain.incidents.correlation import XID_ACTION_LABEL, xid_action
+from gpubot.domain.runbooks.loader import load_dirs, load_file
+from gpubot.domain.runbooks.spec import Runbook
+from gpubot.domain.runbooks.templating import check_syntax
 from gpubot.errors import RunbookError
 
 SHIPPED = Path(__file__).parents[3] / "runbooks"

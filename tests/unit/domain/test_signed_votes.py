@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gpubot.domain.signed_votes import (
+from gpubot.domain.control.signed_votes import (
     SubmittedVote,
     check_message,
     fingerprint,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpubot.domain.templating import check_syntax, evaluate, render_value
+from gpubot.domain.runbooks.templating import check_syntax, evaluate, render_value
 from gpubot.errors import GpubotError, TemplateError
 
 CONTEXT: dict[str, Any] = {

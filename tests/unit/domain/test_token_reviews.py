@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpubot.domain.token_reviews import (
+from gpubot.domain.control.token_reviews import (
     POD_NAME_EXTRA,
     POD_UID_EXTRA,
     ReviewCache,

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gpubot.domain.incidents import Incident, IncidentStatus
-from gpubot.domain.runbooks import Runbook
-from gpubot.domain.runs import Run, RunStatus, StepState, StepStatus
-from gpubot.domain.variables import (
+from gpubot.domain.incidents.correlation import Incident, IncidentStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.spec import Runbook
+from gpubot.domain.runbooks.variables import (
     STEP_FIELDS,
     alert_context,
     resolve_params,

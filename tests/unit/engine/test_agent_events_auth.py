@@ -10,7 +10,7 @@ import pytest
 
 from gpubot.agent.driver import XidEvent
 from gpubot.agent.xid_watcher import xid_alert
-from gpubot.domain.agent_tokens import node_token
+from gpubot.domain.control.agent_tokens import node_token
 from gpubot.web.app import create_app
 
 MakeHarness = Any  # the `harness` fixture in conftest.py

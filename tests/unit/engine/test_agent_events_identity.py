@@ -13,7 +13,7 @@ import pytest
 from gpubot.agent.driver import XidEvent
 from gpubot.agent.xid_watcher import xid_alert
 from gpubot.backends.fake_identity import FakeTokenReviews
-from gpubot.domain.agent_events import AGENT_EVENT_LABELS
+from gpubot.domain.incidents.agent_events import AGENT_EVENT_LABELS
 from gpubot.ports import PodPlacement
 from gpubot.web.agent_identity import AgentEventAuth, ServiceAccountAgents
 from gpubot.web.app import create_app
@@ -245,7 +245,7 @@ async def test_reviews_are_cached_briefly_by_token_hash(harness: MakeHarness) ->
 
 def test_the_watchers_labels_are_the_ones_an_agent_may_send() -> None:
     event = XidEvent(gpu=0, uuid="GPU-0", xid=154, at=datetime(2026, 11, 22, tzinfo=UTC))
-    from gpubot.domain.xid_recovery import RecoveryAction
+    from gpubot.knowledge.xid.recovery import RecoveryAction
 
     body = xid_alert(
         event,

@@ -13,7 +13,7 @@ import pytest
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.config import load_settings
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ConfigError
 from gpubot.web.metrics import WebMetrics

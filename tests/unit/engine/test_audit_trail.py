@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpubot.domain.audit import AuditDraft, AuditEvent
+from gpubot.domain.control.audit import AuditDraft, AuditEvent
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.clock import FakeClock
 

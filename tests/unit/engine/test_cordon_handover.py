@@ -8,8 +8,8 @@ import asyncio
 from typing import Any
 
 from gpubot.backends.simulated import SimulatedCluster, SimulatedKube
-from gpubot.domain.policy import BlastRadius, Policy
-from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.domain.control.safety_caps import BlastRadius, Policy
+from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 

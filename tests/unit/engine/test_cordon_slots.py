@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from gpubot.domain.cluster import FleetView, NodeInfo
-from gpubot.domain.policy import BlastRadius
+from gpubot.domain.control.safety_caps import BlastRadius
+from gpubot.domain.fleet.cluster import FleetView, NodeInfo
 from gpubot.engine.blast_radius import SETTLE, CordonSlots
 from gpubot.errors import TemporaryStepError
 

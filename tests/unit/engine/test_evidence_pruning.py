@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpubot.backends.store import SqlStore, open_store
-from gpubot.domain.evidence import EvidencePart, build_bundle
+from gpubot.domain.gpus.evidence import EvidencePart, build_bundle
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.evidence_pruning import EvidencePruner
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from gpubot.backends.simulated.scenarios import inject_xid, recover_node
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.policy import BlastRadius, Policy
-from gpubot.domain.runs import StepStatus
+from gpubot.domain.control.safety_caps import BlastRadius, Policy
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.runs import StepStatus
 from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in conftest.py

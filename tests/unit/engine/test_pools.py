@@ -12,10 +12,10 @@ import pytest
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.approvals import ApproverGroup
-from gpubot.domain.policy import Policy
-from gpubot.domain.pools import Pool, choose_pool, parse_window
+from gpubot.domain.control.approvals import ApproverGroup
+from gpubot.domain.control.pools import Pool, choose_pool, parse_window
+from gpubot.domain.control.safety_caps import Policy
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.engine.service import GpubotService
 from gpubot.errors import ApprovalError
 

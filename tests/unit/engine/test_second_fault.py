@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in tests/unit/conftest.py

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import stop_kubelet
-from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 from gpubot.engine.clock import FakeClock
 from gpubot.engine.service import GpubotService
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gpubot.domain.runs import StepStatus
+from gpubot.domain.runbooks.runs import StepStatus
 from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in conftest.py

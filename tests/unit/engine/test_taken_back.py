@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.policy import BlastRadius, Policy
+from gpubot.domain.control.safety_caps import BlastRadius, Policy
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in tests/unit/conftest.py

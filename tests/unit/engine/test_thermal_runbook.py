@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import thermal_runaway
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in conftest.py

@@ -14,8 +14,8 @@ from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import thermal_runaway
-from gpubot.domain.agent_tokens import node_token
-from gpubot.domain.runs import RunStatus
+from gpubot.domain.control.agent_tokens import node_token
+from gpubot.domain.runbooks.runs import RunStatus
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 THERMAL = (Path(__file__).parents[3] / "runbooks" / "thermal.yaml").read_text()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpubot.backends.simulated.scenarios import inject_xid, oom_kill
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 ROOT = Path(__file__).parents[3]

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import child_oom_kill, oom_kill
-from gpubot.domain.alerts import AlertmanagerPayload
-from gpubot.domain.oom import classify
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
+from gpubot.knowledge.oom.triage import classify
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 ROOT = Path(__file__).parents[3]

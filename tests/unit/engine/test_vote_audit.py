@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpubot.domain.audit import AuditEvent
+from gpubot.domain.control.audit import AuditEvent
 from gpubot.errors import ApprovalError
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
@@ -127,7 +127,7 @@ async def test_run_end_puts_the_chain_head_in_the_thread_and_the_log(
 ) -> None:
     """The audit summary and one log line carry the whole chain's head (seq and hash), an
     anchor that `gpubot audit verify --min-seq --expect-head` can be held to later."""
-    from gpubot.domain.incidents import observations
+    from gpubot.domain.incidents.correlation import observations
 
     h = harness(
         GATED.replace("triggers: [{command: gated}]", "triggers: [{alertname: X}]") % "auto"
@@ -151,7 +151,7 @@ async def test_run_end_puts_the_chain_head_in_the_thread_and_the_log(
 
 
 def _payload() -> Any:
-    from gpubot.domain.alerts import AlertmanagerPayload
+    from gpubot.domain.incidents.alerts import AlertmanagerPayload
 
     return AlertmanagerPayload.model_validate(
         {

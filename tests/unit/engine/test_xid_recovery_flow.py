@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 ROOT = Path(__file__).parents[3]

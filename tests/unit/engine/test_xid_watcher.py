@@ -11,8 +11,8 @@ import httpx
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher, xid_alert
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.agent_tokens import node_token
-from gpubot.domain.alerts import AlertmanagerPayload
+from gpubot.domain.control.agent_tokens import node_token
+from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.web.app import create_app
 
 MakeHarness = Any  # the `harness` fixture in conftest.py

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from gpubot.domain.audit import AuditEvent
-from gpubot.domain.cluster import PodInfo, Sample
+from gpubot.domain.control.audit import AuditEvent
+from gpubot.domain.fleet.cluster import PodInfo, Sample
 from gpubot.reports.idle import (
     IdleQueries,
     Pricing,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gpubot.domain.cluster import PodInfo, Sample
+from gpubot.domain.fleet.cluster import PodInfo, Sample
 from gpubot.reports.idle import IdleQueries, Pricing, build_idle_report
 
 NOW = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.store.database import create_store_engine
 from gpubot.config import IdleReportSettings
-from gpubot.domain.cluster import Sample
+from gpubot.domain.fleet.cluster import Sample
 from gpubot.engine.clock import SystemClock
 from gpubot.errors import MetricsUnavailableError
 from gpubot.ports import ClusterPorts

@@ -6,8 +6,8 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, Vote
-from gpubot.domain.incidents import Incident, IncidentStatus
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus, Vote
+from gpubot.domain.incidents.correlation import Incident, IncidentStatus
 from gpubot.domain.results import Code, Fields, Message, Table, Text
 from gpubot.slack import blocks
 from gpubot.slack.notifier import Route, merge_progress, route

@@ -11,11 +11,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpubot.domain import mrkdwn
-from gpubot.domain.approvals import ApprovalRequest, ApprovalStatus, Vote
-from gpubot.domain.incidents import Incident, IncidentStatus
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus, Vote
+from gpubot.domain.incidents.correlation import Incident, IncidentStatus
 from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
-from gpubot.slack import blocks
+from gpubot.slack import blocks, mrkdwn
 from gpubot.slack.notifier import merge_progress
 from gpubot.slack.outbox import Payload
 

@@ -14,9 +14,9 @@ import pytest
 from web_harness import Harness, MakeHarness
 
 from gpubot.backends.simulated.scenarios import inject_xid
-from gpubot.domain.cluster import Taint
-from gpubot.domain.incidents import IncidentStatus
-from gpubot.domain.runs import RunStatus, StepStatus
+from gpubot.domain.fleet.cluster import Taint
+from gpubot.domain.incidents.correlation import IncidentStatus
+from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "alertmanager"
 FIRING = (FIXTURES / "alertmanager_firing.json").read_bytes()  # real Alertmanager capture

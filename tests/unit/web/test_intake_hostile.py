@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from web_harness import Harness
 
-from gpubot.domain.intake import IntakeKind
+from gpubot.domain.incidents.intake import IntakeKind
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "alertmanager"
 XID79: dict[str, Any] = json.loads((FIXTURES / "xid79_firing.json").read_bytes())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.config import load_settings
 from gpubot.web.server import serve
 from gpubot.wiring import build_app

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.exc import OperationalError
 
-from gpubot.backends.recording import RecordingNotifier
+from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.store import open_store
 from gpubot.config import load_settings

@@ -1,0 +1,4 @@
+"""Who may do what.
+
+Approvals, safety caps, node pools, signed votes, credentials and the audit chain.
+"""

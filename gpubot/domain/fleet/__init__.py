@@ -1,0 +1,4 @@
+"""The fleet as the bot sees it.
+
+Clusters, nodes, pods, workloads, Slurm jobs and idle-GPU reclamation.
+"""

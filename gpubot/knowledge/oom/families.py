@@ -1,0 +1,391 @@
+"""Families of evidence: the many wordings of one failure, each with its class and confidence.
+
+Every pattern is a bounded alternation of literals (no nested unbounded repeats), so a
+megabyte-long line costs linear time; the scanning itself is in oom_scan.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.libraries import LIBRARY_GPU_OOM, LIBRARY_HOST_OOM
+from gpubot.knowledge.oom.reported import REPORTED_GPU_OOM, REPORTED_HOST_OOM, REPORTED_SHM
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+# A line that only advises what to do if an OOM happens ("If you encounter CUDA out of memory,
+# try --tile") is not evidence that one did.
+_ADVICE = r"\b(?:if|when|in case) you (?:encounter|get|see|hit|run into|face|meet|have)\b"
+_HEDGED = r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
+# TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
+# pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
+_HOST_DEVICE = (
+    r"/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b"
+    r"|MemoryError: Unable to allocate"
+)
+
+GPU_OOM: tuple[Family, ...] = (
+    Family(
+        "pytorch_cuda_oom",
+        "cuda_oom",
+        "high",
+        _p(r"(?:CUDA|HIP|XPU|MPS backend) out of memory|torch(?:\.cuda)?\.OutOfMemoryError"),
+        unless=_p(_ADVICE, _I),
+    ),
+    # The allocator's tail without its head: "Tried to allocate 2.00 MiB (GPU 0; 7.93 GiB
+    # total capacity; ..." or "... GPU 0 has a total capacity of ...", or its bracketed
+    # numbers alone: "(GPU 0; 15.75 GiB total capacity; 79.11 MiB already allocated; ...".
+    Family(
+        "pytorch_allocator_tail",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"Tried to allocate \d[\d.]{0,20} ?\w{1,5}[ .]{1,3}\(?GPU \d{1,3}(?:; | has a total)"
+            r"|\(GPU \d{1,3}; \d[\d.]{0,20} ?\w{1,5} total capacity; [^\n]{0,80}?"
+            r"(?:already allocated|free;)"
+        ),
+    ),
+    Family(
+        "cuda_runtime_oom",
+        "cuda_oom",
+        "high",
+        _p(
+            r"CUDA error: out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY"
+            r"|cuda runtime error \(2\) : out of memory|cudaMalloc(?:Async)? failed"
+            r"|cuMemAlloc(?:Async)? failed|CUDA driver error: out of memory"
+            r"|\bHIP_ERROR_OutOfMemory\b|\bhipErrorOutOfMemory\b"  # ROCm's codes
+        ),
+        unless=_p(_ADVICE, _I),
+    ),
+    Family(
+        "cudnn_cublas_alloc_failed",
+        "cuda_oom",
+        "high",
+        _p(r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED"),
+    ),
+    Family(
+        "xla_resource_exhausted",
+        "cuda_oom",
+        "high",
+        _p(
+            r"(?:RESOURCE_EXHAUSTED|Resource exhausted):?\s{0,4}(?:\S{1,80}\s{1,4}){0,3}?"
+            r"(?:Out of memory|Failed to allocate|failed to allocate|allocat\w{0,6} \d)",
+        ),
+        wraps=True,
+        unless=_p(_HOST_DEVICE),
+    ),
+    Family(
+        "tf_resource_exhausted",
+        "cuda_oom",
+        "high",
+        _p(
+            r"OOM when allocating tensor"
+            r"|ResourceExhaustedError\b.{0,200}?(?:failed to allocate memory|out of memory)"
+            r"|failed to allocate memory \[Op:"
+            r"|ran out of memory trying to allocate"
+            # TF1's "ResourceExhaustedError (see above for traceback): OOM" and the tensors
+            # report_tensor_allocations_upon_oom lists on the GPU's BFC allocator.
+            r"|ResourceExhaustedError\b[^\n]{0,200}?\bOOM\b"
+            r"|Current usage from device: \S{0,160}, allocator: GPU_\d{1,3}_bfc",
+            _I,
+        ),
+        wraps=True,
+        # The BFC allocator's own warning that a fallback was taken is not a failure.
+        unless=_p(rf"caller indicates that this is not a failure|{_HOST_DEVICE}"),
+    ),
+    Family(
+        "nccl_cuda_oom",
+        "cuda_oom",
+        "high",
+        _p(r"Cuda failure \d{0,4} ?'?out of memory|Failed to CUDA (?:c|m)alloc", _I),
+    ),
+    Family(
+        "inference_kv_cache",
+        "cuda_oom",
+        "high",
+        _p(
+            r"No available memory for the cache blocks"
+            r"|larger than the maximum number of tokens that can be stored in KV cache"
+            r"|is larger than the available KV cache memory"
+            r"|on startup is less than desired GPU memory utilization"
+            r"|Free memory on device \S{0,40}.{0,40}less than desired GPU memory"
+            r"|Not enough memory\. Please try to increase --mem-fraction-static"
+            r"|Not enough memory to handle \d{1,9} (?:prefill |total )?tokens"
+        ),
+        wraps=True,
+    ),
+    Family(
+        "accelerate_batch_search",
+        "cuda_oom",
+        "medium",
+        _p(r"No executable batch size found, reached zero"),
+    ),
+    *LIBRARY_GPU_OOM,
+    *REPORTED_GPU_OOM,
+    # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
+    # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
+    Family(
+        "gpu_out_of_memory_generic",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"(?:\bGPU\b|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)[^\n]{0,80}?out of memory"
+            r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
+            r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
+            r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
+            r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
+            r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated"
+            # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
+            # cudaErrorMemoryAllocation.
+            r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
+            r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
+            r"|GpuLaunchKernel[^\n]{0,400}?out of memory"  # TF launching a GPU kernel
+            r"|\bfailed due to insufficient GPU memory\b",  # TensorRT-LLM's executor
+            _I,
+        ),
+        # A C++ exception's what() names the CUDA allocator's source file on one line and
+        # the error on the next.
+        wraps=True,
+        # A host's name may hold "gpu" (gpu-node-7): the kernel's OOM killer on it is the host's.
+        unless=_p(
+            r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
+            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer|" + _ADVICE,
+            _I,
+        ),
+    ),
+)
+
+_MULTIPROCESSING = _p(
+    r"SemLock|multiprocessing|joblib|/dev/shm|\btorch_\d|shared[ _]?memory|ctx\.Lock|\bshm\b",
+    _I,
+)
+
+SHM: tuple[Family, ...] = (
+    *REPORTED_SHM,
+    Family(
+        "dataloader_bus_error",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"insufficient shared memory|out of shared memory"
+            r"|killed by signal: Bus error|raise your shared memory limit"
+            r"|(?:increase|raise) (?:the |your )?(?:shm|shared memory)[- ]size",
+            _I,
+        ),
+    ),
+    Family(
+        "torch_shm_write",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"unable to write to file </?torch_"
+            # ENOSPC: /dev/shm is full. ENOMEM on the same object is memory (or mappings)
+            # refused, which the host families read.
+            r"|</?torch_\w{1,40}>[^\n]{0,80}No space left on device"
+        ),
+    ),
+    Family(
+        "nccl_shm_segment",
+        "shm_exhausted",
+        "high",
+        # NCCL's shm transport names /dev/shm only in newer versions; older ones name their
+        # source file (include/shm.h, misc/shmutils.cc) beside posix_fallocate's ENOSPC.
+        _p(
+            r"failed to extend /dev/shm|Error while creating shared memory segment"
+            r"|unable to allocate shared memory|NCCL_SHM_DISABLE"
+            r"|NCCL WARN Call to posix_fallocate failed"
+            r"|(?:shm\.h|shmutils\.cc|shm\.cc):\d{1,5} NCCL WARN [^\n]{0,120}?"
+            r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
+        ),
+    ),
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"/dev/shm\S{0,200}[^\n]{0,200}No space left on device"  # noqa: S108 (a pattern)
+            r"|\b(?:running out of|ran out of|out of|no) space (?:in|on) /dev/shm"
+            r"|/dev/shm (?:is|was) full",
+            _I,
+        ),
+    ),
+    # ENOSPC from a semaphore or shared array: multiprocessing keeps those in /dev/shm.
+    Family(
+        "semlock_enospc",
+        "shm_exhausted",
+        "medium",
+        _p(r"\[Errno 28\] No space left on device|No space left on device \(28\)"),
+        near=_MULTIPROCESSING,
+        span=8,
+        # Some loggers print the error before its frames: the whole traceback counts.
+        near_traceback=True,
+    ),
+    # The bare message (a title, a logger's line) over a traceback through multiprocessing's
+    # lock: the semaphore lives in /dev/shm.
+    Family(
+        "semlock_enospc",
+        "shm_exhausted",
+        "medium",
+        _p(r"^\W{0,8}(?:OSError: )?No space left on device\W{0,8}$", re.MULTILINE),
+        near=_p(r"SemLock|ctx\.Lock\(|multiprocessing/synchronize\.py|Lock\(ctx="),
+        span=20,
+        near_traceback=True,
+    ),
+    # System V shared memory (shmget) out of space.
+    Family(
+        "sysv_shm_enospc",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"\bshmget\b[^\n]{0,80}?(?:error 28\b|No space left on device|ENOSPC)"
+            # PostgreSQL: System V segments, and dynamic shared memory in /dev/shm.
+            r"|could not (?:create|resize) shared memory segment[^\n]{0,120}?"
+            r"No space left on device"
+        ),
+    ),
+    Family(
+        "bus_error_with_workers",
+        "shm_exhausted",
+        "medium",
+        _p(r"\bBus error\b", _I),
+        near=_p(r"DataLoader|dataloader|num_workers|shared memory|/dev/shm|shm-size", _I),
+        span=6,
+    ),
+)
+
+HOST: tuple[Family, ...] = (
+    Family(
+        "tf_host_allocator",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"(?:OOM when allocating tensor|Resource exhausted|RESOURCE_EXHAUSTED"
+            r"|ResourceExhaustedError)[^\n]{0,400}?"
+            r"(?:/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b)",
+            _I,
+        ),
+    ),
+    Family(
+        "kernel_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"Out of memory: Kill(?:ed)? process|Memory cgroup out of memory"
+            r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
+            r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
+            r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer"
+            r"|\b(?:has been|was|were|got|is being|potentially) OOM[- ]Killed\b"  # runc, Backend.AI
+            r"|\bcontainer oom [0-9a-f]{12,64}\b"  # docker events
+            r"|killed by the cgroup out-of-memory handler"
+            r"|killed as a result of limit of|Out of memory and no killable processes"
+            r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
+            r"|Cgroup OOM encountered|\bCgroupOOM\b"  # the kubelet's events for both
+            # The OOM killer's victim line on its own (older kernels print no prefix to it).
+            r"|\bKilled process \d{1,10} \([^)\n]{1,64}\)[^\n]{0,80}?total-vm:",
+            _I,
+        ),
+        # A list of what might have happened (Ray's "potential root causes. (1) ... OOM
+        # killer (2) ray stop --force (3) SIGSEGV") names no cause.
+        unless=_p(_HEDGED, _I),
+    ),
+    Family(
+        "kubelet_oomkilled",
+        "host_oom_killed",
+        "high",
+        # Not `OOMKilled: false`, which docker inspect prints for every other exit.
+        _p(r"\b(?:OOMKill(?:ed|ing)|OOM Killed)\b(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"),
+    ),
+    Family(
+        "kubelet_memory_eviction",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"low on resource: memory|had condition: \[MemoryPressure\]"
+            r"|evicted due to (?:node )?memory pressure"
+            # The kubelet's eviction manager and its node event, reclaiming memory.
+            r"|EvictionThresholdMet[^\n]{0,200}?reclaim memory|signal=memory\.available"
+            r"|eviction manager: [^\n]{0,120}\[MemoryPressure\]",
+            _I,
+        ),
+    ),
+    Family(
+        "ray_memory_monitor",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"killed due to memory pressure \(OOM\)|killed due to the node running low on memory"
+            r"|ray\.exceptions\.OutOfMemoryError"
+            # Ray before 2.x: the memory monitor raised instead of killing.
+            r"|RayOutOfMemoryError\b|More than \d{1,3}% of the memory on node"
+            r"|killing latest task[^\n]{0,200}to avoid running out of memory"
+            r"|exceeds the memory usage threshold[^\n]{0,40}Ray killed this worker"
+        ),
+    ),
+    # Userspace OOM killers act before the kernel's, on memory pressure.
+    Family(
+        "userspace_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"systemd-oomd\[\d{1,10}\]: Killed|earlyoom[^\n]{0,80}(?:low memory|sending SIGKILL)"
+            r"|\bKilled [^\n]{0,160}? due to memory (?:pressure|used)"
+        ),
+    ),
+    Family(
+        "dask_memory_budget",
+        "host_oom_killed",
+        "high",
+        _p(r"exceeded \d{1,3}% memory budget|memory budget\. Restarting"),
+    ),
+    Family(
+        "batch_scheduler_memory_kill",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"task \d{1,6}: Out Of Memory|exceeded (?:job |its )?memory limit"
+            r"|running beyond physical memory limits|Container killed due to memory usage"
+            r"|killed by YARN for exceeding (?:physical )?memory limits"
+            r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
+            r"|Memory limit of [\d.]{1,12} ?[KMGT]i?B exceeded"  # Cloud Run
+            r"|Exceeded (?:soft|hard) (?:private )?memory limit"  # App Engine
+            r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
+            _I,
+        ),
+    ),
+    # The kernel refused a host allocation (ENOMEM) instead of killing: the container's limit
+    # or the node's RAM was reached all the same. Memory locked for RDMA or pinned for the GPU
+    # (ulimit -l) and the dynamic loader's static TLS block fail with the same words and are
+    # not a shortage of RAM.
+    Family(
+        "host_allocation_refused",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+            r"|\bTorch: not enough memory: you tried to allocate"  # TH's CPU allocator
+            r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
+            # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
+            # another bug).
+            r"|mach_vm_map\(size=\d{1,12}\) failed"
+            r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
+            r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
+            r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
+            r"|^fatal error: out of memory\s*$|VirtualAlloc of \d{1,20} bytes failed"  # Go
+            r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
+            r"|memory allocation of \d{1,20} bytes failed"  # Rust
+            r"|\bC error: out of memory"  # pandas' C parser
+        ),
+        unless=_p(
+            r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
+            r"|register (?:host )?memory|cudaHostRegister|pinned memory",
+            _I,
+        ),
+    ),
+    *LIBRARY_HOST_OOM,
+    *REPORTED_HOST_OOM,
+)

@@ -1,0 +1,131 @@
+"""Memory exhaustion in the words of libraries beyond PyTorch, TensorFlow and JAX.
+
+Data-science and inference libraries report an exhausted GPU in their own wording, often
+wrapped in an exception whose name speaks of host memory (`MemoryError: std::bad_alloc`,
+`java.lang.OutOfMemoryError`): RAPIDS (RMM, cuDF, Spark RAPIDS), CuPy, thrust, ONNX Runtime,
+TensorRT, PaddlePaddle, and PyTorch's cudaMallocAsync backend. These families are tried before
+the host families, so the device wording wins over the wrapper's. Patterns follow the bounds of
+oom_families: literals and bounded repeats only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_SIZE = r"\d[\d.,]{0,20} ?[KMGT]?i?B\b"
+
+LIBRARY_GPU_OOM: tuple[Family, ...] = (
+    # RMM, the allocator under cuDF, cuML and Spark RAPIDS: a device memory resource (its
+    # header path names it) or its pool refused. The exception around it may say MemoryError
+    # or java.lang.OutOfMemoryError; the memory is the GPU's.
+    Family(
+        "rmm_device_memory",
+        "cuda_oom",
+        "high",
+        _p(
+            r"rmm/mr/device/\w{1,60}\.hpp:\d{1,6}: (?:Maximum pool size exceeded|cuda\w{0,40}"
+            r"|out of memory)|out_of_memory: (?:CUDA error|RMM failure)"
+            r"|RMM failure at:[^\n]{0,240}?(?:Maximum pool size exceeded|out of memory)"
+            r"|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory",
+            re.IGNORECASE,
+        ),
+    ),
+    # RMM's pool asked for at start-up is larger than what the GPU has free (another process
+    # holds it): only evidence when the pool then fails to start.
+    Family(
+        "rmm_pool_larger_than_free",
+        "cuda_oom",
+        "medium",
+        _p(r"Initial RMM allocation\([^)\n]{1,40}\) is larger than free memory"),
+        near=_p(r"Could not initialize RMM|RMM failure|pool size exceeds"),
+        span=4,
+    ),
+    # Spark RAPIDS retries a task on GPU OOM and gives up with these (the Cpu* ones are the
+    # host's, in LIBRARY_HOST_OOM).
+    Family(
+        "spark_rapids_gpu_oom",
+        "cuda_oom",
+        "high",
+        _p(r"\b(?:Gpu)?(?:SplitAnd)?RetryOOM\b|\bGPU OutOfMemory\b"),
+    ),
+    # CuPy's memory pool (also under Chainer): "out of memory to allocate N bytes (total M
+    # bytes)" and "Out of memory allocating 25,600,000 bytes (allocated so far: ...)".
+    Family(
+        "cupy_memory_pool",
+        "cuda_oom",
+        "high",
+        _p(
+            r"out of memory to allocate \d{1,20} bytes \(total \d{1,20} bytes\)"
+            r"|Out of memory allocating [\d,]{1,30} bytes \(allocated so far: [\d,]{1,30} bytes\)",
+            re.IGNORECASE,
+        ),
+    ),
+    # thrust's algorithms allocate their scratch space on the device.
+    Family(
+        "thrust_device_alloc",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:parallel_for|for_each|transform|reduce|radix_sort|merge_sort|sort|scan|copy_if"
+            r"|unique)\w{0,20} failed: out of memory|thrust::system::detail::bad_alloc"
+        ),
+    ),
+    # ONNX Runtime's arena for the CUDA execution provider; the CPU provider's arena says so.
+    Family(
+        "onnxruntime_arena",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"BFCArena::AllocateRawInternal[^\n]{0,200}?Failed to allocate memory"
+            r"|Failed to allocate memory for requested buffer of size \d"
+        ),
+        unless=_p(r"BFCArena for Cpu|CPUExecutionProvider|\bCpu(?:Arena|Allocator)\b"),
+    ),
+    # TensorRT's builder and runtime, old and new wordings.
+    Family(
+        "tensorrt_allocation",
+        "cuda_oom",
+        "high",
+        _p(
+            r"Requested amount of (?:GPU )?memory \(\d{1,20} bytes\) could not be allocated"
+            r"|OutOfMemory Error in allocate|Error Code 2: OutOfMemory"
+            r"|Cuda Error in (?:\S{1,80})?allocate: 2 \(out of memory\)"
+            r"|Out of memory error during getBestTactic",
+            re.IGNORECASE,
+        ),
+    ),
+    # PaddlePaddle: "Out of memory error on GPU 0. Cannot allocate 98.000244MB memory on GPU 0".
+    Family(
+        "paddle_device_oom",
+        "cuda_oom",
+        "high",
+        _p(
+            r"Out of memory error on (?:GPU|XPU|NPU|MLU) \d{1,3}"
+            r"|Cannot allocate " + _SIZE + r" memory on (?:GPU|XPU|NPU|MLU) \d{1,3}"
+        ),
+    ),
+    # PyTorch's cudaMallocAsync backend (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).
+    Family(
+        "cuda_malloc_async_limit",
+        "cuda_oom",
+        "high",
+        _p(r"Allocation on device \d{0,3} ?would exceed allowed memory"),
+    ),
+)
+
+LIBRARY_HOST_OOM: tuple[Family, ...] = (
+    # Spark RAPIDS gives up on host (off-heap) memory with the Cpu* twins of its retry OOMs.
+    Family(
+        "spark_rapids_host_oom",
+        "host_oom_killed",
+        "medium",
+        _p(r"\bCpu(?:SplitAnd)?RetryOOM\b|\bCPU OutOfMemory\b"),
+    ),
+)

@@ -1,0 +1,257 @@
+"""Families of evidence that a failure is not a memory failure, or not known to be one.
+
+Kills with a cause of their own (a liveness probe, a stop someone asked for, an eviction for
+disk), a SIGKILL whose cause the log does not give, and failures that only look like memory.
+Patterns follow the same bounds as oom_families: no nested unbounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.reported import REPORTED_SIGKILL
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+LIVENESS = Family(
+    "liveness_probe_kill",
+    "not_oom",
+    "high",
+    _p(r"Liveness probe failed|failed liveness probe", _I),
+)
+
+# Someone asked for the stop: a kill with a known cause that is not memory.
+STOP_REQUESTED = Family(
+    "stop_requested",
+    "not_oom",
+    "medium",
+    _p(
+        r"supervisorctl (?:restart|stop)|docker(?:-compose| compose)? (?:stop|kill|restart)\b"
+        r"|kubectl delete pod|\bPreempt(?:ed|ing)\b|preempted by|Stopping container"
+        r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
+        r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
+        r"|DUE TO (?:TIME LIMIT|PREEMPTION)",
+        _I,
+    ),
+)
+
+# An eviction for a resource other than memory: the kubelet's SIGKILL (exit code 137) has a
+# known cause, and it is not memory.
+NON_MEMORY_EVICTION = Family(
+    "ephemeral_storage_eviction",
+    "not_oom",
+    "high",
+    _p(
+        r"low on resource: (?:ephemeral-storage|nodefs|imagefs|pids)"
+        r"|\b(?:DiskPressure|PIDPressure)\b"
+        r"|ephemeral local storage usage exceeds|exceeded its local ephemeral storage",
+        _I,
+    ),
+)
+
+# The shell's word for SIGKILL in its job report, in English and as common locales print it.
+_KILLED = (
+    r"(?:Killed|\u5df2\u6740\u6b7b|\u5df2\u6bba\u6b7b|Get\u00f6tet|\u5f37\u5236\u7d42\u4e86"
+    r"|\u0423\u0431\u0438\u0442\u043e|\uc8fd\uc5c8\uc74c|Ucciso|Processus arr\u00eat\u00e9"
+    r"|Terminado \(killed\)|Unicestwiony)"
+)
+# Markdown and quoting a pasted log picks up around the word: **Killed**, `Killed`, > Killed.
+_WRAP = r"[\s*_`>#\"']"
+
+SIGKILL = Family(
+    "sigkill_cause_unknown",
+    "killed_unknown",
+    "medium",
+    _p(
+        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}\(?-?(?:137|-9)\b"
+        r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
+        r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
+        r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
+        r"|sigkill_handler\] Killing subprocess"  # DeepSpeed's launcher, tearing down
+        r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
+        r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
+        r"|exited (?:with )?(?:code )?137\b"
+        r"|\bExited \((?:137|-9)\)"  # docker ps, docker inspect's State.Status line
+        r"|\b(?:exit|exited|terminated|killed) with (?:status|signal) (?:9|137)\b"
+        r"|\b(?:rc|ret|retval)\s{0,2}[:=]\s{0,2}(?:137|-9)\b"  # a shell trace's rc=137
+        # MPICH's Hydra banner gives the signal's number, not 128 + 9.
+        r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
+        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
+        rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
+        rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
+        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python" + REPORTED_SIGKILL,
+        _I | re.MULTILINE,
+    ),
+)
+
+# A launcher tearing its workers down reports the exit status of the one that failed first:
+# when that is not SIGKILL's (-9, 137), the workers' kill is the consequence, not the cause.
+LAUNCHER_CHILD_EXIT = Family(
+    "launcher_child_exit",
+    "not_oom",
+    "medium",
+    _p(r"\] exits with return code = (?!-9\b|137\b)-?\d{1,4}\b"),
+)
+
+# Look like a memory failure (or sit where one would), are not one: each gets its own advice.
+NEGATIVE: tuple[Family, ...] = (
+    Family(
+        "device_side_assert",
+        "not_oom",
+        "high",
+        _p(r"device-side assert(?:ion)? triggered|Assertion `[^`\n]{0,200}` failed", _I),
+    ),
+    Family(
+        "illegal_memory_access",
+        "not_oom",
+        "high",
+        _p(
+            r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
+            r"|misaligned address|illegal instruction was encountered",
+            _I,
+        ),
+    ),
+    Family(
+        "nccl_timeout",
+        "not_oom",
+        "high",
+        _p(
+            r"Watchdog caught collective operation timeout|collective operation timeout"
+            r"|NCCL (?:communicator was aborted|timeout)|ncclRemoteError|ncclSystemError"
+            r"|NCCL error|ProcessGroupNCCL|DistBackendError|ncclUnhandledCudaError"
+            r"|unhandled cuda error|unhandled system error",
+            _I,
+        ),
+    ),
+    Family(
+        "driver_mismatch",
+        "not_oom",
+        "high",
+        _p(
+            r"driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device"
+            r"|NVIDIA driver on your system is too old|Driver/library version mismatch"
+            r"|found no NVIDIA driver|CUDA driver version is insufficient"
+            r"|forward compatibility was attempted",
+            _I,
+        ),
+    ),
+    Family(
+        "gpu_xid",
+        "not_oom",
+        "high",
+        _p(
+            r"NVRM: Xid|\bXid \(PCI:|\bXID \d{1,3}\b|fallen off the bus|GPU_IS_LOST|GPU is lost", _I
+        ),
+    ),
+    # A kernel's on-chip shared memory per block (Triton's autotuner), not /dev/shm nor VRAM.
+    Family(
+        "kernel_shared_memory_limit",
+        "not_oom",
+        "high",
+        _p(r"out of resource: shared memory|OutOfResources: out of resource", _I),
+    ),
+    Family(
+        "java_heap",
+        "not_oom",
+        "high",
+        _p(r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"),
+    ),
+    # A crash by signal: SIGSEGV or SIGABRT, as a launcher reports a child's negative status.
+    Family(
+        "crash_signal",
+        "not_oom",
+        "high",
+        _p(
+            r"Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bsignal 11\b"
+            r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6)\b",
+            _I,
+        ),
+    ),
+    # A runtime's own heap cap (V8's), as the JVM's: not the container's or the GPU's memory.
+    Family(
+        "runtime_heap_limit",
+        "not_oom",
+        "high",
+        _p(r"JavaScript heap out of memory|\bReached heap limit\b"),
+    ),
+    # Shared memory that failed for a reason other than space: an object opened (not written)
+    # when descriptors ran out, a segment that was never there, a call a signal interrupted.
+    Family(
+        "shared_memory_not_full",
+        "not_oom",
+        "medium",
+        _p(
+            r"unable to open shared memory (?:obje\w{0,3}|region)\b"
+            r"|attaching to shared memory segment[^\n]{0,200}?No such file or directory"
+            r"|shared memory[^\n]{0,200}?Interrupted system call",
+            _I,
+        ),
+    ),
+    # An allocation refused as an invalid argument (EINVAL) is a wrong call, not a shortage.
+    Family(
+        "allocation_invalid_argument",
+        "not_oom",
+        "medium",
+        _p(r"failed to allocate [^\n]{0,120}?: invalid argument", _I),
+    ),
+    # macOS malloc asked for more than 2^53 bytes: a negative size cast to unsigned.
+    Family("absurd_request", "not_oom", "high", _p(r"mach_vm_map\(size=\d{16,20}\) failed")),
+    Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
+    Family(
+        "image_pull",
+        "not_oom",
+        "high",
+        _p(r"ImagePullBackOff|ErrImagePull|Back-off pulling image"),
+    ),
+    Family(
+        "terminated_on_request",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bsignal 15\b|\bSIGTERM\b|imminent node shutdown|\bPreempt(?:ed|ing)\b"
+            r"|DeadlineExceeded|longer than the specified deadline",
+            _I,
+        ),
+    ),
+    Family(
+        "cuda_launch_failure",
+        "not_oom",
+        "medium",
+        _p(
+            r"unspecified launch failure|cudaErrorLaunchFailure|CUBLAS_STATUS_\w{1,40}"
+            r"|too many resources requested for launch|cudaErrorLaunchOutOfResources"
+            r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
+        ),
+    ),
+)
+
+# Words about memory running short that no family above explained: the verdict is then that
+# the log cannot tell, never a confident "not an OOM".
+MEMORY_WORDS = Family(
+    "memory_words_unexplained",
+    "cannot_tell",
+    "low",
+    _p(
+        r"out of memory|(?-i:\bOOM\b)|OutOfMemory|\bmemory (?:limit|pressure|exhausted)\b"
+        r"|\binsufficient (?:shared )?memory\b|\bnot enough memory\b|\bcan(?:no|')t allocate\b"
+        r"|\b(?:fail(?:ed|s)?|unable) to allocate\b|\ballocation failed\b|\bENOMEM\b"
+        r"|\boom[-_ ]?kill|\bRESOURCE_EXHAUSTED\b"
+        # Shared memory is named in ordinary lines too: only with a failure beside it.
+        r"|(?:/dev/shm|\bshared memory\b)[^\n]{0,120}?\b(?:fail\w{0,4}|error|unable|"
+        r"insufficient|exceed\w{0,2}|no space|too small)\b"
+        r"|\b(?:fail\w{0,4}|error|unable|insufficient)\b[^\n]{0,120}?(?:/dev/shm|shared memory\b)",
+        _I,
+    ),
+    # Advice about what to do if memory runs out says nothing about this run.
+    unless=_p(
+        r"\b(?:if|when|in case) (?:you (?:encounter|get|see|hit|run into|face|meet|have)|OOM "
+        r"happens)\b|\bto avoid fragmentation\b",
+        _I,
+    ),
+)

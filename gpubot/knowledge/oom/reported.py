@@ -1,0 +1,160 @@
+"""Memory failures told by whatever reported them, not in the framework's usual sentence.
+
+A GPU out of memory may reach the log only as an exception's header, an allocator's warning,
+a driver status code or a framework's failed check; a host kill as the words of whatever did
+the killing (systemd-oomd, a batch scheduler, a notebook service, the memory cgroup's own
+report, an old kernel's victim line); a full /dev/shm as a server's shared-memory pool or key
+that could not grow; a SIGKILL as the scheduler's line about the task. Each family here reads
+one such reporter. Patterns follow the bounds of oom_families: literals and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+# The CUDA driver's and runtime's memory calls, as their names and wrappers spell them, and a
+# library's own device allocator named in one word (PhysX's PxgCudaDeviceMemoryAllocator).
+_MEMORY_API = (
+    r"\b(?:cuMem\w{0,24}|cu_mem_\w{1,24}|cuMemoryAllocate|cudaMalloc\w{0,12}|cuda_malloc\w{0,12}"
+    r"|cudaMemcpy\w{0,12}|cudaHostAlloc"
+    r"|\w{0,24}(?:Cuda|CUDA|Gpu|GPU)\w{0,24}(?:Device)?Memory\w{0,12}Allocator\w{0,12})\b"
+)
+# Status 2 is CUDA_ERROR_OUT_OF_MEMORY (driver) and cudaErrorMemoryAllocation (runtime).
+_STATUS_2 = r"\b(?:res|result|status|err|error|code|rc)\s{0,2}[=:]\s{0,2}2\b"
+
+REPORTED_GPU_OOM: tuple[Family, ...] = (
+    # The OutOfMemoryError's message without the sentence in front: ComfyUI and other hosts
+    # print only "Allocation on device" (PyTorch's message when the allocator gives no
+    # numbers). The cudaMallocAsync wording that goes on ("... would exceed allowed memory")
+    # has its own family.
+    Family(
+        "allocator_oom_header",
+        "cuda_oom",
+        "high",
+        _p(r"\bAllocation on device(?: \d{1,3})?\s{0,4}$", re.MULTILINE),
+    ),
+    # The caching allocator's own warning: cudaMalloc failed with OOM on a device.
+    Family(
+        "allocator_oom_warning",
+        "cuda_oom",
+        "medium",
+        _p(r"\bmemory allocation failed with OOM on device \d{1,3}\b"),
+    ),
+    # A memory call's status given as a number (vGPU shims, memory savers, C++ wrappers).
+    Family(
+        "driver_status_out_of_memory",
+        "cuda_oom",
+        "high",
+        _p(
+            _MEMORY_API + r"[^\n]{0,120}?" + _STATUS_2 + "|" + _STATUS_2 + r"[^\n]{0,120}?"
+            r"(?:func=)?" + _MEMORY_API + r"|\bCUDA failure 2\b",
+            _I,
+        ),
+    ),
+    # A framework's check that the chunk it needs fits in what the GPU has free (Paddle's
+    # "enforce allocating <= available failed, A > B"), or its allocator saying it failed
+    # for want of memory.
+    Family(
+        "gpu_allocator_check",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\benforce allocating <=? available failed\b"
+            r"|\b(?:GPU|device) memory allocation failed\b[^\n]{0,80}?"
+            r"\b(?:insufficient|not enough|out of) memory\b",
+            _I,
+        ),
+    ),
+)
+
+REPORTED_SHM: tuple[Family, ...] = (
+    # A server's shared-memory pool, key or region that could not be created or grown for
+    # want of space: Triton's python backend keeps them in /dev/shm.
+    Family(
+        "shm_pool_enospc",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"\bshared memory (?:pool|key|region)\b[^\n]{0,300}?"
+            r"(?:No space left on device|ENOSPC|Errno 28\b)"
+            # Triton creating a key at a size: only the space for it can be missing.
+            r"|\bUnable to initialize shared memory key \S{1,120} to requested size\b",
+            _I,
+        ),
+        # Not a pool that failed for another reason ("Error: Connection timed out").
+        unless=_p(r"\bError: (?!No space left on device)[A-Z]"),
+    ),
+    # A check before start-up that /dev/shm is too small (vLLM, Ray's object store).
+    Family(
+        "dev_shm_too_small",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"\b(?:Insufficient|not enough) (?:space|memory) in /dev/shm\b"
+            r"|\brequest exceeds memory available in /dev/shm\b",
+            _I,
+        ),
+    ),
+)
+
+REPORTED_HOST_OOM: tuple[Family, ...] = (
+    # The memory cgroup's report: usage at the limit, and the limit hit (failcnt) at least
+    # once. The swap line ("swap: usage … failcnt 0") is not read.
+    Family(
+        "memcg_limit_reached",
+        "host_oom_killed",
+        "high",
+        _p(r"\bmemory: usage \d{1,20}kB, limit \d{1,20}kB, failcnt [1-9]\d{0,19}\b"),
+    ),
+    # systemd-oomd's own account of a kill, and systemd's for the unit.
+    Family(
+        "userspace_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"systemd-oomd\[\d{1,10}\]: (?:Killed|oomd attempting to kill)\b"
+            # systemd 248's wording of the same decision, just before the kill.
+            r"|systemd-oomd\[\d{1,10}\]: Memory pressure for \S{1,300} is greater than \d"
+            r"|\bsystemd-oomd killed \d{1,6} process"
+            r"|\bMarked \S{1,300} for killing due to memory pressure"
+        ),
+    ),
+    # A batch scheduler or job runner that stopped the job for its memory.
+    Family(
+        "batch_scheduler_memory_kill",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\bExceeded (?:step|job) memory limit\b|\bexceeded a memory resource limit\b",
+            _I,
+        ),
+    ),
+    # A notebook service that restarted the kernel for its memory (Colab).
+    Family(
+        "notebook_memory_limit",
+        "host_oom_killed",
+        "high",
+        _p(r"\bcrashed after using all available RAM\b|\bused all available RAM\b", _I),
+    ),
+    # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
+    Family(
+        "kernel_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(r"\bKilled process \d{1,10}, UID \d{1,10}, \([^)\n]{1,64}\) total-vm:"),
+    ),
+)
+
+# A scheduler's line about a task it saw die of SIGKILL, with nothing about why.
+REPORTED_SIGKILL = (
+    r"|\bsrun: error: \S{1,120}: tasks? [\d,-]{1,40}: Killed\b"
+    r"|\bWTERMSIG 9\b|\bkilled by (?:an )?unknown signal\b"
+)

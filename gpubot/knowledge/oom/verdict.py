@@ -1,0 +1,279 @@
+"""Decide what kind of memory failure a log shows, from the families of evidence found in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpubot.knowledge.oom.allocator_numbers import (
+    AllocatorNumbers,
+    GiB,
+    device_capacity,
+    read_numbers,
+)
+from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
+from gpubot.knowledge.oom.not_memory import (
+    LAUNCHER_CHILD_EXIT,
+    LIVENESS,
+    MEMORY_WORDS,
+    NEGATIVE,
+    NON_MEMORY_EVICTION,
+    SIGKILL,
+    STOP_REQUESTED,
+)
+from gpubot.knowledge.oom.scan import (
+    Confidence,
+    Lines,
+    Match,
+    OomClass,
+    find,
+    find_first,
+    log_lines,
+)
+
+__all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
+
+_EXIT_CODE = re.compile(r"Exit Code:\s{0,20}(\d{1,3})\b", re.ASCII)
+_REASON = re.compile(r"^\s{0,20}Reason:\s{0,20}([A-Za-z]{1,40})\s*$", re.ASCII | re.MULTILINE)
+_SIGKILL_EXIT = 137  # 128 + SIGKILL
+# The allocator's numbers are read from at most this much of the failure's own lines, or,
+# with no GPU evidence, of the log's tail: a number reader never sees a megabyte.
+NUMBERS_CHARS = 16 * 1024
+NUMBERS_TAIL_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the log and the pod status say, before any judgement."""
+
+    gpu_oom: tuple[Match, ...]
+    shm: tuple[Match, ...]
+    host: tuple[Match, ...]
+    negatives: tuple[Match, ...]
+    liveness: Match | None
+    evicted_not_memory: Match | None
+    stop_requested: Match | None
+    launcher_child_exit: Match | None
+    sigkill: Match | None
+    memory_words: Match | None  # memory words no family may explain
+    exit_code: int | None
+    reason: str | None  # the container's last termination reason
+    alert_reason: str | None  # the alert's own `reason` label
+    numbers: AllocatorNumbers
+
+    @property
+    def oomkilled(self) -> bool:
+        return "OOMKilled" in (self.reason, self.alert_reason)
+
+    @property
+    def killed(self) -> bool:
+        return self.exit_code == _SIGKILL_EXIT or self.sigkill is not None
+
+    def status_lines(self) -> tuple[str, ...]:
+        out: list[str] = []
+        if self.reason:
+            out.append(f"last state reason: {self.reason}")
+        if self.alert_reason and self.alert_reason != self.reason:
+            out.append(f"alert reason: {self.alert_reason}")
+        if self.exit_code is not None:
+            out.append(f"exit code: {self.exit_code}")
+        return tuple(out)
+
+
+def gather(
+    text: str,
+    *,
+    exit_code: int | None,
+    reason: str | None,
+    alert_reason: str | None = None,
+    liveness_failed: bool = False,
+    device_bytes: int | None = None,
+    lines: Lines | None = None,
+) -> Facts:
+    """The facts in `text` (or in its `lines`, already read) and the pod status; explicit
+    arguments win over what the text says."""
+    if lines is None:
+        lines = log_lines(text)
+    scanned = "\n".join(lines)
+    # Each pattern runs only if its words are there at all (a megabyte of digits has none).
+    found = _EXIT_CODE.search(scanned) if "exit code" in lines.lowered else None
+    if exit_code is None and found is not None:
+        exit_code = int(found.group(1))
+    found_reason = _REASON.search(scanned) if "reason:" in lines.lowered else None
+    if reason is None and found_reason is not None:
+        reason = found_reason.group(1)
+    gpu = find_first(GPU_OOM, lines)
+    # The allocator's numbers are read from the lines that reported the failure, so that an
+    # earlier, unrelated size in the log is not taken for the request.
+    evidence_text = "\n".join(dict.fromkeys(m.context for m in gpu))[:NUMBERS_CHARS]
+    liveness = find(LIVENESS, lines)
+    if liveness is None and liveness_failed:
+        liveness = Match(LIVENESS, ("liveness probe failed (the kubelet killed the container)",))
+    return Facts(
+        gpu_oom=tuple(gpu),
+        shm=tuple(find_first(SHM, lines)),
+        host=tuple(find_first(HOST, lines)),
+        negatives=tuple(find_first(NEGATIVE, lines)),
+        liveness=liveness,
+        evicted_not_memory=find(NON_MEMORY_EVICTION, lines),
+        stop_requested=find(STOP_REQUESTED, lines),
+        launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
+        sigkill=find(SIGKILL, lines),
+        memory_words=find(MEMORY_WORDS, lines),
+        exit_code=exit_code,
+        reason=reason or None,
+        alert_reason=alert_reason or None,
+        numbers=read_numbers(
+            evidence_text or scanned[-NUMBERS_TAIL_CHARS:],
+            device_bytes=device_bytes or (device_capacity(scanned) if gpu else None),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The class, the family of evidence that decided it, and how sure the rule is."""
+
+    cls: OomClass
+    family: str
+    confidence: Confidence
+    lines: tuple[str, ...]
+
+
+VerdictFn = Callable[[Facts], Verdict | None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One step of the decision: `judge` returns a verdict, or None to pass to the next."""
+
+    name: str
+    judge: VerdictFn
+
+
+def _absurd(f: Facts) -> Verdict | None:
+    if not f.gpu_oom or not f.numbers.absurd():
+        return None
+    return Verdict("not_oom", "absurd_request", "high", f.gpu_oom[0].lines)
+
+
+def _gpu(f: Facts) -> Verdict | None:
+    if not f.gpu_oom:
+        return None
+    first = f.gpu_oom[0]
+    lines = tuple(dict.fromkeys(line for m in f.gpu_oom for line in m.lines))
+    if f.numbers.fragmented():
+        idle, wanted = f.numbers.idle_reserve, f.numbers.requested
+        assert idle is not None  # fragmented() checked both
+        assert wanted is not None
+        sure: Confidence = "high" if idle.low >= 2 * wanted.value else "medium"
+        return Verdict("cuda_oom_fragmentation", "allocator_idle_reserve", sure, lines)
+    return Verdict("cuda_oom", first.family.name, first.family.confidence, lines)
+
+
+def _shm(f: Facts) -> Verdict | None:
+    if not f.shm:
+        return None
+    return Verdict(
+        "shm_exhausted", f.shm[0].family.name, f.shm[0].family.confidence, f.shm[0].lines
+    )
+
+
+def _host(f: Facts) -> Verdict | None:
+    if f.host:
+        first = f.host[0]
+        return Verdict("host_oom_killed", first.family.name, first.family.confidence, first.lines)
+    if f.oomkilled:
+        # The pod's last state (or the alert built from it) says the cgroup OOM killer did it,
+        # even when the previous logs are empty: a killed process rarely gets to write.
+        return Verdict("host_oom_killed", "kubelet_oomkilled", "high", ())
+    return None
+
+
+def _liveness(f: Facts) -> Verdict | None:
+    if f.liveness is None:
+        return None
+    return Verdict("not_oom", "liveness_probe_kill", "high", f.liveness.lines)
+
+
+def _evicted_not_memory(f: Facts) -> Verdict | None:
+    if f.evicted_not_memory is None:
+        return None
+    found = f.evicted_not_memory
+    return Verdict("not_oom", found.family.name, found.family.confidence, found.lines)
+
+
+def _stopped(f: Facts) -> Verdict | None:
+    if f.stop_requested is None or not f.killed:
+        return None
+    return Verdict("not_oom", "stop_requested", "medium", f.stop_requested.lines)
+
+
+def _launcher_child_exit(f: Facts) -> Verdict | None:
+    if f.launcher_child_exit is None:
+        return None
+    found = f.launcher_child_exit
+    return Verdict("not_oom", found.family.name, found.family.confidence, found.lines)
+
+
+def _sigkill(f: Facts) -> Verdict | None:
+    if not f.killed:
+        return None
+    lines = f.sigkill.lines if f.sigkill is not None else ()
+    return Verdict("killed_unknown", "sigkill_cause_unknown", "medium", lines)
+
+
+def _negative(f: Facts) -> Verdict | None:
+    if not f.negatives:
+        return None
+    first = f.negatives[0]
+    return Verdict("not_oom", first.family.name, first.family.confidence, first.lines)
+
+
+def _cannot_tell(f: Facts) -> Verdict | None:
+    if f.memory_words is None:
+        return None
+    return Verdict("cannot_tell", f.memory_words.family.name, "low", f.memory_words.lines)
+
+
+def _nothing(f: Facts) -> Verdict:
+    return Verdict("not_oom", "no_memory_evidence", "low", ())
+
+
+# Tried in order; the first verdict wins.
+RULES: tuple[Rule, ...] = (
+    # A request many times the device is another bug's symptom, whatever the wording.
+    Rule("absurd_request", _absurd),
+    # The process itself said the GPU ran out: the most specific evidence a log carries, so
+    # it outranks what the pod status adds later. Fragmentation is read from the numbers.
+    Rule("gpu_memory", _gpu),
+    # /dev/shm ran out: host RAM may be plentiful, so it comes before the OOM killer.
+    Rule("shared_memory", _shm),
+    # The kernel's OOM killer, the kubelet's OOMKilled or memory eviction, Ray's or Dask's
+    # memory monitor: host or cgroup memory.
+    Rule("host_memory", _host),
+    # The kubelet's own SIGKILL after failed liveness probes: no memory problem.
+    Rule("liveness_probe", _liveness),
+    # Evicted for disk or PIDs: the kubelet's SIGKILL (exit code 137) has a known cause.
+    Rule("evicted_not_memory", _evicted_not_memory),
+    # Killed after a stop someone asked for (a restart, a delete, a preemption).
+    Rule("stop_requested", _stopped),
+    # A launcher killed its workers after one exited with its own, non-SIGKILL status.
+    Rule("launcher_child_exit", _launcher_child_exit),
+    # Killed by SIGKILL (137, -9, "Killed") and nothing says why: say so, and how to find out.
+    Rule("sigkill", _sigkill),
+    # A known failure that is not about memory: name it, so its own advice can follow.
+    Rule("other_failure", _negative),
+    # Memory words and no family that explains them: say so, never "not an OOM".
+    Rule("cannot_tell", _cannot_tell),
+    Rule("nothing", _nothing),
+)
+
+
+def decide(facts: Facts) -> Verdict:
+    """The verdict of the first rule that gives one."""
+    for rule in RULES:
+        if (verdict := rule.judge(facts)) is not None:
+            return verdict
+    return _nothing(facts)

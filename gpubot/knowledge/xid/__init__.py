@@ -1,0 +1,1 @@
+"""NVIDIA XIDs: the catalog of codes, and XID events read from kernel log text."""
