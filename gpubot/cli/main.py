@@ -327,7 +327,9 @@ async def _serve(args: argparse.Namespace) -> int:
 
     log_start(app)  # what this process serves, in the log: clusters, Slack, runbooks
     # The chain head, in the log: at start, after each run, at shutdown.
-    await app.service.record_policy()  # its digest in the log, and in the trail when changed
+    await (
+        app.service.background.record_policy()
+    )  # its digest in the log, and in the trail when changed
     await log_head(app.store, "serve starting")
     left = s.web.shutdown_grace_seconds
     try:

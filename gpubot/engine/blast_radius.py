@@ -18,6 +18,7 @@ from gpubot.domain.control.safety_caps import BlastRadius, check_cordon, check_d
 from gpubot.domain.fleet.cluster import FleetView
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.runbooks.spec import Step
+from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.recorder import RunRecorder
 from gpubot.errors import GpubotError
@@ -388,7 +389,8 @@ class BlastRadiusGate:
             ],
             cap=self.e.policy.blast,
         )
-        try:
-            await self.e.notifier.post_summary(key="blast-radius", message=message)
-        except Exception:  # chat is best effort; each run's note and audit trail say it
-            log.exception("could not post the summary of held steps")
+        # Each run's note and the audit trail say it too.
+        await best_effort(
+            self.e.notifier.post_summary(key="blast-radius", message=message),
+            "post the summary of held steps",
+        )

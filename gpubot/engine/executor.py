@@ -26,6 +26,7 @@ from gpubot.domain.runbooks.templating import evaluate, render_value
 from gpubot.domain.runbooks.variables import run_variables
 from gpubot.domain.validation_errors import first_problem
 from gpubot.engine.blast_radius import BlastRadiusGate
+from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.pool_gate import PoolGate
 from gpubot.engine.recorder import Next, RunRecorder
@@ -228,12 +229,12 @@ class Executor:
         asked = self.e.policy.groups.get(request.group)
         empty = asked is None or not (asked.users or asked.usergroups)
         message = messages.approval_message(run, step.id, request, note.summary, group_empty=empty)
-        try:
-            await self.e.notifier.ask_approval(
+        await best_effort(  # the request is stored: `gpubot approve` and the tick still work
+            self.e.notifier.ask_approval(
                 incident_id=run.incident_id, request=request, message=message
-            )
-        except Exception:  # the request is stored; a lost chat message must not stop the run
-            log.exception("could not post approval request %s", request.id)
+            ),
+            f"post approval request {request.id}",
+        )
         return "wait"
 
     async def _decision(self, run: Run, step: Step, state: StepState) -> StepState | None:

@@ -12,6 +12,7 @@ from gpubot.domain import messages
 from gpubot.domain.control.pools import PoolChoice, offered
 from gpubot.domain.runbooks.runs import Run
 from gpubot.domain.runbooks.spec import Step
+from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.errors import GpubotError
 
@@ -88,7 +89,7 @@ class PoolGate:
         self._last.pop(run_id, None)
 
     async def _say(self, run: Run, text: str) -> None:
-        try:
-            await self.e.notifier.post(incident_id=run.incident_id, message=messages.text(text))
-        except Exception:  # chat is best effort; the audit trail is the record
-            log.exception("could not post to the thread of %s", run.incident_id)
+        await best_effort(
+            self.e.notifier.post(incident_id=run.incident_id, message=messages.text(text)),
+            f"post to the thread of {run.incident_id}",
+        )

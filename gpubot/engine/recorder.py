@@ -15,6 +15,7 @@ from gpubot.domain.results import Message
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.runbooks.spec import Step
 from gpubot.engine.audit_trail import AuditTrail
+from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.stop_report import standing_blocks
 from gpubot.engine.telemetry import run_finished, step_recorded
@@ -219,10 +220,10 @@ class RunRecorder:
         )
 
     async def say(self, run: Run, message: Message) -> None:
-        try:
-            await self.e.notifier.post(incident_id=run.incident_id, message=message)
-        except Exception:  # chat is best effort; the audit trail is the record
-            log.exception("could not post to the thread of %s", run.incident_id)
+        await best_effort(
+            self.e.notifier.post(incident_id=run.incident_id, message=message),
+            f"post to the thread of {run.incident_id}",
+        )
 
     async def close_approvals(self, run: Run) -> None:
         """A run that ended leaves no live buttons: a later click is refused, not obeyed."""

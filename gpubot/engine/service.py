@@ -9,13 +9,11 @@ from typing import Any, Literal
 
 from gpubot.domain import messages
 from gpubot.domain.control.approvals import ApprovalStatus, VoteOutcome, cast_vote
-from gpubot.domain.control.audit import AuditTrailError
 from gpubot.domain.control.safety_caps import check_attempts
 from gpubot.domain.control.signed_votes import SubmittedVote, VoteMessage
 from gpubot.domain.incidents.alerts import AlertmanagerPayload, ParsedWebhook
 from gpubot.domain.incidents.correlation import (
     Incident,
-    IncidentStatus,
     observations,
 )
 from gpubot.domain.incidents.intake import IntakeKind, IntakeOutcome, IntakeSummary
@@ -25,15 +23,15 @@ from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, new_run_id
 from gpubot.domain.runbooks.spec import Runbook, runbooks_for_alert
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.blast_radius import BlastRadiusGate
+from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.evidence_pruning import EvidencePruner
 from gpubot.engine.executor import Executor
 from gpubot.engine.interventions import (
-    CANCELLED_KIND,
-    RESUMED_KIND,
     Intervention,
     Interventions,
 )
+from gpubot.engine.leader_loop import LeaderLoop
 from gpubot.engine.node_faults import NodeFaults
 from gpubot.engine.objections import MemberOf, Objection, record_objection
 from gpubot.engine.planning import (
@@ -44,24 +42,12 @@ from gpubot.engine.planning import (
     runbook_named,
 )
 from gpubot.engine.queries import Queries
-from gpubot.engine.signed_votes import SUBMITTED_KIND, VoteCounter, submit
+from gpubot.engine.signed_votes import VoteCounter, submit
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError, RunDeferred
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
 _FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process() acts on
-# What a replica records that only the leader can act on: a run it created, a vote it took,
-# a step its shutdown interrupted.
-# A cancel or resume (from any process: a replica, the break-glass CLI) wakes the run too,
-# and a signed vote the CLI stored is counted.
-_FOR_THE_LEADER = (
-    SUBMITTED_KIND,
-    "run.created",
-    "approval.vote",
-    "step.interrupted",
-    CANCELLED_KIND,
-    RESUMED_KIND,
-)
 
 
 class GpubotService:
@@ -69,22 +55,21 @@ class GpubotService:
         self.e = engine
         self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
         # What the interfaces in front of the service may read.
-        self.read = Queries(engine, warming=lambda: self.warming)
+        self.read = Queries(engine, warming=lambda: self.background.warming)
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
         self.gate = BlastRadiusGate(engine)  # the caps: held steps, and what wakes them
-        self.gate.on_release = self._wake_soon
+        # Start-up, the tick, following other replicas, waking held runs: the leader's loop.
+        self.background = LeaderLoop(self)
+        self.gate.on_release = self.background.wake_soon
         self.executor = Executor(engine, self.gate)
         self.executor.on_finished = self._run_ended
         self.faults = NodeFaults(
             engine, self.trail, say=self._post, opened=self._follow_up_opened
         )  # another fault of a node: a follow-up incident, held while a run acts
-        self._waking = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._followed: int | None = None  # the audit seq follow() has read up to, leading
-        self.warming = False  # the clusters' node caches are filling (warm): not ready yet
         # Incidents whose run waits for another run of its runbook on the same node to end
         # (RunDeferred): started when a run ends here; the tick starts them after a restart.
-        self._deferred: set[str] = set()
+        self.deferred: set[str] = set()
         self.counter = VoteCounter(self)  # signed break-glass votes, counted by the leader
         # Evidence older than evidence.keep_days, deleted by the leader on the record.
         self.pruner = EvidencePruner(
@@ -149,12 +134,12 @@ class GpubotService:
                 continue
             incident = await self.e.store.get_incident(outcome.incident_id)
             if outcome.kind is IntakeKind.OPENED:
-                await self._audit_incident(incident, "incident.opened", outcome.fingerprint)
-                await self._notify(self.e.notifier.open_thread(incident=incident))
+                await self.audit_incident(incident, "incident.opened", outcome.fingerprint)
+                await self.notify(self.e.notifier.open_thread(incident=incident))
                 await self.start_incident_runs(incident)
             elif outcome.kind is IntakeKind.INCIDENT_RESOLVED:
-                await self._audit_incident(incident, "incident.resolved", outcome.fingerprint)
-                await self._notify(self.e.notifier.update_root(incident=incident, state="resolved"))
+                await self.audit_incident(incident, "incident.resolved", outcome.fingerprint)
+                await self.notify(self.e.notifier.update_root(incident=incident, state="resolved"))
                 await self._post(incident.id, messages.text("Alert resolved"))
                 for run in await self.e.store.list_runs(incident_id=incident.id, statuses=_ACTIVE):
                     self.spawn(self.executor.advance(run.id))
@@ -189,7 +174,7 @@ class GpubotService:
                     quiet=quiet,
                 )
             except RunDeferred as exc:
-                self._deferred.add(incident.id)
+                self.deferred.add(incident.id)
                 if not quiet:  # said once; the retries (a run ending, the tick) are silent
                     await self._defer(incident, runbook, exc)
                 continue
@@ -380,7 +365,7 @@ class GpubotService:
             if outcome.request.status is ApprovalStatus.EXPIRED:
                 self.spawn(self.executor.advance(run.id))
             raise ApprovalError(outcome.message)
-        await self._notify(
+        await self.notify(
             self.e.notifier.approval_decided(
                 incident_id=run.incident_id,
                 request=outcome.request,
@@ -439,131 +424,6 @@ class GpubotService:
         """An owner's "keep it" click in a grace period; ApprovalError says why one is refused."""
         return await record_objection(self.e, run_id=run_id, user=user, member_of=member_of)
 
-    # -- background -----------------------------------------------------------------------
-
-    async def warm(self, *, timeout_s: float = 10.0) -> None:
-        """Before the first alert: every cluster's node cache filled (its first LIST), side by
-        side, so the first alert after a start is as fast as the next; a cluster not ready
-        within `timeout_s` is logged and fills on demand."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        names = sorted(self.e.clusters)
-        self.warming = True
-        try:
-            ready = await asyncio.gather(
-                *(self.e.clusters[n].nodes.warm(timeout_s=timeout_s) for n in names)
-            )
-        finally:
-            self.warming = False
-        took = loop.time() - started
-        for name, ok in zip(names, ready, strict=True):
-            if ok:
-                log.info("cluster %s: node cache ready (%.2fs)", name, took)
-            else:
-                log.warning(
-                    "cluster %s: node cache not filled within %.0fs; it fills on demand",
-                    name,
-                    timeout_s,
-                    extra={"event": "cache.cold"},
-                )
-
-    async def recover(self) -> None:
-        """After a start: finish what a crash interrupted, from the store and live state."""
-        unfinished = await self.e.store.list_runs(statuses=_ACTIVE)
-        await self.gate.adopt_cordons_in_flight()  # a PATCH sent before the crash
-        for run in unfinished:
-            self.spawn(self.executor.advance(run.id))
-        log.info(
-            "recovered %d unfinished run(s) from the store",
-            len(unfinished),
-            extra={"event": "runs.recovered", "count": len(unfinished)},
-        )
-        # Before this process takes any webhook, so no intake follow-up of its own can be
-        # recording the same incident's opening at the same time.
-        await self._start_missing_runs(record_opened=True)
-        await self.faults.at_start()
-
-    async def record_policy(self) -> None:
-        """At start: log the policy's digest and pools, and audit it when it is not the
-        digest the trail last recorded (a changed policy is visible in the trail)."""
-        policy = self.e.policy
-        pools = ", ".join(f"{p.name} ({p.mode})" for p in policy.pools) or "none"
-        log.info(
-            "policy %s loaded: pools %s; other nodes %s",
-            policy.digest or "-",
-            pools,
-            policy.default_pool.mode,
-            extra={"event": "policy.loaded", "reason": policy.digest},
-        )
-        earlier = await self.e.store.events(kinds=["policy.loaded"])
-        before = str(earlier[-1].result.get("digest", "")) if earlier else ""
-        if before == policy.digest:
-            return
-        try:
-            await self.trail.record(
-                "policy.loaded",
-                actor="gpubot",
-                result={
-                    "digest": policy.digest,
-                    "previous": before or None,
-                    "pools": [p.as_json() for p in policy.pools],
-                    "default_mode": policy.default_pool.mode,
-                },
-                reason="the policy changed since it was last recorded" if before else "first start",
-            )
-        except AuditTrailError as exc:  # said already (log, /readyz); serve still starts
-            log.error("policy %s not recorded: %s", policy.digest, exc)
-
-    async def tick(self) -> None:
-        """Periodic: expire approvals, wake held steps whose slot may have freed, and (on the
-        leader) pick up runs that another replica recorded but may not start."""
-        for run in await self.e.store.list_runs(
-            statuses=(RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.RUNNING)
-        ):
-            if self.executor.busy(run.id):
-                continue
-            # A held step sleeps until something it waits on changed (no LIST per tick).
-            if run.status is RunStatus.HELD and not await self.gate.due(run):
-                continue
-            self.spawn(self.executor.advance(run.id))
-        if self.e.leadership.is_leader():  # a vote stored while no leader was following
-            await self.count_signed_votes()
-            await self.pruner.maybe_prune()
-        # The follow-up after intake may have failed (the database went away after the
-        # alert was stored): without this, such an incident would wait for a restart.
-        await self._start_missing_runs()
-
-    async def follow(self) -> None:
-        """Often (every second): the leader's look at what other replicas recorded for it.
-
-        Every replica takes webhooks, votes and commands, but only the leader starts steps:
-        a run created on another replica, or an approval clicked there, is advanced here as
-        soon as the audit trail shows it, not at the next tick. Becoming the leader is a full
-        tick at once (the runs the last leader left). Costs one read of the audit head when
-        nothing changed, and nothing on a replica that does not lead."""
-        if not self.e.leadership.is_leader():
-            self._followed = None
-            return
-        head = await self.e.store.head()
-        seq = head.seq if head is not None else 0
-        if self._followed is None:
-            self._followed = seq
-            # The last leader's cordons may still be landing: count them before any new one.
-            await self.gate.adopt_cordons_in_flight()
-            await self.tick()
-            return
-        if seq == self._followed:
-            return
-        events = await self.e.store.events(after_seq=self._followed, kinds=_FOR_THE_LEADER)
-        self._followed = max([seq, *(e.seq for e in events)])
-        if any(e.kind == SUBMITTED_KIND for e in events):
-            await self.count_signed_votes()  # its own events wake the runs it decided
-        for event in events:  # a cancel from the CLI, which tells no chat: told here
-            await Interventions(self.e).tell_cancelled(event)
-        for run_id in dict.fromkeys(e.run_id for e in events if e.run_id):
-            if not self.executor.busy(run_id):
-                self.spawn(self.executor.advance(run_id))
-
     async def _check_node_free(self, rb: Runbook, *, incident: Incident, node: str) -> None:
         """RunDeferred while another incident's run of this runbook is active on `node`: two
         runs would drain and release one node each on its own plan. The second fault waits
@@ -595,60 +455,13 @@ class GpubotService:
 
     async def _follow_up_opened(self, follow_up: Incident) -> None:
         """A follow-up incident for another fault of a node: its thread, plan and run."""
-        await self._notify(self.e.notifier.open_thread(incident=follow_up))
+        await self.notify(self.e.notifier.open_thread(incident=follow_up))
         await self.start_incident_runs(follow_up)
 
     def _run_ended(self, run: Run) -> None:
         """A run ended here: the faults its incident held get their follow-ups."""
         if run.incident_id is not None:
             self.spawn(self.faults.split_waiting(run.incident_id))
-
-    async def start_deferred(self) -> None:
-        """Start the runs deferred here whose node is free now (a run on it ended)."""
-        for incident_id in sorted(self._deferred):
-            incident = await self.e.store.get_incident(incident_id)
-            if not incident.is_open or await self.e.store.list_runs(incident_id=incident_id):
-                self._deferred.discard(incident_id)
-                continue
-            self._deferred.discard(incident_id)  # put back by start_incident_runs if still busy
-            await self.start_incident_runs(incident, quiet=True)
-
-    def _wake_soon(self) -> None:
-        """One wake at a time: a storm of ending runs costs one pass over the held ones."""
-        if not self._waking:
-            self._waking = True
-            self.spawn(self.wake_held())
-
-    async def wake_held(self) -> None:
-        """Re-check the held runs whose slot may have freed (a run or drain ended here), and
-        start the deferred runs whose node may be free."""
-        self._waking = False  # what ends from here on asks for another pass
-        if self._deferred:
-            await self.start_deferred()
-        if not len(self.gate.holds):
-            return
-        for run in await self.e.store.list_runs(statuses=(RunStatus.HELD,)):
-            if not self.executor.busy(run.id) and await self.gate.due(run):
-                self.spawn(self.executor.advance(run.id))
-
-    async def _start_missing_runs(self, *, record_opened: bool = False) -> None:
-        """Start the runs of open incidents that have none (the store's unique key on
-        incident and runbook keeps a race with the intake follow-up from doubling one).
-        `record_opened` (at start-up only) also records an opening the follow-up never did."""
-        for incident in await self.e.store.list_incidents(status=IncidentStatus.OPEN, limit=1000):
-            if not await self.e.store.list_runs(incident_id=incident.id):
-                if record_opened:
-                    await self._record_opened(incident)
-                await self.start_incident_runs(incident, quiet=True)
-
-    async def _record_opened(self, incident: Incident) -> None:
-        """An incident whose intake follow-up never ran (the process died right after the
-        alert was stored) still gets its `incident.opened` event and its thread, once."""
-        events = await self.e.store.events(incident_id=incident.id)
-        if any(e.kind == "incident.opened" for e in events):
-            return
-        await self._audit_incident(incident, "incident.opened", None)
-        await self._notify(self.e.notifier.open_thread(incident=incident))
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -718,7 +531,7 @@ class GpubotService:
             ),
         )
 
-    async def _audit_incident(self, incident: Incident, kind: str, fingerprint: str | None) -> None:
+    async def audit_incident(self, incident: Incident, kind: str, fingerprint: str | None) -> None:
         why = f"fingerprint {fingerprint}" if fingerprint else "recorded by recovery"
         await self.trail.record(
             kind,
@@ -757,10 +570,7 @@ class GpubotService:
         await self._post(incident.id, messages.text("No action taken: unknown cluster", why))
 
     async def _post(self, incident_id: str | None, message: Message) -> None:
-        await self._notify(self.e.notifier.post(incident_id=incident_id, message=message))
+        await self.notify(self.e.notifier.post(incident_id=incident_id, message=message))
 
-    async def _notify(self, call: Coroutine[Any, Any, None]) -> None:
-        try:
-            await call
-        except Exception:  # chat is best effort; the store and the audit trail are the record
-            log.exception("chat notification failed")
+    async def notify(self, call: Coroutine[Any, Any, None]) -> None:
+        await best_effort(call, "notify the chat")

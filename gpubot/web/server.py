@@ -139,9 +139,9 @@ async def _ticker(service: GpubotService) -> None:
         try:
             if loop.time() >= next_tick:
                 next_tick = loop.time() + TICK_SECONDS
-                await service.tick()
+                await service.background.tick()
             else:
-                await service.follow()
+                await service.background.follow()
         except Exception:  # a scheduler edge: log, keep ticking
             log.exception("periodic tick failed")
 
@@ -167,8 +167,8 @@ async def serve(
         await companion.start()
     # The node caches fill while the server already answers /healthz; /readyz says not
     # ready until they have (or their time is up), so no alert is routed here before.
-    service.spawn(service.warm())
-    await service.recover()
+    service.spawn(service.background.warm())
+    await service.background.recover()
     ticker = asyncio.create_task(_ticker(service))
     loop = asyncio.get_running_loop()
     try:

@@ -125,7 +125,7 @@ async def test_every_node_at_once_never_passes_the_cordon_cap(tmp_path: Path) ->
     # A person releases one quarantined node: capacity for exactly one more.
     released = next(n.name for n in await sim.kube.list_nodes() if n.unschedulable)
     await sim.kube.set_unschedulable(node=released, value=False, actor="U1", reason="repaired")
-    await app.service.tick()
+    await app.service.background.tick()
     await app.service.wait_idle()
     assert max(watched.samples) <= CAP
     assert await watched.cordoned() == CAP

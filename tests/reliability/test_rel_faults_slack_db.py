@@ -164,7 +164,7 @@ async def test_postgres_connections_cut_during_intake_nothing_lost(pg: PgSchema)
         again = await asyncio.gather(*(_post(client, b) for b in bodies))
         assert {a.status_code for a in again} == {200}
         for _ in range(3):  # serve's ticker: advance what a cut connection interrupted
-            await bot.service.tick()
+            await bot.service.background.tick()
             await bot.service.wait_idle()
         assert (await client.get("/healthz")).status_code == 200
         incidents = await store.list_incidents(limit=100)
@@ -231,8 +231,8 @@ async def test_follow_up_lost_to_a_database_outage_is_picked_up_by_the_tick(
         await bot.alert()
     [incident] = await inner.list_incidents()
     assert await inner.list_runs() == []
-    await bot.service.tick()
-    await bot.service.tick()  # a second tick finds the run and starts nothing more
+    await bot.service.background.tick()
+    await bot.service.background.tick()  # a second tick finds the run and starts nothing more
     run = await bot.only_run()
     assert run.status.value == "succeeded", run.note
     assert run.incident_id == incident.id

@@ -76,7 +76,7 @@ async def _life(
             payload = AlertmanagerPayload.model_validate_json(FIXTURE.read_bytes())
             await app.service.process(await app.service.ingest(payload))
         else:
-            await app.service.recover()
+            await app.service.background.recover()
         for _ in range(50):
             await app.service.wait_idle()
             if fate.dead:

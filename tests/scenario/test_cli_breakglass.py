@@ -168,7 +168,7 @@ class BreakGlass:
 
     async def serve_follows(self) -> None:
         """What the serving process's ticker does every second: follow(), then let it work."""
-        await self.h.app.service.follow()
+        await self.h.app.service.background.follow()
         await self.h.settle()
 
     async def waiting_run(self, requested_by: str = "U9") -> str:
@@ -271,11 +271,11 @@ async def test_cli_stores_a_signed_vote_that_only_the_server_counts(bg: BreakGla
     [approval_id] = bg.h.approval_ids()
     assert (await bg.h.app.store.get_approval(approval_id)).status is ApprovalStatus.PENDING
     assert await bg.events("approval.vote") == []
-    await bg.cli.service.tick()  # the CLI's service never leads: it counts nothing
+    await bg.cli.service.background.tick()  # the CLI's service never leads: it counts nothing
     assert (await bg.h.app.store.get_approval(approval_id)).status is ApprovalStatus.PENDING
 
     # The periodic tick counts it too: a vote stored while no leader was following.
-    await bg.h.app.service.tick()
+    await bg.h.app.service.background.tick()
     await bg.h.settle()
     assert (await bg.steps(run_id))["release"] == "succeeded"
     assert await bg.h.app.service.count_signed_votes() == 0  # counted once
@@ -410,7 +410,7 @@ async def test_expired_approval_is_refused(bg: BreakGlass) -> None:
     _one_refusal(code, err, "expired")
     assert (await bg.h.app.store.get_approval(approval_id)).status is ApprovalStatus.EXPIRED
     await bg.serve_follows()
-    await bg.h.app.service.tick()
+    await bg.h.app.service.background.tick()
     await bg.h.settle()
     assert (await bg.h.app.store.get_run(run_id)).status is RunStatus.CANCELLED
     assert bg.h.sim.snapshot().node(NODE).unschedulable  # the release never ran

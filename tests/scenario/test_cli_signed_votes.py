@@ -64,7 +64,7 @@ class Site:
         )
         done = asyncio.ensure_future(proc.communicate())
         while not done.done():
-            await self.app.service.follow()
+            await self.app.service.background.follow()
             await asyncio.sleep(0.05)
         out, err = done.result()
         await self.app.service.wait_idle()
@@ -111,7 +111,7 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
         )
         assert run is not None
         await app.service.wait_idle()
-        await app.service.follow()  # the first follow notes where the audit trail is
+        await app.service.background.follow()  # the first follow notes where the audit trail is
         await app.service.wait_idle()
         [request] = await app.store.approvals_for(run.id)
         yield Site(app, tmp_path, config, keys, run.id, request.id)
@@ -183,7 +183,7 @@ async def test_one_operator_cannot_pass_the_two_person_rule_alone(tmp_path: Path
         for _ in range(100):
             if await s.release() is StepStatus.SUCCEEDED:
                 break
-            await s.app.service.follow()
+            await s.app.service.background.follow()
             await asyncio.sleep(0.05)
         assert await s.release() is StepStatus.SUCCEEDED
 

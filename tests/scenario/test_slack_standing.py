@@ -126,7 +126,7 @@ async def test_cancel_from_the_break_glass_cli_is_told_in_the_thread_by_the_lead
     serving leader reads it from the audit trail and posts, once, who cancelled and where
     the node stands."""
     run, _ = await xid79_at_drain(h)
-    await h.app.service.follow()  # the leader's first look: the point it follows from
+    await h.app.service.background.follow()  # the leader's first look: the point it follows from
     cli = build_cli_app(h.app.settings, clock=h.clock)
     try:
         await cli.service.cancel(
@@ -135,8 +135,8 @@ async def test_cancel_from_the_break_glass_cli_is_told_in_the_thread_by_the_lead
     finally:
         await cli.aclose()
     assert standing_messages(h) == []  # the CLI process told no chat
-    await h.app.service.follow()
-    await h.app.service.follow()  # nothing new: told once
+    await h.app.service.background.follow()
+    await h.app.service.background.follow()  # nothing new: told once
     await h.settle()
     [said] = standing_messages(h)
     assert f"Run {run.id} cancelled by U2: by hand (break-glass CLI)" in said
@@ -149,7 +149,7 @@ async def test_expired_approval_says_where_the_node_stands(h: SlackHarness) -> N
     and the run's end says the node is still quarantined."""
     run, _ = await xid79_at_drain(h)
     h.clock.advance(timedelta(minutes=31))
-    await h.app.service.tick()
+    await h.app.service.background.tick()
     await h.settle()
     ended = await h.app.store.get_run(run.id)
     assert ended.status is RunStatus.CANCELLED

@@ -286,7 +286,7 @@ async def test_recovery_and_step_outcomes_are_logged(
     again = build_app(settings, notifier=RecordingNotifier(), clock=FakeClock())
     try:
         with caplog.at_level(logging.INFO, logger="gpubot.engine.service"):
-            await again.service.recover()
+            await again.service.background.recover()
             await again.service.wait_idle()
     finally:
         await again.aclose()

@@ -96,7 +96,7 @@ async def test_two_bots_one_lease_exactly_one_executes_the_step(
         await bot_b.service.wait_idle()
         assert cordons() == []
         # Both replicas try to advance it; only the leader acts.
-        await asyncio.gather(bot_a.service.tick(), bot_b.service.tick())
+        await asyncio.gather(bot_a.service.background.tick(), bot_b.service.background.tick())
         await asyncio.gather(bot_a.service.wait_idle(), bot_b.service.wait_idle())
         assert len(cordons()) == 1
         started = [e for e in await store_a.events() if e.kind == "step.started"]

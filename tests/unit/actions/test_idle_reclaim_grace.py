@@ -183,7 +183,7 @@ async def test_an_objection_survives_a_restart(tmp_path: Path) -> None:
         await r.service.object(run_id=run_id, user=OWNER)
         restarted = GpubotService(r.service.e)
         r.clock.slept.clear()
-        await restarted.recover()
+        await restarted.background.recover()
         await restarted.wait_idle()
         run = await r.store.get_run(run_id)
         assert run.status is RunStatus.CANCELLED
@@ -201,7 +201,7 @@ async def test_a_restart_does_not_extend_the_grace_period(tmp_path: Path) -> Non
             task.cancel()
         r.clock.advance(timedelta(hours=3))
         restarted = GpubotService(r.service.e)
-        await restarted.recover()
+        await restarted.background.recover()
         await r.until(lambda: r.clock.sleepers > 0)
         r.clock.advance(timedelta(minutes=59))
         await r.until(lambda: r.clock.sleepers > 0)

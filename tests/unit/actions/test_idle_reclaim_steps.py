@@ -162,7 +162,7 @@ async def test_after_a_crash_check_sees_the_scale_took_effect(tmp_path: Path) ->
         await _approved(r, run.id)
         await _crash_in_reclaim(r, run.id, took_effect=True)
         restarted = GpubotService(r.service.e)
-        await restarted.recover()
+        await restarted.background.recover()
         await restarted.wait_idle()
         assert (await r.store.get_run(run.id)).status is RunStatus.SUCCEEDED
         [recovered] = await r.events(run.id, "step.recovered")
@@ -178,7 +178,7 @@ async def test_after_a_crash_before_the_scale_it_runs_again(tmp_path: Path) -> N
         await _approved(r, run.id)
         await _crash_in_reclaim(r, run.id, took_effect=False)
         restarted = GpubotService(r.service.e)
-        await restarted.recover()
+        await restarted.background.recover()
         await restarted.wait_idle()
         assert (await r.store.get_run(run.id)).status is RunStatus.SUCCEEDED
         [recovered] = await r.events(run.id, "step.recovered")

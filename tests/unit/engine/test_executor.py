@@ -135,10 +135,10 @@ async def test_approval_expires_after_30_minutes(harness: MakeHarness) -> None:
     run = await _start(h)
     [ask] = h.notifier.of("ask_approval")
     h.clock.advance(timedelta(minutes=29))
-    await h.service.tick()
+    await h.service.background.tick()
     assert (await h.run_of(run.id)).status.value == "waiting_approval"
     h.clock.advance(timedelta(minutes=2))
-    await h.service.tick()
+    await h.service.background.tick()
     done = await h.run_of(run.id)
     assert done.status.value == "cancelled"
     assert "expired" in done.note

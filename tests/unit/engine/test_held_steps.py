@@ -104,7 +104,7 @@ async def test_held_steps_sleep_until_a_node_comes_back(harness: MakeHarness) ->
 
     h.service.executor.advance = counting  # type: ignore[method-assign]
     for _ in range(3):
-        await h.service.tick()
+        await h.service.background.tick()
         await h.service.wait_idle()
     assert advanced == []
     assert gated.lists == 0
@@ -112,7 +112,7 @@ async def test_held_steps_sleep_until_a_node_comes_back(harness: MakeHarness) ->
     await cluster.kube.set_unschedulable(
         node=cordoned[0], value=False, actor="U1", reason="repaired"
     )
-    await h.service.tick()
+    await h.service.background.tick()
     await h.service.wait_idle()
     assert sorted(advanced) == sorted(r.id for r in held)
     statuses = [(await h.store.get_run(r)).status for r in runs]

@@ -143,7 +143,7 @@ async def test_blast_radius_holds_cordon_until_capacity_returns(harness: MakeHar
     await h.cluster.kube.set_unschedulable(
         node="gpu-node-01", value=False, actor="human", reason="x"
     )
-    await h.service.tick()
+    await h.service.background.tick()
     assert (await h.step_status(run.id))["cordon"] == "succeeded"
 
 
@@ -202,7 +202,7 @@ async def test_step_interrupted_mid_flight_is_checked_not_rerun_blindly(
         h.probe.applied.clear()
     h.probe.check_state = check_state
     restarted = GpubotService(h.service.e)  # a new process over the same store and cluster
-    await restarted.recover()
+    await restarted.background.recover()
     await restarted.wait_idle()
     assert h.probe.calls == expected_calls
     assert (await h.store.get_run(run.id)).status.value == expected_run

@@ -47,7 +47,7 @@ class Counting:
     def __init__(self, service: GpubotService) -> None:
         self.ticks = 0
         self.reads = 0
-        tick, events = service.tick, service.e.store.events
+        tick, events = service.background.tick, service.e.store.events
 
         async def counted_tick() -> None:
             self.ticks += 1
@@ -57,7 +57,7 @@ class Counting:
             self.reads += 1
             return await events(**kw)
 
-        service.tick = counted_tick  # type: ignore[method-assign]
+        service.background.tick = counted_tick  # type: ignore[method-assign]
         service.e.store.events = counted_events  # type: ignore[method-assign]
 
 
@@ -67,11 +67,11 @@ async def test_a_run_created_on_a_follower_is_started_by_the_leaders_next_look(
     h = harness(AUTO)
     leader, _ = replica(h.service, leader=True)
     follower, _ = replica(h.service, leader=False)
-    await leader.follow()  # the first look as leader: a full tick
+    await leader.background.follow()  # the first look as leader: a full tick
     await leader.wait_idle()
     counting = Counting(leader)
 
-    await leader.follow()  # nothing new: the audit head only
+    await leader.background.follow()  # nothing new: the audit head only
     assert (counting.ticks, counting.reads) == (0, 0)
 
     _plan, run = await follower.start_command_run(
@@ -82,7 +82,7 @@ async def test_a_run_created_on_a_follower_is_started_by_the_leaders_next_look(
     assert (await h.store.get_run(run.id)).status is RunStatus.RUNNING
     assert h.probe.calls == {}  # a follower starts no step
 
-    await leader.follow()
+    await leader.background.follow()
     await leader.wait_idle()
     assert (await h.store.get_run(run.id)).status is RunStatus.SUCCEEDED
     assert h.probe.calls == {"auto": 1}
@@ -95,14 +95,14 @@ async def test_an_approval_taken_by_a_follower_is_acted_on_by_the_leader(
     h = harness(APPROVED)
     leader, _ = replica(h.service, leader=True)
     follower, _ = replica(h.service, leader=False)
-    await leader.follow()
+    await leader.background.follow()
     _plan, run = await leader.start_command_run(
         runbook="probe-approved", args={}, requested_by="U9", cluster="sim"
     )
     assert run is not None
     await leader.wait_idle()
     [request] = await h.store.approvals_for(run.id)
-    await leader.follow()  # the run it created itself: nothing to do yet
+    await leader.background.follow()  # the run it created itself: nothing to do yet
     await leader.wait_idle()
     assert (await h.store.get_run(run.id)).status is RunStatus.WAITING_APPROVAL
 
@@ -110,7 +110,7 @@ async def test_an_approval_taken_by_a_follower_is_acted_on_by_the_leader(
     await follower.wait_idle()
     assert h.probe.calls == {}
 
-    await leader.follow()
+    await leader.background.follow()
     await leader.wait_idle()
     assert (await h.store.get_run(run.id)).status is RunStatus.SUCCEEDED
     assert h.probe.calls == {"approved": 1}
@@ -128,18 +128,18 @@ async def test_a_replica_that_becomes_the_leader_picks_up_at_once(
     assert run is not None
     await old.wait_idle()
     counting = Counting(heir)
-    await heir.follow()  # not the leader: reads nothing
+    await heir.background.follow()  # not the leader: reads nothing
     assert (counting.ticks, counting.reads) == (0, 0)
 
     lease.leader = True  # the Lease is won
-    await heir.follow()
+    await heir.background.follow()
     await heir.wait_idle()
     assert counting.ticks == 1
     assert (await h.store.get_run(run.id)).status is RunStatus.SUCCEEDED
     assert h.probe.calls == {"auto": 1}
 
     lease.leader = False  # lost, and won again later: a full look again
-    await heir.follow()
+    await heir.background.follow()
     lease.leader = True
-    await heir.follow()
+    await heir.background.follow()
     assert counting.ticks == 2

@@ -138,10 +138,10 @@ async def test_the_policy_digest_is_audited_when_it_changes(harness: MakeHarness
     from dataclasses import replace
 
     h = harness(XID79, policy=replace(policy(), digest="aaaa"))
-    await h.service.record_policy()
-    await h.service.record_policy()  # the same policy again: nothing new in the trail
+    await h.service.background.record_policy()
+    await h.service.background.record_policy()  # the same policy again: nothing new in the trail
     changed = GpubotService(replace(h.service.e, policy=replace(policy(), digest="bbbb")))
-    await changed.record_policy()
+    await changed.background.record_policy()
     loaded = [e for e in await h.store.events() if e.kind == "policy.loaded"]
     assert [(e.result["digest"], e.result["previous"]) for e in loaded] == [
         ("aaaa", None),
@@ -232,11 +232,11 @@ async def test_outside_its_window_an_approved_drain_waits_then_runs(harness: Mak
     assert "outside the maintenance window of pool inference (daily 02:00-06:00 UTC)" in (
         h.notifier.text()
     )
-    await h.service.tick()
+    await h.service.background.tick()
     await h.service.wait_idle()
     assert h.notifier.text().count("Step drain waits") == 1
     assert (await h.step_status(run.id))["drain"] == "held"
     clock.advance(timedelta(hours=14))  # 02:00 the next day
-    await h.service.tick()
+    await h.service.background.tick()
     await h.service.wait_idle()
     assert (await h.step_status(run.id))["drain"] == "succeeded"

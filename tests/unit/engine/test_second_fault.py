@@ -130,7 +130,7 @@ async def test_a_fault_held_before_a_restart_is_split_off_at_start(harness: Make
     )
     assert len(await h.store.list_runs()) == 1
     restarted = GpubotService(h.service.e)
-    await restarted.recover()
+    await restarted.background.recover()
     await restarted.wait_idle()
     runs = await h.store.list_runs()
     assert len(runs) == 2

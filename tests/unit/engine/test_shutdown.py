@@ -93,7 +93,7 @@ async def test_shutdown_interrupts_a_waiting_drain_and_the_next_process_resumes_
         state.node(NODE).kubelet = True
         state.pods = [p for p in state.pods if not p.deletion_timestamp]
     h2 = harness(DRAIN, store=h.store, cluster=h.cluster, clock=FakeClock())
-    await h2.service.recover()
+    await h2.service.background.recover()
     await h2.service.wait_idle()
     assert (await h2.store.get_run(run.id)).status is RunStatus.SUCCEEDED
     assert dict(evictions) == first

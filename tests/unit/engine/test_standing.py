@@ -48,7 +48,7 @@ async def test_unknown_effect_after_a_crash_says_where_the_node_stands(
     await h.store.update_run(run.id, status=run.status, note="", now=h.clock.now())
     h.probe.check_state = "unknown"
     restarted = GpubotService(h.service.e)  # a new process over the same store and cluster
-    await restarted.recover()
+    await restarted.background.recover()
     await restarted.wait_idle()
     assert (await h.store.get_run(run.id)).status.value == "needs_human"
     [said] = [p for p in posts(h) if p.startswith("A human must check this run")]

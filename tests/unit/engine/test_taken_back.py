@@ -45,7 +45,7 @@ async def test_a_hand_uncordon_stops_the_run_and_says_what_is_left(harness: Make
     await h.cluster.kube.set_unschedulable(
         node="gpu-node-07", value=False, actor="kubectl", reason=""
     )
-    await h.service.tick()
+    await h.service.background.tick()
     await h.service.wait_idle()
 
     done = await h.run_of(run.id)

@@ -151,7 +151,7 @@ async def test_revert_after_a_restart_past_the_deadline_happens_at_once(
     h.clock.advance(started + timedelta(minutes=45) - h.clock.now())
     h.clock.slept.clear()
     restarted = GpubotService(h.service.e)
-    await restarted.recover()
+    await restarted.background.recover()
     await restarted.wait_idle()
     assert h.clock.slept == []
     assert (await _gpu(h)).power_limit_w == 700.0
@@ -177,7 +177,7 @@ async def test_restart_mid_wait_waits_only_for_what_is_left(harness: MakeHarness
     h.clock.advance(started + timedelta(minutes=10) - h.clock.now())
     h.clock.slept.clear()
     restarted = GpubotService(h.service.e)
-    await restarted.recover()
+    await restarted.background.recover()
     await restarted.wait_idle()
     assert sum(h.clock.slept) == 20 * 60  # 30m from the first start, not from the restart
     assert (await _gpu(h)).power_limit_w == 700.0

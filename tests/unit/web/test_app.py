@@ -280,7 +280,7 @@ async def test_probes_report_ok_and_ready(harness: Harness) -> None:
 
 
 async def test_readyz_is_503_while_the_node_caches_fill(harness: Harness) -> None:
-    """After a start, until every cluster's node cache has filled (service.warm), no alert
+    """After a start, until every cluster's node cache has filled (service.background.warm), no alert
     should be routed here: /readyz is 503 and /healthz still 200."""
     service = harness.app.service
     warming = asyncio.Event()
@@ -293,7 +293,7 @@ async def test_readyz_is_503_while_the_node_caches_fill(harness: Harness) -> Non
         return True
 
     nodes.warm = slow  # type: ignore[method-assign]
-    task = asyncio.create_task(service.warm())
+    task = asyncio.create_task(service.background.warm())
     await warming.wait()
     readyz = await harness.client.get("/readyz")
     assert (readyz.status_code, readyz.text) == (503, "node caches filling after start")

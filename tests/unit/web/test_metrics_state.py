@@ -255,7 +255,7 @@ async def test_a_refusal_retried_by_the_tick_is_not_counted_again(make_bot: Make
     assert len(await bot.app.store.list_incidents()) == 2
     first = await bot.metrics()
 
-    await bot.app.service.tick()
+    await bot.app.service.background.tick()
     await bot.app.service.wait_idle()
     later = await bot.metrics()
 
