@@ -525,7 +525,7 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
         async with httpx.AsyncClient(
             transport=transport, base_url="http://bench", timeout=120
         ) as web:
-            await app.service.warm(timeout_s=60)  # as serve does before it listens
+            await app.service.background.warm(timeout_s=60)  # as serve does before it listens
             # Baselines: the cordon PATCH alone; one LIST of every Node, decoded.
             bare: list[float] = []
             for node in single_nodes:
