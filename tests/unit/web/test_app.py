@@ -281,8 +281,7 @@ async def test_probes_report_ok_and_ready(harness: Harness) -> None:
 
 async def test_readyz_is_503_while_the_node_caches_fill(harness: Harness) -> None:
     """After a start, until every cluster's node cache has filled (service.background.warm),
-    no alert
-    should be routed here: /readyz is 503 and /healthz still 200."""
+    no alert should be routed here: /readyz is 503 and /healthz still 200."""
     service = harness.app.service
     warming = asyncio.Event()
     done = asyncio.Event()
