@@ -210,4 +210,7 @@ def _anchor(name: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """One table cell for the docs site (Python-Markdown): a pipe in running text is escaped;
+    inside a code span it is not a column break there, and an escape would show."""
+    parts = text.replace("\n", " ").split("`")
+    return "`".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
