@@ -201,7 +201,8 @@ class PolicySettings(_Section):
             raise ValueError(
                 "operators (local account → approver) is no longer read: break-glass "
                 "decisions are signed with the operator's SSH key; list the keys under "
-                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; README: Break-glass)"
+                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; "
+                "docs/operate/break-glass.md)"
             )
         return data
 
