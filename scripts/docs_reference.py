@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,8 @@ def _type_of(schema: dict[str, Any], defs: dict[str, Any]) -> str:
         return " | ".join(_type_of(s, defs) for s in schema["anyOf"])
     if "$ref" in schema:
         return "map"
+    if schema.get("format") in ("duration", "path"):
+        return str(schema["format"])
     kind = schema.get("type")
     if kind == "array":
         return f"list of {_type_of(schema.get('items', {}), defs)}"
@@ -94,13 +97,30 @@ def _constraints(schema: dict[str, Any]) -> list[str]:
     return found
 
 
+def _default(field: dict[str, Any]) -> str:
+    """The default as a config file writes it: a duration as `30m`, not ISO 8601's `PT30M`."""
+    if "default" not in field:
+        return "-"
+    value = field["default"]
+    durations = [field, *field.get("anyOf", [])]
+    if isinstance(value, str) and any(o.get("format") == "duration" for o in durations):
+        from pydantic import TypeAdapter
+
+        seconds = int(TypeAdapter(timedelta).validate_python(value).total_seconds())
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if seconds and seconds % size == 0:
+                return f"`{seconds // size}{unit}`"
+        return f"`{seconds}s`"
+    return f"`{json.dumps(value)}`"
+
+
 def _rows(model: dict[str, Any], defs: dict[str, Any], prefix: str) -> Iterator[list[str]]:
     for name, field in model.get("properties", {}).items():
         if name.isupper():
             continue  # a secret, read from the environment only
         key = f"{prefix}{name}"
         nested, suffix = _object_of(field, defs)
-        default = f"`{json.dumps(field['default'])}`" if "default" in field else "-"
+        default = _default(field)
         text = field.get("description", "")
         rules = ", ".join(_constraints(field))
         if nested:
@@ -129,8 +149,9 @@ def config_page() -> str:
         "Every key of the YAML config file, from the settings' schema (`gpubot.config.Settings`). "
         "Every key is optional; the environment overrides the file as `GPUBOT_` plus the keys "
         "joined by `__` (`GPUBOT_STORE__URL`), except who the break-glass operators are "
-        "(`policy.operator_keys`: the file only). A key in `[]` is a list of maps. How the "
-        "file is found and what a typical one holds: [Configure](../configure/index.md).",
+        "(`policy.operator_keys`: the file only). A key in `[]` is a list of maps; a duration "
+        "is written `30s`, `5m`, `2h` or `7d`. How the file is found and what a typical one "
+        "holds: [Configure](../configure/index.md).",
     ]
     for name, field in schema["properties"].items():
         if name.isupper():
