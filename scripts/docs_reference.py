@@ -214,7 +214,7 @@ def _commands(
     if path:
         name = " ".join(path)
         yield ""
-        yield f"## `{name}`"
+        yield f"## `gpubot {name}`"
         yield ""
         text = parser.description or helps.get(name, "")
         if text:
@@ -225,7 +225,7 @@ def _commands(
             yield "|---|---|---|"
             for a in args:
                 default = "-"
-                if a.required:
+                if a.required and a.nargs not in ("?", "*"):
                     default = "required"
                 elif a.default not in (None, False, [], argparse.SUPPRESS):
                     default = f"`{a.default}`"
@@ -234,9 +234,10 @@ def _commands(
                     text += f" (one of {', '.join(map(str, a.choices))})"
                 yield f"| {_flag(a)} | {default} | {_cell(text)} |"
         if subs:
-            yield ""
+            if args:
+                yield ""
             yield "Subcommands: " + ", ".join(
-                f"[`{sub}`](#{'-'.join([*path, sub]).replace('_', '')})" for sub, _ in subs
+                f"[`{sub}`](#{'-'.join(['gpubot', *path, sub])})" for sub, _ in subs
             )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
