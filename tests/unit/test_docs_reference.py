@@ -4,12 +4,15 @@ code now: the settings' schema, the CLI parser, the metrics registries and the a
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "docs_reference.py"
@@ -85,3 +88,42 @@ def test_script_runs_as_the_docs_say() -> None:
         [sys.executable, str(SCRIPT), "--check"], cwd=REPO, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def _unknown_keys(
+    value: object, schema: dict[str, Any], defs: dict[str, Any], at: str
+) -> list[str]:
+    """Keys of `value` that the settings schema at `schema` does not have, as dotted paths."""
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
+    options = [schema, *schema.get("anyOf", [])]
+    if isinstance(value, list):
+        items = [o["items"] for o in options if o.get("type") == "array" and "items" in o]
+        return [k for v in value for i in items[:1] for k in _unknown_keys(v, i, defs, f"{at}[]")]
+    if not isinstance(value, dict):
+        return []
+    for option in options:
+        if "$ref" in option:
+            return _unknown_keys(value, option, defs, at)
+        if "properties" in option:
+            props = option["properties"]
+            found = [f"{at}{k}" for k in value if k not in props]
+            for key, inner in value.items():
+                if key in props:
+                    found += _unknown_keys(inner, props[key], defs, f"{at}{key}.")
+            return found
+    return []
+
+
+def test_configure_page_example_uses_only_keys_the_settings_have() -> None:
+    """The commented example config on the Configure page names only real settings, so it
+    cannot drift from the schema the reference is generated from."""
+    from gpubot.config import Settings
+
+    page = (REPO / "docs" / "configure" / "index.md").read_text(encoding="utf-8")
+    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", page, re.S).group(1))
+    schema = Settings.model_json_schema()
+    assert _unknown_keys(example, schema, schema.get("$defs", {}), "") == []
+    assert _unknown_keys({"slack": {"chanel": "#x"}}, schema, schema["$defs"], "") == [
+        "slack.chanel"
+    ]
