@@ -1,29 +1,27 @@
 #!/usr/bin/env python3
-"""Rewrite the action reference in README.md from the action registry.
+"""Rewrite the actions reference, docs/reference/actions.md, from the action registry.
 
 Run it after adding or changing an action:  .venv/bin/python scripts/actions_reference.py
-It replaces the text between the actions-reference marker comments with
-`gpubot actions --markdown`; tests/unit/test_readme_actions.py fails until that is done.
+It writes the actions page only; scripts/docs_reference.py writes every generated page, and
+tests/unit/test_docs_reference.py fails while one is stale.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
-from gpubot.cli.actions import markdown, splice
-from gpubot.engine.registry import builtin_registry
-
-README = Path(__file__).resolve().parents[1] / "README.md"
+_spec = importlib.util.spec_from_file_location(
+    "docs_reference", Path(__file__).resolve().with_name("docs_reference.py")
+)
+assert _spec is not None
+assert _spec.loader is not None
+docs_reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(docs_reference)
 
 
 def main() -> None:
-    text = README.read_text(encoding="utf-8")
-    updated = splice(text, markdown(builtin_registry()))
-    if updated != text:
-        README.write_text(updated, encoding="utf-8")
-        print(f"{README}: action reference rewritten")
-    else:
-        print(f"{README}: action reference already up to date")
+    docs_reference.write({"actions.md": docs_reference.PAGES["actions.md"]})
 
 
 if __name__ == "__main__":

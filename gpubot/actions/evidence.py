@@ -137,7 +137,7 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         "node agent (each part with its own deadline and byte cap there; one that is missing, "
         "hangs, overflows or fails is said in its status), with the node's GPU ledger events. "
         "Kept as a tar.gz in the store with its sha256 in an evidence.stored audit event "
-        "(`gpubot evidence list|get`, checked by `gpubot audit verify`), and said in the "
+        "(`gpubot evidence list` and `get`, checked by `gpubot audit verify`), and said in the "
         "thread. Not `mutating`: it changes nothing on the node (the agent asks for the mutate "
         "token all the same: the bug report loads the node for minutes). Runbooks run it "
         "with on_failure: continue, so a node that cannot answer is still remediated.",

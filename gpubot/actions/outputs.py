@@ -1,7 +1,7 @@
 """The outputs of the built-in actions: what `steps.<id>.output.<key>` a runbook may read.
 
 The registry puts these on each ActionSpec that declares none itself, so `gpubot actions`,
-the README's reference and runbook validation read one source. An action without an entry
+the docs' actions reference and runbook validation read one source. An action without an entry
 here (nor on its spec) has undeclared outputs: validation does not check keys read from it.
 """
 

@@ -141,7 +141,7 @@ def create_agent_app(
 
     `/healthz`, `/readyz` and `/metrics` need no token: probes and Prometheus send none, and
     they tell no GPU's state, only how many NVML sees and counts of what the agent did (see
-    README, Node agent: logs, metrics and probes).
+    docs/operate/logs-and-alerts.md, "Node agent: logs, metrics and probes").
     """
     if isinstance(tokens, AgentTokens) and not tokens.read:
         raise ValueError("the agent needs its node's read token")

@@ -1,7 +1,7 @@
 """`gpubot actions [list|show NAME] [--json|--markdown]`: the action reference, from the registry.
 
-The README's action reference is this module's `--markdown` output, spliced between marker
-comments (`python scripts/actions_reference.py` rewrites it; a test keeps them equal).
+The docs' actions reference (docs/reference/actions.md) ends with this module's `--markdown`
+output (`python scripts/docs_reference.py` rewrites it; a test keeps them equal).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from gpubot.actions.base import ActionSpec
     from gpubot.engine.registry import Registry
 
-START = "<!-- actions-reference:start (generated: python scripts/actions_reference.py) -->"
-END = "<!-- actions-reference:end -->"
 _CONSTRAINTS = (
     ("minimum", ">= {}"),
     ("exclusiveMinimum", "> {}"),
@@ -38,7 +36,7 @@ def add_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None]) 
         description="List the actions of the registry, or show one: its args (name, type, "
         "default, constraints), its outputs (what `steps.<id>.output.<key>` can read), "
         "whether it changes the cluster, and the approval it needs. `--markdown` prints the "
-        "README's action reference.",
+        "docs' actions reference (docs/reference/actions.md).",
     )
     config_arg(p)
     p.add_argument("verb", nargs="?", choices=["list", "show"], default="list")
@@ -146,15 +144,6 @@ def markdown(registry: Registry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def splice(readme: str, generated: str) -> str:
-    """`readme` with the text between START and END replaced by `generated`."""
-    head, found, rest = readme.partition(START)
-    _old, found_end, tail = rest.partition(END)
-    if not found or not found_end:
-        raise ValueError(f"README has no {START!r} … {END!r} section")
-    return f"{head}{START}\n{generated}{END}{tail}"
-
-
 def show_lines(spec: ActionSpec[Any]) -> list[str]:
     lines = [spec.name, f"  {spec.description}"]
     lines.append(f"  mutating: {'yes' if spec.mutating else 'no'}; approval: {approval_of(spec)}")
@@ -221,4 +210,7 @@ def _anchor(name: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """One table cell for the docs site (Python-Markdown): a pipe in running text is escaped;
+    inside a code span it is not a column break there, and an escape would show."""
+    parts = text.replace("\n", " ").split("`")
+    return "`".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))

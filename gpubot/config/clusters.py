@@ -22,7 +22,9 @@ class ClusterAgentSettings(_Section):
         "IP of the agent pod scheduled on that node (namespace + selector)",
     )
     port: int = Field(9400, ge=1, le=65535, description="the agent's port at that address")
-    scheme: Literal["http", "https"] = "http"
+    scheme: Literal["http", "https"] = Field(
+        "http", description="how the bot speaks to the agents (https: with ca_file)"
+    )
     ca_file: Path | None = Field(None, description="CA bundle for https agents")
     namespace: str = Field(
         "gpubot", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="agent pods' namespace"
@@ -111,8 +113,15 @@ class ClusterSlurmSettings(_Section):
 
 
 class ClusterSettings(_Section):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
-    backend: Literal["simulated", "kubernetes", "slurm"] = "simulated"
+    name: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
+        description="the alert's `cluster` label (or a command's cluster=) picks this cluster",
+    )
+    backend: Literal["simulated", "kubernetes", "slurm"] = Field(
+        "simulated",
+        description="simulated (built in, 16 nodes of 8 H100), kubernetes (the official client) "
+        "or slurm (the Slurm commands on this host)",
+    )
     context: str | None = Field(None, description="kubeconfig context (kubernetes backend)")
     kubeconfig: Path | None = Field(
         None, description="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)"

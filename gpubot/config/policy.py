@@ -26,7 +26,9 @@ class GroupSettings(_Section):
 class PoolSettings(_Section):
     """A node pool: its nodes (clusters and Node labels) and the mode automation runs in."""
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    name: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="the pool's name, as plans show it"
+    )
     mode: PoolMode = Field(
         "remediate",
         description="observe (plan, tell, record; change nothing), quarantine (the automatic "
@@ -66,14 +68,25 @@ class PoolSettings(_Section):
 
 
 class BlastRadiusSettings(_Section):
-    max_cordoned_fraction: float = Field(0.25, ge=0, le=1)
-    max_cordoned_count: int = Field(4, ge=0)
-    max_concurrent_drains: int = Field(1, ge=0)
+    """How much of the fleet may be out of service at once: a step past a cap is held."""
+
+    max_cordoned_fraction: float = Field(
+        0.25, ge=0, le=1, description="cordoned GPU nodes at most, as a fraction of them"
+    )
+    max_cordoned_count: int = Field(
+        4,
+        ge=0,
+        description="cordoned GPU nodes at most, as a count; the cap is the smaller of the "
+        "two, never below one node while both are above zero",
+    )
+    max_concurrent_drains: int = Field(1, ge=0, description="drains running at once at most")
 
 
 class AttemptSettings(_Section):
-    max_attempts: int = Field(3, ge=1)
-    window: timedelta = timedelta(hours=24)
+    """Runs of one runbook on one node: no reset or reboot loops."""
+
+    max_attempts: int = Field(3, ge=1, description="runs at most within the window")
+    window: timedelta = Field(timedelta(hours=24), description="the span attempts are counted over")
 
     @field_validator("window", mode="before")
     @classmethod
@@ -143,9 +156,14 @@ def _default_groups() -> dict[str, GroupSettings]:
 
 
 class PolicySettings(_Section):
-    default_group: str = "oncall"
-    groups: dict[str, GroupSettings] = Field(default_factory=_default_groups)
-    approval_expiry: timedelta = timedelta(minutes=30)
+    default_group: str = Field("oncall", description="the approvers of a step that names none")
+    groups: dict[str, GroupSettings] = Field(
+        default_factory=_default_groups,
+        description="approver groups: name → Slack users and user groups",
+    )
+    approval_expiry: timedelta = Field(
+        timedelta(minutes=30), description="an approval request not decided within this expires"
+    )
     blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
     attempts: AttemptSettings = Field(default_factory=AttemptSettings)
     diag_level: int = Field(
@@ -201,7 +219,8 @@ class PolicySettings(_Section):
             raise ValueError(
                 "operators (local account → approver) is no longer read: break-glass "
                 "decisions are signed with the operator's SSH key; list the keys under "
-                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; README: Break-glass)"
+                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; "
+                "docs/operate/break-glass.md)"
             )
         return data
 

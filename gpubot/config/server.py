@@ -41,16 +41,18 @@ class LeaderElectionSettings(_Section):
         None,
         description="cluster whose API holds the Lease (default: the first kubernetes cluster)",
     )
-    namespace: str = "gpubot"
-    lease_name: str = "gpubot-leader"
+    namespace: str = Field("gpubot", description="the namespace of the Lease")
+    lease_name: str = Field("gpubot-leader", description="the Lease's name")
     identity: str | None = Field(None, description="this replica's name (default: host name)")
-    lease_seconds: float = Field(15.0, gt=1)
-    renew_seconds: float = Field(5.0, gt=0)
+    lease_seconds: float = Field(
+        15.0, gt=1, description="a leader that has not renewed for this long loses the Lease"
+    )
+    renew_seconds: float = Field(5.0, gt=0, description="how often the leader renews it")
 
 
 class WebSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(8080, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="the address `serve` binds (--host wins)")
+    port: int = Field(8080, ge=0, le=65535, description="the port `serve` binds (--port wins)")
     max_body_bytes: int = Field(
         1024 * 1024, ge=1024, description="larger request bodies get 413, on every endpoint"
     )

@@ -1,4 +1,4 @@
-"""`gpubot actions` reads the registry, and the README's action reference is its output."""
+"""`gpubot actions` reads the registry, and the docs' actions reference is its output."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 from gpubot.actions.outputs import OUTPUTS
 from gpubot.cli import main
-from gpubot.cli.actions import END, START, markdown
+from gpubot.cli.actions import markdown
 from gpubot.engine.registry import builtin_registry
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-REGENERATE = ".venv/bin/python scripts/actions_reference.py"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "actions.md"
+REGENERATE = ".venv/bin/python scripts/docs_reference.py"
 
 
 def _gpubot(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -23,15 +23,11 @@ def _gpubot(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return int(str(ended.value.code)), out.out, out.err
 
 
-def test_readme_action_reference_is_the_generated_one() -> None:
-    """The README section between the markers equals `gpubot actions --markdown`."""
-    text = README.read_text(encoding="utf-8")
-    assert START in text, f"README.md lost its {START} marker"
-    assert END in text, f"README.md lost its {END} marker"
-    section = text.split(START, 1)[1].split(END, 1)[0]
-    assert section == "\n" + markdown(builtin_registry()), (
-        f"README.md's action reference is out of date; regenerate it with `{REGENERATE}` "
-        "and commit README.md"
+def test_actions_page_ends_with_the_generated_reference() -> None:
+    """docs/reference/actions.md is its intro and then exactly `gpubot actions --markdown`."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.endswith("\n" + markdown(builtin_registry())), (
+        f"docs/reference/actions.md is out of date; regenerate it with `{REGENERATE}` and commit it"
     )
 
 

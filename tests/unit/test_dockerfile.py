@@ -123,5 +123,5 @@ def test_builder_copies_everything_the_package_build_reads() -> None:
 
 
 @pytest.mark.parametrize("needle", ["docker build -t", "gpubot agent"])
-def test_readme_documents_the_image(needle: str) -> None:
-    assert needle in (REPO / "README.md").read_text()
+def test_install_page_documents_the_image(needle: str) -> None:
+    assert needle in (REPO / "docs" / "install" / "kubernetes.md").read_text()

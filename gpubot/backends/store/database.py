@@ -131,7 +131,7 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
         # A commit is in the WAL file (the OS's cache) before the 2xx, so a killed process
         # loses nothing; only the fsync waits for the next checkpoint. A power loss may roll
         # the last commits back (never corrupt): Alertmanager sends them again. The fsync
-        # per commit was most of the cost of a write (benchmarks/ in the README).
+        # per commit was most of the cost of a write (docs/development/benchmarks.md).
         "PRAGMA synchronous=NORMAL",
         "PRAGMA busy_timeout=5000",  # wait for another process's write instead of failing
         "PRAGMA foreign_keys=ON",

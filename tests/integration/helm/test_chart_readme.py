@@ -1,4 +1,4 @@
-"""The README's Deployment section installs what it says: its values files render, validate and
+"""The docs' Kubernetes install page installs what it says: its values files render, validate and
 load, and its Secrets carry the names and keys the chart reads."""
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ from gpubot.config import load_settings
 
 
 def _section() -> str:
-    readme = (REPO / "README.md").read_text()
-    start = readme.index("## Deployment")
-    return readme[start : readme.index("\n## ", start + 1)]
+    return (REPO / "docs" / "install" / "kubernetes.md").read_text()
 
 
 def _values_file(name: str) -> dict[str, Any]:
     blocks = re.findall(r"```yaml\n(# " + re.escape(name) + r"\n.*?)```", _section(), re.S)
-    assert len(blocks) == 1, f"README shows {name} {len(blocks)} times"
+    assert len(blocks) == 1, f"the install page shows {name} {len(blocks)} times"
     return dict(yaml.safe_load(blocks[0]))
 
 
@@ -39,7 +37,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _secret_commands() -> dict[str, set[str]]:
-    """Secret name → keys, from the README's `kubectl create secret generic` commands."""
+    """Secret name → keys, from the install page's `kubectl create secret generic` commands."""
     found: dict[str, set[str]] = {}
     for command in re.findall(r"create secret generic (.*?)(?:\n\n|```)", _section(), re.S):
         name = command.split()[0]
@@ -94,7 +92,9 @@ def test_readme_secrets_are_the_ones_the_chart_reads() -> None:
             assert keys == {"token"}
             continue
         for key in keys:
-            assert (name, key) in refs, f"README creates {name}/{key}; the chart never reads it"
+            assert (name, key) in refs, (
+                f"the install page creates {name}/{key}; the chart never reads it"
+            )
     assert ("gpubot-postgres", "url") in refs
     assert {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "GPUBOT_WEBHOOK_TOKEN"} <= (
         secrets["gpubot-tokens"]

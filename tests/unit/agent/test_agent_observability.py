@@ -270,9 +270,10 @@ def _xid_body() -> dict[str, object]:
     return {"alerts": [{"labels": labels}]}
 
 
-def test_readme_lists_every_agent_metric_and_no_other(metrics: AgentMetrics) -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
-    documented = set(re.findall(r"^\| `(gpubot_agent_[a-z_]+)` \|", readme, flags=re.M))
+def test_metrics_reference_lists_every_agent_metric_and_no_other(metrics: AgentMetrics) -> None:
+    reference = Path(__file__).parents[3] / "docs" / "reference" / "metrics.md"
+    page = reference.read_text(encoding="utf-8").split("## `gpubot agent`", 1)[1]
+    documented = set(re.findall(r"^\| `(gpubot_agent_[a-z_]+)` \|", page, flags=re.M))
     exported = {
         m.name + ("_total" if m.type == "counter" else "") for m in metrics.registry.collect()
     }
