@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind8` entries they miss are listed in HOLDOUT_MISSES … BLIND8_MISSES
+`blind3` to `blind9` entries they miss are listed in HOLDOUT_MISSES … BLIND9_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -47,6 +47,22 @@ BLIND8B_MISSES: dict[str, str] = {
     "w-018": "PBS's exit status 271 is not read; the owner's 'exit with OOM' gives cannot_tell",
     "w-028": "a restart's supervisorctl line is read as a requested stop; the cause is unknown",
 }
+# The ninth part, measured before any rule was changed for it (85.9 %, 55 of 64): its misses, by
+# family of evidence.
+BLIND9_MISSES: dict[str, str] = {
+    "x-019": "a memory cgroup's usage beside its limit in bytes, with the owner's 'OOMkilled', "
+    "gives cannot_tell",
+    "x-020": "Moab's 'exceeded MEM usage hard limit (2528 > 1126)' is not read as a memory limit",
+    "x-027": "systemd's 'killed by the kernel oom killer' (after oomd's candidate list) gives "
+    "cannot_tell",
+    "x-044": "a SysV segment refused as EINVAL above SHMMAX gives cannot_tell",
+    "x-045": "PostgreSQL's shmget 'Invalid argument' above SHMMAX gives cannot_tell",
+    "x-052": "cudaMalloc failing with 'an illegal memory access was encountered' is read as a "
+    "GPU OOM",
+    "x-058": "a CUDA shared memory region not registered under a driver mismatch gives cannot_tell",
+    "x-060": "Redis's 'OOM command not allowed when used memory > maxmemory' gives cannot_tell",
+    "x-061": "Redis's OOM reply to a write at maxmemory gives cannot_tell",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -59,6 +75,7 @@ KNOWN_MISSES = {
     **BLIND7_MISSES,
     **BLIND8_MISSES,
     **BLIND8B_MISSES,
+    **BLIND9_MISSES,
 }
 
 
@@ -81,7 +98,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 9)), "blind8b")
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 10)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -96,6 +113,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind7" for key in BLIND7_MISSES)
     assert all(split[key] == "blind8" for key in BLIND8_MISSES)
     assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
+    assert all(split[key] == "blind9" for key in BLIND9_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
