@@ -17,6 +17,7 @@ from gpubot.domain.oom_not_memory import (
     STOP_REQUESTED,
 )
 from gpubot.domain.oom_numbers import AllocatorNumbers, GiB, device_capacity, read_numbers
+from gpubot.domain.oom_reported import MEMCG_FILES, memcg_files_at_limit
 from gpubot.domain.oom_scan import Confidence, Lines, Match, OomClass, find, find_first, log_lines
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
@@ -100,7 +101,7 @@ def gather(
     return Facts(
         gpu_oom=tuple(gpu),
         shm=tuple(find_first(SHM, lines)),
-        host=tuple(find_first(HOST, lines)),
+        host=_host_matches(lines),
         negatives=tuple(find_first(NEGATIVE, lines)),
         liveness=liveness,
         evicted_not_memory=find(NON_MEMORY_EVICTION, lines),
@@ -116,6 +117,13 @@ def gather(
             device_bytes=device_bytes or (device_capacity(scanned) if gpu else None),
         ),
     )
+
+
+def _host_matches(lines: Lines) -> tuple[Match, ...]:
+    """Host memory families, then a memory cgroup's files read at their limit."""
+    found = tuple(find_first(HOST, lines))
+    at_limit = memcg_files_at_limit(lines) if "_in_bytes" in lines.lowered else ()
+    return (*found, Match(MEMCG_FILES, at_limit)) if at_limit else found
 
 
 @dataclass(frozen=True)
