@@ -42,11 +42,9 @@ BLIND8_MISSES: dict[str, str] = {
     "(the thread suspects a CPU-only build)",
 }
 # The second half of the eighth part: its 8 misses before its rules (71.4 %) are listed by
-# family in the fixtures' README; these two are left.
+# family in the fixtures' README; this one is left.
 BLIND8B_MISSES: dict[str, str] = {
     "w-018": "PBS's exit status 271 is not read; the owner's 'exit with OOM' gives cannot_tell",
-    "w-028": "the same excerpt as train h-058 (labelled not_oom, a requested restart): the "
-    "rules follow the train label",
 }
 # The ninth part's 9 misses before its rules (85.9 %) are listed by family in the fixtures'
 # README; none is left.
