@@ -1,4 +1,5 @@
-"""The OOM triage's other sources: the node's kernel log around the death, memory metrics."""
+"""The OOM triage's other sources: the node's kernel log around the death, memory metrics,
+and on Slurm the job's accounting state."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from gpubot.actions.base import ActionContext
 from gpubot.domain.fleet.cluster import PodInfo
+from gpubot.domain.fleet.slurm import JOB_KIND, STATE_ANNOTATION
 from gpubot.errors import GpubotError
 from gpubot.knowledge.oom.sources import Sources
 
@@ -70,4 +72,6 @@ async def gather_sources(
         gpu_used_mib=used,
         gpu_total_mib=device_bytes / MIB if device_bytes else None,
         shm_bytes=pod.shm_size_bytes,
+        on_slurm=pod.owner_kind == JOB_KIND,
+        job_state=pod.annotations.get(STATE_ANNOTATION) or None,
     )

@@ -65,6 +65,12 @@ async def _device_bytes(ctx: ActionContext, node: str) -> int | None:
     return device_capacity(info.gpu_product) if info.gpu_product else None
 
 
+SLURM_CAUSE_ADVICE = (
+    "Read `sacct -j <job> --format=JobID,State,Elapsed,Timelimit,Reason` for the limit or "
+    "request that ended it (raise --time, resubmit after a preemption)."
+)
+
+
 async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     # The classifier's rule tables load when a triage step runs, not with the registry that
     # `runbooks validate` and `plan` build.
@@ -92,11 +98,11 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     text = "\n".join(x for x in (logs, last.message if last else "", warnings) if x)
     device = await _device_bytes(ctx, pod.node)
 
-    def judge(log: str) -> Triage:
+    def judge(log: str, reason: str | None = last.reason if last else None) -> Triage:
         return classify(
             log,
             exit_code=last.exit_code if last else None,
-            reason=last.reason if last else None,
+            reason=reason,
             alert_reason=p.reason or None,
             shm_bytes=pod.shm_size_bytes,
             liveness_failed=liveness,
@@ -107,12 +113,20 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     died = last.finished_at if last else None
     sources = await gather_sources(ctx, pod, died=died, window=p.window, device_bytes=device)
     combined = combine(verdict, sources)
-    if combined.cls != verdict.cls:
+    advice: dict[str, object] = {}
+    if combined.kernel_lines and combined.cls != verdict.cls:
         # The kernel log decided: the verdict and its advice are those of the kernel's lines.
         verdict = judge("\n".join((*combined.kernel_lines, text)))
+    elif combined.family == "slurm_out_of_memory":
+        # Slurm's accounting says its memory cgroup killed the job: judged as OOMKilled.
+        verdict = judge(text, reason="OOMKilled")
+    elif combined.family == "slurm_job_ended_for_cause":
+        # Slurm's accounting gave the SIGKILL its cause: say so, not how to find one.
+        advice = {"advice": [f"{combined.evidence[0]}: not an OOM. {SLURM_CAUSE_ADVICE}"]}
     peak = sources.gpu_used_mib
     return {
         **verdict.as_json(),
+        **advice,
         "class": combined.cls,
         "family": combined.family,
         "confidence": combined.confidence,

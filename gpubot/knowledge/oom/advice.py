@@ -303,6 +303,16 @@ OTHER: dict[str, tuple[str, ...]] = {
         "check the size and flags passed (pinned memory and its driver support, a size of 0 or "
         "past a limit).",
     ),
+    "shm_segment_over_kernel_limit": (
+        "The kernel refused a System V shared memory segment larger than it allows (SHMMAX, "
+        "SHMALL): raise kernel.shmmax/kernel.shmall, or ask for less (PostgreSQL's "
+        "shared_buffers). Nothing ran out; a larger /dev/shm will not help.",
+    ),
+    "application_memory_cap": (
+        "A store refused writes at its own memory cap (Redis maxmemory, memcached -m): raise "
+        "the cap or set an eviction policy (maxmemory-policy). The process was not killed and "
+        "the host's memory is not the limit.",
+    ),
     "disk_full": (
         "A disk, not memory, is full: find which filesystem (`df -h`): ephemeral storage, a "
         "cache (HF_HOME, ~/.cache, /tmp), checkpoints. /dev/shm would be named in the message.",

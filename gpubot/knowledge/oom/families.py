@@ -21,6 +21,11 @@ _I = re.IGNORECASE
 # A line that only advises what to do if an OOM happens ("If you encounter CUDA out of memory,
 # try --tile") is not evidence that one did.
 _ADVICE = r"\b(?:if|when|in case) you (?:encounter|get|see|hit|run into|face|meet|have)\b"
+# CUDA errors that are not a shortage of memory, as a failed call reports them.
+_OTHER_CUDA_ERROR = (
+    r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
+    r"|unspecified launch failure|misaligned address"
+)
 _HEDGED = r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
 # TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
 # pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
@@ -60,7 +65,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"|cuMemAlloc(?:Async)? failed|CUDA driver error: out of memory"
             r"|\bHIP_ERROR_OutOfMemory\b|\bhipErrorOutOfMemory\b"  # ROCm's codes
         ),
-        unless=_p(_ADVICE, _I),
+        # An allocation call that failed with another error's name failed for that error
+        # (a context poisoned by an earlier illegal access refuses every call after it).
+        unless=_p(_ADVICE + "|" + _OTHER_CUDA_ERROR, _I),
     ),
     Family(
         "cudnn_cublas_alloc_failed",

@@ -137,7 +137,8 @@ NEGATIVE: tuple[Family, ...] = (
             r"driver version is insufficient|CUDA_ERROR_NO_DEVICE|no CUDA-capable device"
             r"|NVIDIA driver on your system is too old|Driver/library version mismatch"
             r"|found no NVIDIA driver|CUDA driver version is insufficient"
-            r"|forward compatibility was attempted",
+            r"|forward compatibility was attempted|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
+            r"|unsupported display driver / cuda driver combination",
             _I,
         ),
     ),
@@ -192,6 +193,27 @@ NEGATIVE: tuple[Family, ...] = (
             r"|shared memory[^\n]{0,200}?Interrupted system call",
             _I,
         ),
+    ),
+    # A System V segment larger than the kernel allows (SHMMAX) is refused as an invalid
+    # argument: a setting to raise, not shared memory that ran out.
+    Family(
+        "shm_segment_over_kernel_limit",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bexceeded (?:your|the) kernel's SHMMAX\b"
+            r"|\bshmget\([^)\n]{0,80}\) failed: Invalid argument"
+            r"|could not create shared memory segment: Invalid argument",
+            _I,
+        ),
+    ),
+    # A store refusing writes at its own configured memory cap (Redis's maxmemory, memcached's
+    # item memory): the process is alive and nothing was killed.
+    Family(
+        "application_memory_cap",
+        "not_oom",
+        "medium",
+        _p(r"\bOOM command not allowed when used memory\b|SERVER_ERROR out of memory storing"),
     ),
     # An allocation refused as an invalid argument (EINVAL) is a wrong call, not a shortage.
     Family(

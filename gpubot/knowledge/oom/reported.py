@@ -127,15 +127,33 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\bMarked \S{1,300} for killing due to memory pressure"
         ),
     ),
-    # A batch scheduler or job runner that stopped the job for its memory.
+    # What killed it, named by whatever saw the kill: systemd for a unit ("A process of this
+    # unit has been killed by the OOM killer"), or a report of it. Not a guess at a cause.
+    Family(
+        "killed_by_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(r"\b(?:has been|was|were|got) killed by the (?:kernel(?:'s)? )?OOM[- ]killer\b", _I),
+        unless=_p(r"\b(?:may|might|could|possibl\w{1,4}|probabl\w{1,4}|perhaps|if|whether)\b", _I),
+    ),
+    # A batch scheduler or job runner that stopped the job for its memory: Slurm's and PBS's
+    # wordings, and Moab's (TORQUE) hard limit, which it enforces by deleting the job.
     Family(
         "batch_scheduler_memory_kill",
         "host_oom_killed",
         "medium",
         _p(
-            r"\bExceeded (?:step|job) memory limit\b|\bexceeded a memory resource limit\b",
+            r"\bExceeded (?:step|job) memory limit\b|\bexceeded a memory resource limit\b"
+            r"|\bexceeded (?:MEM|memory|vmem|pmem) usage hard limit\b",
             _I,
         ),
+    ),
+    # The memory cgroup's own count of OOM kills (cgroup v2's memory.events, or vmstat's).
+    Family(
+        "memcg_oom_kill_count",
+        "host_oom_killed",
+        "high",
+        _p(r"^\s{0,8}oom_kill [1-9]\d{0,9}\s*$", re.MULTILINE),
     ),
     # A notebook service that restarted the kernel for its memory (Colab).
     Family(
@@ -158,3 +176,40 @@ REPORTED_SIGKILL = (
     r"|\bsrun: error: \S{1,120}: tasks? [\d,-]{1,40}: Killed\b"
     r"|\bWTERMSIG 9\b|\bkilled by (?:an )?unknown signal\b"
 )
+
+
+# A memory cgroup's files read by hand (cgroup v1): a usage, or the peak usage, at its limit.
+_MEMCG_FILE = _p(r"\bmemory\.(max_usage|usage|limit)_in_bytes\b[^\d\n]{0,40}(\d{4,20})?")
+_NUMBER_LINE = _p(r"^\s{0,8}(\d{4,20})\s*$")
+_NO_LIMIT = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2^63 - 1
+MEMCG_FILES = Family(
+    "memcg_usage_at_limit",
+    "host_oom_killed",
+    "medium",
+    _MEMCG_FILE,
+)
+
+
+def memcg_files_at_limit(lines: list[str]) -> tuple[str, ...]:
+    """The lines where a cgroup's usage_in_bytes (or max_usage) reads at least its
+    limit_in_bytes: the value on the same line, or alone on the next (`cat file` output)."""
+    usage: tuple[int, str] | None = None
+    limit: tuple[int, str] | None = None
+    for i, line in enumerate(lines):
+        if "_in_bytes" not in line:
+            continue
+        for m in _MEMCG_FILE.finditer(line):
+            value = m.group(2)
+            if value is None and i + 1 < len(lines):
+                following = _NUMBER_LINE.match(lines[i + 1])
+                value = following.group(1) if following else None
+            if value is None:
+                continue
+            number = int(value)
+            if m.group(1) == "limit":
+                limit = (number, line)
+            elif usage is None or number > usage[0]:
+                usage = (number, line)
+    if usage is None or limit is None or limit[0] >= _NO_LIMIT or usage[0] < limit[0]:
+        return ()
+    return tuple(dict.fromkeys((usage[1], limit[1])))

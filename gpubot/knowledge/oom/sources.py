@@ -4,8 +4,11 @@ The log's verdict comes first. The node's kernel log around the death is read fo
 killer line that names the pod's cgroup (its UID): that is decisive where the log alone could
 not tell (a bare SIGKILL, memory words without a family, nothing at all). The container's
 memory working set against its limit, the GPU's framebuffer use before the death and the
-pod's /dev/shm size agree with the verdict, disagree with it, or say nothing; a source that
-could not be read is named as missing. Pure: the action gathers, this judges.
+pod's /dev/shm size agree with the verdict, disagree with it, or say nothing; on Slurm, the
+job's accounting state does too, and it decides a bare SIGKILL that Slurm recorded with a
+cause of its own (a time limit, a preemption, a cancel, a node failure; OUT_OF_MEMORY is the
+job's memory cgroup). A source that could not be read is named as missing. Pure: the action
+gathers, this judges.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ class Sources:
     gpu_used_mib: float | None = None
     gpu_total_mib: float | None = None
     shm_bytes: int | None = None
+    # Slurm's accounting state for the job (sacct's State: OUT_OF_MEMORY, TIMEOUT, ...): read
+    # only for a Slurm job (`on_slurm`); None there when Slurm could not say.
+    on_slurm: bool = False
+    job_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,43 @@ def _shm(cls: OomClass, s: Sources) -> Finding:
     return Finding("shm_size", "agrees" if cls == "shm_exhausted" and small else "silent", says)
 
 
+# Slurm states that end a job for a cause of their own, and what that cause is.
+_SLURM_CAUSE: dict[str, str] = {
+    "TIMEOUT": "its time limit",
+    "DEADLINE": "its deadline",
+    "PREEMPTED": "a preemption",
+    "CANCELLED": "a cancel request",
+    "NODE_FAIL": "its node failing",
+    "BOOT_FAIL": "its node failing to boot",
+}
+_OOM_CLASSES: frozenset[OomClass] = frozenset(
+    {"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted"}
+)
+
+
+def _accounting(cls: OomClass, s: Sources) -> Finding | None:
+    """Slurm's accounting state's word on the verdict; None for a job that is not Slurm's."""
+    if not s.on_slurm:
+        return None
+    state = (s.job_state or "").split(" ")[0].upper()  # "CANCELLED by 1000" as sacct prints it
+    if not state:
+        return Finding("job_accounting", "missing", "Slurm's accounting state is not known")
+    if state == "OUT_OF_MEMORY":
+        says = "Slurm recorded the job OUT_OF_MEMORY (its memory cgroup's OOM kill)"
+        if cls == "host_oom_killed":
+            return Finding("job_accounting", "agrees", says)
+        return Finding("job_accounting", "decides" if cls in _UNDECIDED else "disagrees", says)
+    cause = _SLURM_CAUSE.get(state)
+    if cause is None:
+        return Finding("job_accounting", "silent", f"Slurm recorded the job {state}")
+    says = f"Slurm recorded the job {state}: it was ended by {cause}"
+    if cls == "killed_unknown":
+        return Finding("job_accounting", "decides", says)
+    # A real OOM may still be what a cancel followed (slurmstepd cancels a step after an OOM
+    # kill): the state does not overrule the log's evidence.
+    return Finding("job_accounting", "silent", says)
+
+
 def combine(triage: Triage, sources: Sources) -> Combined:
     """The log's verdict, decided by the kernel log where the log could not tell, with what
     every source said."""
@@ -152,14 +196,23 @@ def combine(triage: Triage, sources: Sources) -> Combined:
     kernel, kernel_lines = _kernel(triage, sources)
     cls, family, confidence = triage.cls, triage.family, triage.confidence
     evidence = triage.evidence
+    accounting = _accounting(cls, sources)
     if kernel.status == "decides":
         cls, family, confidence = "host_oom_killed", "kernel_oom_killer_for_pod", "high"
         evidence = (*(clip(line) for line in kernel_lines[-4:]), *evidence)
+        accounting = _accounting(cls, sources)
+    elif accounting is not None and accounting.status == "decides":
+        if "OUT_OF_MEMORY" in accounting.says:
+            cls, family, confidence = "host_oom_killed", "slurm_out_of_memory", "high"
+        else:
+            cls, family, confidence = "not_oom", "slurm_job_ended_for_cause", "medium"
+        evidence = (accounting.says, *evidence)
     findings = (
         log,
         kernel,
         _memory(cls, sources),
         _gpu(cls, sources),
         _shm(cls, sources),
+        *((accounting,) if accounting is not None else ()),
     )
     return Combined(cls, family, confidence, evidence, findings, kernel_lines)

@@ -22,6 +22,7 @@ from gpubot.knowledge.oom.not_memory import (
     SIGKILL,
     STOP_REQUESTED,
 )
+from gpubot.knowledge.oom.reported import MEMCG_FILES, memcg_files_at_limit
 from gpubot.knowledge.oom.scan import (
     Confidence,
     Lines,
@@ -113,7 +114,7 @@ def gather(
     return Facts(
         gpu_oom=tuple(gpu),
         shm=tuple(find_first(SHM, lines)),
-        host=tuple(find_first(HOST, lines)),
+        host=_host_matches(lines),
         negatives=tuple(find_first(NEGATIVE, lines)),
         liveness=liveness,
         evicted_not_memory=find(NON_MEMORY_EVICTION, lines),
@@ -129,6 +130,13 @@ def gather(
             device_bytes=device_bytes or (device_capacity(scanned) if gpu else None),
         ),
     )
+
+
+def _host_matches(lines: Lines) -> tuple[Match, ...]:
+    """Host memory families, then a memory cgroup's files read at their limit."""
+    found = tuple(find_first(HOST, lines))
+    at_limit = memcg_files_at_limit(lines) if "_in_bytes" in lines.lowered else ()
+    return (*found, Match(MEMCG_FILES, at_limit)) if at_limit else found
 
 
 @dataclass(frozen=True)

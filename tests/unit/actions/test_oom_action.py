@@ -95,3 +95,25 @@ def test_the_runbook_takes_the_reason_from_the_alert_and_does_without_it() -> No
     del labels["reason"]
     params = resolve_params(runbook, base={"alert": {"labels": labels}}, given={})
     assert params["reason"] is None
+
+
+class SlurmJobTimedOut(SimulatedKube):
+    """The pod is a Slurm job that Slurm's accounting recorded TIMEOUT."""
+
+    async def get_pod(self, *, namespace: str, name: str) -> Any:
+        from dataclasses import replace
+
+        from gpubot.domain.fleet.slurm import JOB_KIND, STATE_ANNOTATION
+
+        pod = await super().get_pod(namespace=namespace, name=name)
+        return replace(pod, owner_kind=JOB_KIND, annotations={STATE_ANNOTATION: "TIMEOUT"})
+
+
+async def test_a_slurm_jobs_accounting_state_gives_its_sigkill_a_cause() -> None:
+    cluster = SimulatedCluster.default()
+    _last_state(cluster, reason="Error", exitCode=137, message="")
+    cluster.kube = SlurmJobTimedOut(cluster)
+    out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD))
+    assert (out["class"], out["family"]) == ("not_oom", "slurm_job_ended_for_cause")
+    assert "job_accounting" in out["sources_agreed"]
+    assert out["advice"][0].startswith("Slurm recorded the job TIMEOUT")

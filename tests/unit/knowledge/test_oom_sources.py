@@ -96,3 +96,42 @@ def test_a_hostile_kernel_log_is_read_in_bounded_time() -> None:
     start = time.perf_counter()
     assert kernel_oom_lines(hostile, pod_uid=UID) == ()
     assert time.perf_counter() - start < 2  # generous on a loaded 2-core machine
+
+
+def test_slurm_accounting_gives_a_bare_sigkill_its_cause() -> None:
+    """A SIGKILL with no cause in the log, on a job Slurm recorded TIMEOUT: the time limit
+    ended it, not memory."""
+    out = combine(classify("Killed"), Sources(on_slurm=True, job_state="TIMEOUT"))
+    assert (out.cls, out.family) == ("not_oom", "slurm_job_ended_for_cause")
+    assert out.evidence[0] == "Slurm recorded the job TIMEOUT: it was ended by its time limit"
+    assert {f.source: f.status for f in out.findings}["job_accounting"] == "decides"
+
+
+def test_slurm_out_of_memory_decides_what_the_log_could_not_tell() -> None:
+    out = combine(classify("Killed"), Sources(on_slurm=True, job_state="OUT_OF_MEMORY"))
+    assert (out.cls, out.family, out.confidence) == (
+        "host_oom_killed",
+        "slurm_out_of_memory",
+        "high",
+    )
+    host = combine(
+        classify("Memory cgroup out of memory: Killed process 7 (python)"),
+        Sources(on_slurm=True, job_state="OUT_OF_MEMORY"),
+    )
+    assert {f.source: f.status for f in host.findings}["job_accounting"] == "agrees"
+
+
+def test_a_cancel_does_not_overrule_an_oom_in_the_log() -> None:
+    """slurmstepd cancels a step after its OOM kill: the log's OOM stands."""
+    log = classify("slurmstepd: error: Detected 1 oom-kill event(s) in step 9.0 cgroup.")
+    out = combine(log, Sources(on_slurm=True, job_state="CANCELLED by 0"))
+    assert out.cls == "host_oom_killed"
+    assert {f.source: f.status for f in out.findings}["job_accounting"] == "silent"
+
+
+def test_job_accounting_is_missing_on_slurm_and_absent_elsewhere() -> None:
+    on_slurm = combine(classify("Killed"), Sources(on_slurm=True))
+    assert "job_accounting" in on_slurm.missing
+    assert on_slurm.cls == "killed_unknown"
+    elsewhere = combine(classify("Killed"), Sources())
+    assert all(f.source != "job_accounting" for f in elsewhere.findings)
