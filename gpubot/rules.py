@@ -47,10 +47,13 @@ def build_policy(settings: Settings) -> Policy:
                 match=dict(pool.match),
                 approvers={str(level): group for level, group in pool.approvers.items()},
                 window=parse_window(pool.window) if pool.window else None,
+                evidence_required=p.evidence_required
+                if pool.evidence_required is None
+                else pool.evidence_required,
             )
             for pool in p.pools
         ),
-        default_pool=Pool(DEFAULT_POOL, mode=p.mode),
+        default_pool=Pool(DEFAULT_POOL, mode=p.mode, evidence_required=p.evidence_required),
         digest=policy_digest(p.model_dump(mode="json")),
     )
 

@@ -94,6 +94,9 @@ class ActionSpec(Generic[P]):
     auto_allowed: bool = True
     # Which blast-radius cap the step counts against.
     blast: Literal["cordon", "drain"] | None = None
+    # Gathers evidence: when it fails, the node's pool (evidence_required) decides whether
+    # the run goes on (the failure is said, not counted against the run) or stops there.
+    evidence: bool = False
     # What run() returns, key → meaning, for `steps.<id>.output.<key>` in runbooks; None when
     # undeclared (then nothing checks what a runbook reads from it).
     outputs: Mapping[str, str] | None = None

@@ -48,6 +48,12 @@ class PoolSettings(_Section):
         description="Node labels the node must carry with exactly these values (all of them); "
         "empty: every node of the clusters",
     )
+    evidence_required: bool | None = Field(
+        None,
+        description="a failed evidence gathering stops the run before anything destructive "
+        "(true) or is said in the thread while the run goes on (false); unset: "
+        "policy.evidence_required",
+    )
 
     @field_validator("window")
     @classmethod
@@ -160,6 +166,12 @@ class PolicySettings(_Section):
         "remediate",
         description="the mode of nodes no pool selects (the default pool): observe, "
         "quarantine or remediate",
+    )
+    evidence_required: bool = Field(
+        False,
+        description="when node.gather_evidence fails: false says so in the thread and the run "
+        "goes on (it can still end succeeded); true stops the run there, before the reset, "
+        "reboot or hand-off it was keeping evidence for. A pool may set its own",
     )
     pools: list[PoolSettings] = Field(
         default_factory=list,

@@ -37,6 +37,9 @@ class Pool:
     approvers: Mapping[str, str] = field(default_factory=dict)
     # Outside it, a step that needs an approval waits (held) even when approved.
     window: MaintenanceWindow | None = None
+    # A failed evidence gathering stops the run before anything destructive (True), or is
+    # said in the thread and the run goes on (False).
+    evidence_required: bool = False
 
     def approver_group(self, *, level: str, step_group: str | None, default: str) -> str:
         return self.approvers.get(level) or step_group or default
@@ -54,6 +57,7 @@ class Pool:
             "match": dict(sorted(self.match.items())),
             "approvers": dict(sorted(self.approvers.items())),
             "window": str(self.window) if self.window else None,
+            "evidence_required": self.evidence_required,
         }
 
 

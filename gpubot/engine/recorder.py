@@ -134,14 +134,18 @@ class RunRecorder:
         text = messages._short(output, 300)
         await self.say(run, messages.step_message(run, done, action=step.action, text=text))
 
-    async def failed(self, run: Run, step: Step, state: StepState, error: str) -> None:
+    async def failed(
+        self, run: Run, step: Step, state: StepState, error: str, *, note: str = ""
+    ) -> None:
+        """Recorded with its error; the thread reads `note` when given (else the error)."""
         failed = replace(
             state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
         )
         result = {"ok": False, "error": error, "on_failure": step.on_failure}
         event = self.event(run, "step.failed", step=step, args=state.args, result=result)
         await self.save(failed, event=event)
-        await self.say(run, messages.step_message(run, failed, action=step.action, text=error))
+        text = note or error
+        await self.say(run, messages.step_message(run, failed, action=step.action, text=text))
 
     async def skip_to(self, run: Run, step: Step, target: str) -> None:
         """A failed step's `goto`: the unfinished steps between it and `target` are skipped."""
@@ -263,8 +267,14 @@ class RunRecorder:
     async def finish(self, run: Run, states: list[StepState]) -> Run:
         if not run.status.finished:
             failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
+            # An evidence gathering the node's pool did not require does not fail the run.
+            without = [s.step_id for s in states if s.output.get("not_required")]
+            failed = [f for f in failed if f not in without]
             status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
             note = f"failed step(s): {', '.join(failed)}" if failed else ""
+            if without:
+                gone = f"went on without evidence ({', '.join(without)} failed)"
+                note = f"{note}; {gone}" if note else gone
             # The end and its event in one transaction (as audit() would write it).
             finished = self.event(run, "run.finished", result={"status": status.value})
             run = await self.set_run(run, status, note, event=finished)
