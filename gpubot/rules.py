@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpubot.config import Settings
+from gpubot.config.policy import EscalationSettings
 from gpubot.domain.approvals import ApproverGroup
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.policy import AttemptCap, BlastRadius, Policy
@@ -55,12 +56,36 @@ def build_policy(settings: Settings) -> Policy:
         ),
         default_pool=Pool(DEFAULT_POOL, mode=p.mode, evidence_required=p.evidence_required),
         digest=policy_digest(p.model_dump(mode="json")),
+        pool_blast={
+            pool.name: BlastRadius(
+                **{
+                    **p.blast_radius.model_dump(),
+                    **pool.blast_radius.model_dump(exclude_unset=True),
+                }
+            )
+            for pool in p.pools
+            if pool.blast_radius is not None
+        },
+        pool_escalation={
+            pool.name: escalation_of(
+                p.escalation.model_copy(update=pool.escalation.model_dump(exclude_unset=True))
+            )
+            for pool in p.pools
+            if pool.escalation is not None
+        },
+        pool_diag_level={
+            pool.name: pool.diag_level for pool in p.pools if pool.diag_level is not None
+        },
     )
 
 
 def build_escalation(settings: Settings) -> EscalationPolicy:
     """policy.escalation: what a GPU's history changes in an XID run."""
-    e = settings.policy.escalation
+    return escalation_of(settings.policy.escalation)
+
+
+def escalation_of(e: EscalationSettings) -> EscalationPolicy:
+    """One escalation block (global, or a pool's over it) as the domain reads it."""
     return EscalationPolicy(
         xid_repeat_window=e.xid_repeat_window,
         repeat_xids=frozenset(e.repeat_xids),

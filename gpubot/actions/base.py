@@ -44,6 +44,8 @@ class ActionContext:
     # the policy that reads it; None where nothing is kept (a plan without a store).
     ledger: GpuLedger | None = None
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
+    # The DCGM diagnostics level of the node's pool; None: the configured policy.diag_level.
+    diag_level: int | None = None
     incident_id: str | None = None  # the run's incident, for the ledger's rows
     # Where evidence bundles are kept (the store), and the step that gathers one.
     evidence: EvidenceStore | None = None

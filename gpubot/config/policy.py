@@ -23,54 +23,6 @@ class GroupSettings(_Section):
     usergroups: list[str] = Field(default_factory=list, description="Slack user-group ids (S…)")
 
 
-class PoolSettings(_Section):
-    """A node pool: its nodes (clusters and Node labels) and the mode automation runs in."""
-
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
-    mode: PoolMode = Field(
-        "remediate",
-        description="observe (plan, tell, record; change nothing), quarantine (the automatic "
-        "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
-    )
-    clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
-    window: str | None = Field(
-        None,
-        description="maintenance window, UTC: '[days ]HH:MM-HH:MM' (`sat,sun 02:00-06:00`, "
-        "`22:00-04:00`); outside it, steps that need an approval wait, even once approved",
-    )
-    approvers: dict[Literal["required", "two-person"], str] = Field(
-        default_factory=dict,
-        description="approval level → the approver group asked for this pool's nodes "
-        "(a group of policy.groups); a level not named keeps the runbook's group",
-    )
-    match: dict[str, str] = Field(
-        default_factory=dict,
-        description="Node labels the node must carry with exactly these values (all of them); "
-        "empty: every node of the clusters",
-    )
-    evidence_required: bool | None = Field(
-        None,
-        description="a failed evidence gathering stops the run before anything destructive "
-        "(true) or is said in the thread while the run goes on (false); unset: "
-        "policy.evidence_required",
-    )
-
-    @field_validator("window")
-    @classmethod
-    def _window(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_window(value)
-        return value
-
-    @field_validator("match")
-    @classmethod
-    def _label_keys(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, wanted in value.items():
-            if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(wanted):
-                raise ValueError(f"{key!r}: {wanted!r} is not a Kubernetes label key and value")
-        return value
-
-
 class BlastRadiusSettings(_Section):
     max_cordoned_fraction: float = Field(0.25, ge=0, le=1)
     max_cordoned_count: int = Field(4, ge=0)
@@ -141,6 +93,68 @@ class EscalationSettings(_Section):
     @classmethod
     def _windows(cls, value: Any) -> Any:
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
+
+
+class PoolSettings(_Section):
+    """A node pool: its nodes (clusters and Node labels) and the mode automation runs in."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    mode: PoolMode = Field(
+        "remediate",
+        description="observe (plan, tell, record; change nothing), quarantine (the automatic "
+        "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
+    )
+    clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
+    window: str | None = Field(
+        None,
+        description="maintenance window, UTC: '[days ]HH:MM-HH:MM' (`sat,sun 02:00-06:00`, "
+        "`22:00-04:00`); outside it, steps that need an approval wait, even once approved",
+    )
+    approvers: dict[Literal["required", "two-person"], str] = Field(
+        default_factory=dict,
+        description="approval level → the approver group asked for this pool's nodes "
+        "(a group of policy.groups); a level not named keeps the runbook's group",
+    )
+    match: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node labels the node must carry with exactly these values (all of them); "
+        "empty: every node of the clusters",
+    )
+    evidence_required: bool | None = Field(
+        None,
+        description="a failed evidence gathering stops the run before anything destructive "
+        "(true) or is said in the thread while the run goes on (false); unset: "
+        "policy.evidence_required",
+    )
+    blast_radius: BlastRadiusSettings | None = Field(
+        None,
+        description="this pool's own caps (the keys of policy.blast_radius; a key not given: "
+        "the global value), counted over its own GPU nodes on top of the fleet's cap; unset: "
+        "only the fleet's cap applies",
+    )
+    diag_level: int | None = Field(
+        None, ge=0, le=3, description="DCGM diagnostics level for its nodes; unset: the global"
+    )
+    escalation: EscalationSettings | None = Field(
+        None,
+        description="escalation thresholds for its nodes (the keys of policy.escalation; a "
+        "key not given: the global value); unset: policy.escalation",
+    )
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_window(value)
+        return value
+
+    @field_validator("match")
+    @classmethod
+    def _label_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, wanted in value.items():
+            if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(wanted):
+                raise ValueError(f"{key!r}: {wanted!r} is not a Kubernetes label key and value")
+        return value
 
 
 def _default_groups() -> dict[str, GroupSettings]:

@@ -18,6 +18,7 @@ from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.deps import Engine
 from gpubot.engine.observe import run_finished, step_recorded
 from gpubot.engine.standing import standing_blocks
+from gpubot.errors import GpubotError
 
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
@@ -60,6 +61,7 @@ class RunRecorder:
             return [e for e in found if e.kind == kind]
 
         reason = f"gpubot {run.runbook}/{step.id} run={run.id} incident={run.incident_id or '-'}"
+        pool = await self.pool_name(run, state.args.get("node"))
         return ActionContext(
             cluster=self.e.clusters[run.cluster],
             clock=self.e.clock,
@@ -71,11 +73,27 @@ class RunRecorder:
             post=post,
             run_events=run_events,
             ledger=self.e.store,
-            escalation=self.e.policy.escalation,
+            escalation=self.e.policy.escalation_of(pool),
+            diag_level=self.e.policy.pool_diag_level.get(pool or ""),
             incident_id=run.incident_id,
             evidence=self.e.store,
             step_id=step.id,
         )
+
+    async def pool_name(self, run: Run, node: object) -> str | None:
+        """The pool of the step's node (else the run's target) now, when some pool sets its
+        own escalation or diagnostics level; None otherwise, or when it cannot be read."""
+        policy = self.e.policy
+        node = node or run.target
+        if not (policy.pool_escalation or policy.pool_diag_level) or not isinstance(node, str):
+            return None
+        if not node or run.cluster not in self.e.clusters:
+            return None
+        try:
+            info = await self.e.clusters[run.cluster].nodes.get_node(node=node, cached=True)
+        except GpubotError:
+            return None
+        return policy.pool_for(cluster=run.cluster, labels=info.labels).pool.name
 
     # -- a step's transitions: its state, its audit event (one transaction), its message --
 
