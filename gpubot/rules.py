@@ -56,6 +56,7 @@ def build_policy(settings: Settings) -> Policy:
         ),
         default_pool=Pool(DEFAULT_POOL, mode=p.mode, evidence_required=p.evidence_required),
         digest=policy_digest(p.model_dump(mode="json")),
+        document=p.model_dump(mode="json"),
         pool_blast={
             pool.name: BlastRadius(
                 **{

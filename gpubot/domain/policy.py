@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from gpubot.domain.approvals import DEFAULT_EXPIRY, ApproverGroup
 from gpubot.domain.gpu_escalation import EscalationPolicy
@@ -121,6 +122,9 @@ class Policy:
     pools: tuple[Pool, ...] = ()  # policy.pools, first match wins
     default_pool: Pool = field(default_factory=lambda: Pool(DEFAULT_POOL))
     digest: str = ""  # policy_digest of the policy as loaded ("" when built in code)
+    # The policy block as loaded (what the digest is of), recorded with it so that the next
+    # start that loads a different one can say what changed.
+    document: Mapping[str, Any] = field(default_factory=dict)
     # A pool's own caps, counted within the pool on top of `blast` across the fleet.
     pool_blast: Mapping[str, BlastRadius] = field(default_factory=dict)
     # A pool's own escalation thresholds and DCGM diagnostics level, in place of the

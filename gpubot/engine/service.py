@@ -19,6 +19,7 @@ from gpubot.domain.incidents import (
 from gpubot.domain.intake import IntakeKind, IntakeOutcome, IntakeSummary
 from gpubot.domain.plans import Plan
 from gpubot.domain.policy import check_attempts
+from gpubot.domain.pools import policy_changes
 from gpubot.domain.results import Message
 from gpubot.domain.runbooks import Runbook, runbooks_for_alert
 from gpubot.domain.runs import Run, RunStatus, StepState, new_run_id
@@ -485,7 +486,8 @@ class GpubotService:
 
     async def record_policy(self) -> None:
         """At start: log the policy's digest and pools, and audit it when it is not the
-        digest the trail last recorded (a changed policy is visible in the trail)."""
+        digest the trail last recorded (a changed policy is visible in the trail), saying
+        what changed since that record: which pools and which fields."""
         policy = self.e.policy
         pools = ", ".join(f"{p.name} ({p.mode})" for p in policy.pools) or "none"
         log.info(
@@ -496,9 +498,24 @@ class GpubotService:
             extra={"event": "policy.loaded", "reason": policy.digest},
         )
         earlier = await self.e.store.events(kinds=["policy.loaded"])
-        before = str(earlier[-1].result.get("digest", "")) if earlier else ""
+        last = earlier[-1].result if earlier else {}
+        before = str(last.get("digest", ""))
         if before == policy.digest:
             return
+        changes: list[str] = []
+        if before:
+            document = last.get("document")
+            if isinstance(document, dict) and policy.document:
+                changes = policy_changes(document, policy.document)
+            else:
+                changes = ["(the earlier record keeps no policy document to compare with)"]
+            log.warning(
+                "policy changed since it was last recorded (%s -> %s): %s",
+                before,
+                policy.digest,
+                "; ".join(changes) or "nothing that the documents show",
+                extra={"event": "policy.changed", "reason": policy.digest},
+            )
         try:
             await self.trail.record(
                 "policy.loaded",
@@ -508,8 +525,14 @@ class GpubotService:
                     "previous": before or None,
                     "pools": [p.as_json() for p in policy.pools],
                     "default_mode": policy.default_pool.mode,
+                    "changes": changes,
+                    "document": dict(policy.document),
                 },
-                reason="the policy changed since it was last recorded" if before else "first start",
+                reason=(
+                    ("the policy changed since it was last recorded: " + "; ".join(changes))[:500]
+                    if before
+                    else "first start"
+                ),
             )
         except AuditTrailError as exc:  # said already (log, /readyz); serve still starts
             log.error("policy %s not recorded: %s", policy.digest, exc)

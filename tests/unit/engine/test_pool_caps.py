@@ -4,13 +4,18 @@ nodes only, in the plan and in the run."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.domain.gpu_escalation import EscalationPolicy
 from gpubot.domain.policy import BlastRadius, Policy, check_pool_drain
 from gpubot.domain.pools import Pool
 from gpubot.domain.runs import RunStatus
+from gpubot.engine.service import GpubotService
 
 MakeHarness = Any  # the `harness` fixture in conftest.py
 LABEL = "gpubot.io/pool"
@@ -147,3 +152,53 @@ def test_a_pools_drain_cap_counts_the_drains_of_its_own_nodes() -> None:
     assert held == ("pool small: blast radius: 1 drain(s) already in progress (a); the cap is 1")
     assert check_pool_drain(pool="small", policy=cap, draining={"a"}, node="a") is None
     assert check_pool_drain(pool="small", policy=cap, draining=set(), node="b") is None
+
+
+def loaded_policy(**policy: Any) -> Policy:
+    from gpubot.config import load_settings
+    from gpubot.rules import build_policy
+
+    return build_policy(load_settings(None, policy=policy))
+
+
+async def test_a_changed_policy_says_which_pools_and_fields_changed(
+    harness: MakeHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A start with a policy unlike the one last recorded logs and audits what changed: a
+    pool's field, a pool added, a pool removed, a global key, the pools' order."""
+    first = loaded_policy(
+        pools=[
+            {"name": "canary", "mode": "observe", "match": {LABEL: "canary"}},
+            {"name": "old", "mode": "quarantine"},
+            {"name": "train", "match": {LABEL: "train"}},
+        ]
+    )
+    h = harness(CORDON, policy=first)
+    await h.service.record_policy()
+    second = loaded_policy(
+        diag_level=2,
+        pools=[
+            {"name": "train", "match": {LABEL: "train"}, "blast_radius": {"max_cordoned_count": 1}},
+            {"name": "canary", "mode": "quarantine", "match": {LABEL: "canary"}},
+            {"name": "new", "mode": "observe"},
+        ],
+    )
+    changed = GpubotService(replace(h.service.e, policy=second))
+    with caplog.at_level(logging.WARNING, logger="gpubot"):
+        await changed.record_policy()
+    [_, event] = [e for e in await h.store.events() if e.kind == "policy.loaded"]
+    assert event.result["changes"] == [
+        "pools.new: added (observe)",
+        "pools.old: removed",
+        "diag_level: 1 -> 2",
+        'pools.canary.mode: "observe" -> "quarantine"',
+        "pools.train.blast_radius.max_concurrent_drains: set to 1",
+        "pools.train.blast_radius.max_cordoned_count: set to 1",
+        "pools.train.blast_radius.max_cordoned_fraction: set to 0.25",
+        "pools order: canary, old, train -> train, canary, new",
+    ]
+    assert event.result["previous"] == first.digest
+    assert 'pools.canary.mode: "observe" -> "quarantine"' in event.reason
+    [line] = [r for r in caplog.records if getattr(r, "event", "") == "policy.changed"]
+    assert "pools.old: removed" in line.getMessage()
+    assert f"({first.digest} -> {second.digest})" in line.getMessage()
