@@ -11,6 +11,7 @@ from gpubot.domain.audit import AuditEvent
 from gpubot.domain.cluster import GpuState, NodeInfo
 from gpubot.domain.gpu_history import GpuEvent
 from gpubot.domain.incidents import Incident, IncidentStatus
+from gpubot.domain.policy import Policy
 from gpubot.domain.pools import PoolChoice
 from gpubot.domain.runbooks import Runbook
 from gpubot.domain.runs import Run, StepState
@@ -84,6 +85,10 @@ class Queries:
 
     def policy_digest(self) -> str:
         return self._e.policy.digest
+
+    def policy(self) -> Policy:
+        """The policy in force (read-only: a frozen value)."""
+        return self._e.policy
 
     async def fleet_gpus(self, *, cluster: str) -> list[tuple[NodeInfo, list[GpuState]]]:
         ports = cluster_named(self._e, cluster)

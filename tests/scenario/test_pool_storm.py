@@ -200,3 +200,21 @@ async def test_one_storm_does_what_each_pool_says(h: SlackHarness) -> None:
     h.clock.advance(timedelta(minutes=1))  # 02:00: the window opens
     await tick(h)
     assert (await steps(h, runs[first]))["drain"] == "succeeded"
+
+
+async def test_gpu_policy_prints_what_applies_to_the_node(h: SlackHarness) -> None:
+    """`/gpu policy node=` for a node of the inference pool: the fleet's cap and the pool's
+    own, its escalation and diagnostics, and whether evidence is required."""
+    assert (await h.slash(f"policy node={INFERENCE[0]}")).status_code == 200
+
+    def got() -> bool:
+        return any(c.method == "response_url" for c in h.standin.calls)
+
+    await h.standin.wait_for(got)
+    [call] = [c for c in h.standin.calls if c.method == "response_url"]
+    answer = json.dumps(call.args)
+    assert "label gpubot.io/pool=inference matched" in answer
+    assert "fleet: 8 nodes or 100% cordoned, 4 drain(s) at a time" in answer
+    assert "pool inference: 2 nodes or 100% cordoned, 4 drain(s) at a time" in answer
+    assert "global: 1 reset(s) before a reboot, 2 reboot(s) before service" in answer
+    assert "not required (a failed gathering is said; the run goes on)" in answer
