@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpubot.config import Settings
+from gpubot.config.policy import EscalationSettings
 from gpubot.domain.control.approvals import ApproverGroup
 from gpubot.domain.control.pools import DEFAULT_POOL, Pool, parse_window, policy_digest
 from gpubot.domain.control.safety_caps import AttemptCap, BlastRadius, Policy
@@ -47,17 +48,45 @@ def build_policy(settings: Settings) -> Policy:
                 match=dict(pool.match),
                 approvers={str(level): group for level, group in pool.approvers.items()},
                 window=parse_window(pool.window) if pool.window else None,
+                evidence_required=p.evidence_required
+                if pool.evidence_required is None
+                else pool.evidence_required,
             )
             for pool in p.pools
         ),
-        default_pool=Pool(DEFAULT_POOL, mode=p.mode),
+        default_pool=Pool(DEFAULT_POOL, mode=p.mode, evidence_required=p.evidence_required),
         digest=policy_digest(p.model_dump(mode="json")),
+        document=p.model_dump(mode="json"),
+        pool_blast={
+            pool.name: BlastRadius(
+                **{
+                    **p.blast_radius.model_dump(),
+                    **pool.blast_radius.model_dump(exclude_unset=True),
+                }
+            )
+            for pool in p.pools
+            if pool.blast_radius is not None
+        },
+        pool_escalation={
+            pool.name: escalation_of(
+                p.escalation.model_copy(update=pool.escalation.model_dump(exclude_unset=True))
+            )
+            for pool in p.pools
+            if pool.escalation is not None
+        },
+        pool_diag_level={
+            pool.name: pool.diag_level for pool in p.pools if pool.diag_level is not None
+        },
     )
 
 
 def build_escalation(settings: Settings) -> EscalationPolicy:
     """policy.escalation: what a GPU's history changes in an XID run."""
-    e = settings.policy.escalation
+    return escalation_of(settings.policy.escalation)
+
+
+def escalation_of(e: EscalationSettings) -> EscalationPolicy:
+    """One escalation block (global, or a pool's over it) as the domain reads it."""
     return EscalationPolicy(
         xid_repeat_window=e.xid_repeat_window,
         repeat_xids=frozenset(e.repeat_xids),

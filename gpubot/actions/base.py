@@ -44,6 +44,8 @@ class ActionContext:
     # the policy that reads it; None where nothing is kept (a plan without a store).
     ledger: GpuLedger | None = None
     escalation: EscalationPolicy = field(default_factory=EscalationPolicy)
+    # The DCGM diagnostics level of the node's pool; None: the configured policy.diag_level.
+    diag_level: int | None = None
     incident_id: str | None = None  # the run's incident, for the ledger's rows
     # Where evidence bundles are kept (the store), and the step that gathers one.
     evidence: EvidenceStore | None = None
@@ -94,6 +96,9 @@ class ActionSpec(Generic[P]):
     auto_allowed: bool = True
     # Which blast-radius cap the step counts against.
     blast: Literal["cordon", "drain"] | None = None
+    # Gathers evidence: when it fails, the node's pool (evidence_required) decides whether
+    # the run goes on (the failure is said, not counted against the run) or stops there.
+    evidence: bool = False
     # What run() returns, key → meaning, for `steps.<id>.output.<key>` in runbooks; None when
     # undeclared (then nothing checks what a runbook reads from it).
     outputs: Mapping[str, str] | None = None

@@ -69,11 +69,14 @@ class Diagnose:
         self.default_level = default_level
         self.unavailable = unavailable
 
-    def level(self, p: DiagParams) -> int:
-        return self.default_level if p.level is None else p.level
+    def level(self, ctx: ActionContext, p: DiagParams) -> int:
+        """The step's own level, else the node's pool's, else policy.diag_level."""
+        if p.level is not None:
+            return p.level
+        return self.default_level if ctx.diag_level is None else ctx.diag_level
 
     async def plan(self, ctx: ActionContext, p: DiagParams) -> PlanNote:
-        level = self.level(p)
+        level = self.level(ctx, p)
         if level == 0:
             return PlanNote(
                 f"DCGM diagnostics are off (level 0): {p.node} is not diagnosed",
@@ -104,7 +107,7 @@ class Diagnose:
         )
 
     async def run(self, ctx: ActionContext, p: DiagParams) -> Output:
-        level = self.level(p)
+        level = self.level(ctx, p)
         if level == 0:
             return {
                 "node": p.node,

@@ -139,8 +139,10 @@ SPECS: tuple[ActionSpec[Any], ...] = (
         "Kept as a tar.gz in the store with its sha256 in an evidence.stored audit event "
         "(`gpubot evidence list` and `get`, checked by `gpubot audit verify`), and said in the "
         "thread. Not `mutating`: it changes nothing on the node (the agent asks for the mutate "
-        "token all the same: the bug report loads the node for minutes). Runbooks run it "
-        "with on_failure: continue, so a node that cannot answer is still remediated.",
+        "token all the same: the bug report loads the node for minutes). When it fails, the "
+        "node's pool decides: evidence_required false (the default) says so in the thread "
+        "and the run goes on (and can end succeeded); true stops the run before anything "
+        "destructive, and the thread says why.",
         EvidenceParams,
         False,
         plan,
@@ -155,5 +157,6 @@ SPECS: tuple[ActionSpec[Any], ...] = (
             "complete": "every part is ok",
             "summary": "one line: the bundle, its size and hash, and each part's status",
         },
+        evidence=True,
     ),
 )

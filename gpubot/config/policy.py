@@ -23,70 +23,15 @@ class GroupSettings(_Section):
     usergroups: list[str] = Field(default_factory=list, description="Slack user-group ids (S…)")
 
 
-class PoolSettings(_Section):
-    """A node pool: its nodes (clusters and Node labels) and the mode automation runs in."""
-
-    name: str = Field(
-        pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="the pool's name, as plans show it"
-    )
-    mode: PoolMode = Field(
-        "remediate",
-        description="observe (plan, tell, record; change nothing), quarantine (the automatic "
-        "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
-    )
-    clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
-    window: str | None = Field(
-        None,
-        description="maintenance window, UTC: '[days ]HH:MM-HH:MM' (`sat,sun 02:00-06:00`, "
-        "`22:00-04:00`); outside it, steps that need an approval wait, even once approved",
-    )
-    approvers: dict[Literal["required", "two-person"], str] = Field(
-        default_factory=dict,
-        description="approval level → the approver group asked for this pool's nodes "
-        "(a group of policy.groups); a level not named keeps the runbook's group",
-    )
-    match: dict[str, str] = Field(
-        default_factory=dict,
-        description="Node labels the node must carry with exactly these values (all of them); "
-        "empty: every node of the clusters",
-    )
-
-    @field_validator("window")
-    @classmethod
-    def _window(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_window(value)
-        return value
-
-    @field_validator("match")
-    @classmethod
-    def _label_keys(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, wanted in value.items():
-            if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(wanted):
-                raise ValueError(f"{key!r}: {wanted!r} is not a Kubernetes label key and value")
-        return value
-
-
 class BlastRadiusSettings(_Section):
-    """How much of the fleet may be out of service at once: a step past a cap is held."""
-
-    max_cordoned_fraction: float = Field(
-        0.25, ge=0, le=1, description="cordoned GPU nodes at most, as a fraction of them"
-    )
-    max_cordoned_count: int = Field(
-        4,
-        ge=0,
-        description="cordoned GPU nodes at most, as a count; the cap is the smaller of the "
-        "two, never below one node while both are above zero",
-    )
-    max_concurrent_drains: int = Field(1, ge=0, description="drains running at once at most")
+    max_cordoned_fraction: float = Field(0.25, ge=0, le=1)
+    max_cordoned_count: int = Field(4, ge=0)
+    max_concurrent_drains: int = Field(1, ge=0)
 
 
 class AttemptSettings(_Section):
-    """Runs of one runbook on one node: no reset or reboot loops."""
-
-    max_attempts: int = Field(3, ge=1, description="runs at most within the window")
-    window: timedelta = Field(timedelta(hours=24), description="the span attempts are counted over")
+    max_attempts: int = Field(3, ge=1)
+    window: timedelta = timedelta(hours=24)
 
     @field_validator("window", mode="before")
     @classmethod
@@ -150,20 +95,77 @@ class EscalationSettings(_Section):
         return timedelta(seconds=parse_duration(value)) if isinstance(value, str | int) else value
 
 
+class PoolSettings(_Section):
+    """A node pool: its nodes (clusters and Node labels) and the mode automation runs in."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    mode: PoolMode = Field(
+        "remediate",
+        description="observe (plan, tell, record; change nothing), quarantine (the automatic "
+        "steps only; nothing needing an approval is offered) or remediate (the whole runbook)",
+    )
+    clusters: list[str] = Field(default_factory=list, description="empty: every cluster")
+    window: str | None = Field(
+        None,
+        description="maintenance window, UTC: '[days ]HH:MM-HH:MM' (`sat,sun 02:00-06:00`, "
+        "`22:00-04:00`); outside it, steps that need an approval wait, even once approved",
+    )
+    approvers: dict[Literal["required", "two-person"], str] = Field(
+        default_factory=dict,
+        description="approval level → the approver group asked for this pool's nodes "
+        "(a group of policy.groups); a level not named keeps the runbook's group",
+    )
+    match: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node labels the node must carry with exactly these values (all of them); "
+        "empty: every node of the clusters",
+    )
+    evidence_required: bool | None = Field(
+        None,
+        description="a failed evidence gathering stops the run before anything destructive "
+        "(true) or is said in the thread while the run goes on (false); unset: "
+        "policy.evidence_required",
+    )
+    blast_radius: BlastRadiusSettings | None = Field(
+        None,
+        description="this pool's own caps (the keys of policy.blast_radius; a key not given: "
+        "the global value), counted over its own GPU nodes on top of the fleet's cap; unset: "
+        "only the fleet's cap applies",
+    )
+    diag_level: int | None = Field(
+        None, ge=0, le=3, description="DCGM diagnostics level for its nodes; unset: the global"
+    )
+    escalation: EscalationSettings | None = Field(
+        None,
+        description="escalation thresholds for its nodes (the keys of policy.escalation; a "
+        "key not given: the global value); unset: policy.escalation",
+    )
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_window(value)
+        return value
+
+    @field_validator("match")
+    @classmethod
+    def _label_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, wanted in value.items():
+            if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(wanted):
+                raise ValueError(f"{key!r}: {wanted!r} is not a Kubernetes label key and value")
+        return value
+
+
 def _default_groups() -> dict[str, GroupSettings]:
     # The shipped runbooks name `oncall`; empty until configured, so nobody can approve yet.
     return {"oncall": GroupSettings()}
 
 
 class PolicySettings(_Section):
-    default_group: str = Field("oncall", description="the approvers of a step that names none")
-    groups: dict[str, GroupSettings] = Field(
-        default_factory=_default_groups,
-        description="approver groups: name → Slack users and user groups",
-    )
-    approval_expiry: timedelta = Field(
-        timedelta(minutes=30), description="an approval request not decided within this expires"
-    )
+    default_group: str = "oncall"
+    groups: dict[str, GroupSettings] = Field(default_factory=_default_groups)
+    approval_expiry: timedelta = timedelta(minutes=30)
     blast_radius: BlastRadiusSettings = Field(default_factory=BlastRadiusSettings)
     attempts: AttemptSettings = Field(default_factory=AttemptSettings)
     diag_level: int = Field(
@@ -178,6 +180,12 @@ class PolicySettings(_Section):
         "remediate",
         description="the mode of nodes no pool selects (the default pool): observe, "
         "quarantine or remediate",
+    )
+    evidence_required: bool = Field(
+        False,
+        description="when node.gather_evidence fails: false says so in the thread and the run "
+        "goes on (it can still end succeeded); true stops the run there, before the reset, "
+        "reboot or hand-off it was keeping evidence for. A pool may set its own",
     )
     pools: list[PoolSettings] = Field(
         default_factory=list,
@@ -219,8 +227,7 @@ class PolicySettings(_Section):
             raise ValueError(
                 "operators (local account → approver) is no longer read: break-glass "
                 "decisions are signed with the operator's SSH key; list the keys under "
-                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; "
-                "docs/operate/break-glass.md)"
+                "policy.operator_keys ({key: ssh-ed25519 AAAA…, user: U…}; README: Break-glass)"
             )
         return data
 

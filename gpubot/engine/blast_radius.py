@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,7 +14,13 @@ from pydantic import BaseModel
 
 from gpubot.actions.base import ActionSpec
 from gpubot.domain import messages
-from gpubot.domain.control.safety_caps import BlastRadius, check_cordon, check_drain
+from gpubot.domain.control.safety_caps import (
+    BlastRadius,
+    check_cordon,
+    check_drain,
+    check_pool_cordon,
+    check_pool_drain,
+)
 from gpubot.domain.fleet.cluster import FleetView
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.domain.runbooks.spec import Step
@@ -63,23 +69,43 @@ class CordonSlots:
         self.released = 0  # reservations dropped without the view showing the node cordoned
 
     async def take(
-        self, *, nodes: NodeOps, policy: BlastRadius, node: str, now: datetime
+        self,
+        *,
+        nodes: NodeOps,
+        policy: BlastRadius,
+        node: str,
+        now: datetime,
+        pool: PoolCap | None = None,
     ) -> str | None:
-        """Reserve a slot for cordoning `node`; or why the cap holds it (nothing reserved)."""
+        """Reserve a slot for cordoning `node`; or why the cap holds it (nothing reserved).
+        With `pool`, the node's pool's own cap must allow it too, counted over its nodes."""
         async with self._lock:
             view = await nodes.gpu_fleet()
             self.expire(view, now=now)
-            counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
-            reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
+            reason = await self._check(view, policy=policy, node=node, pool=pool)
             if reason is not None and await self._drop_undone(nodes, view):
-                counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
-                reason = check_cordon(
-                    policy=policy, fleet_size=view.size, cordoned=counted, node=node
-                )
+                reason = await self._check(view, policy=policy, node=node, pool=pool)
             if reason is None:
                 self._flight[node] = self._flight.get(node, 0) + 1
                 self._seen.setdefault(node, view.cordon_seen.get(node, 0))
             return reason
+
+    async def _check(
+        self, view: FleetView, *, policy: BlastRadius, node: str, pool: PoolCap | None
+    ) -> str | None:
+        """Across the fleet, then (when the node's pool has a cap) within its pool."""
+        counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
+        reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
+        if reason is not None or pool is None:
+            return reason
+        members = await pool.members(view.gpu_nodes | counted) | {node}
+        return check_pool_cordon(
+            pool=pool.name,
+            policy=pool.cap,
+            pool_size=len(members & view.gpu_nodes | {node}),
+            cordoned=counted & members,
+            node=node,
+        )
 
     async def adopt(self, *, nodes: NodeOps, node: str, now: datetime) -> None:
         """Count a cordon of `node` sent by another process (its step recorded RUNNING), as
@@ -144,6 +170,40 @@ class CordonSlots:
         return sum(self._flight.values())
 
 
+@dataclass(frozen=True)
+class PoolCap:
+    """A pool's own blast-radius cap, and which of some nodes are in that pool now."""
+
+    name: str
+    cap: BlastRadius
+    members: Callable[[Collection[str]], Awaitable[set[str]]]
+
+
+async def pool_cap(e: Engine, cluster: str, node: str) -> PoolCap | None:
+    """The cap of `node`'s pool, when that pool sets one (None otherwise, or unread)."""
+    if not e.policy.pool_blast or cluster not in e.clusters:
+        return None
+    nodes = e.clusters[cluster].nodes
+    name = await _pool_of(e, nodes, cluster, node)
+    cap = e.policy.pool_blast.get(name or "")
+    if name is None or cap is None:
+        return None
+
+    async def members(names: Collection[str]) -> set[str]:
+        return {n for n in names if await _pool_of(e, nodes, cluster, n) == name}
+
+    return PoolCap(name, cap, members)
+
+
+async def _pool_of(e: Engine, nodes: NodeOps, cluster: str, node: str) -> str | None:
+    """The pool `node` is in now, from its labels (the watch cache); None when unread."""
+    try:
+        info = await nodes.get_node(node=node, cached=True)
+    except GpubotError:
+        return None
+    return e.policy.pool_for(cluster=cluster, labels=info.labels).pool.name
+
+
 def gated_node(spec: ActionSpec[Any], params: BaseModel) -> str | None:
     """The node a blast-radius cap counts this step against; None when no cap applies."""
     node = getattr(params, "node", None)
@@ -184,7 +244,11 @@ async def drain_hold_reason(e: Engine, run: Run, node: str) -> str | None:
             action = e.runbooks[other.runbook].step(s.step_id).action
             if s.status is StepStatus.RUNNING and e.registry.get(action).blast == "drain":
                 draining.add(str(s.args.get("node", other.target)))
-    return check_drain(policy=e.policy.blast, draining=draining, node=node)
+    reason = check_drain(policy=e.policy.blast, draining=draining, node=node)
+    if reason is not None or (pool := await pool_cap(e, run.cluster, node)) is None:
+        return reason
+    within = await pool.members(draining)
+    return check_pool_drain(pool=pool.name, policy=pool.cap, draining=within, node=node)
 
 
 # Cordons: (slots the fleet view saw freed, reservations dropped); drains: (drains and runs
@@ -273,8 +337,9 @@ class BlastRadiusGate:
             slots = self._slots.setdefault(run.cluster, CordonSlots())
             nodes = self.e.clusters[run.cluster].nodes
             now = self.e.clock.now()
+            pool = await pool_cap(self.e, run.cluster, node)
             if hold := await slots.take(
-                nodes=nodes, policy=self.e.policy.blast, node=node, now=now
+                nodes=nodes, policy=self.e.policy.blast, node=node, now=now, pool=pool
             ):
                 await self._hold(run, step, state, hold, node=node, blast="cordon", key=key)
                 yield None

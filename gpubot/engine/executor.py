@@ -426,7 +426,10 @@ class Executor:
         return "next"
 
     async def _fail(self, run: Run, step: Step, state: StepState, error: str) -> Next:
-        """Recorded, then the step's `on_failure` decides: go on, jump to `goto`, or stop."""
+        """Recorded, then the step's `on_failure` decides: go on, jump to `goto`, or stop.
+        A failed evidence gathering follows its node's pool instead (_evidence_failed)."""
+        if self.e.registry.get(step.action).evidence:
+            return await self._evidence_failed(run, step, state, error)
         await self.record.failed(run, step, state, error)
         if step.on_failure == "continue":
             return "next"
@@ -435,6 +438,29 @@ class Executor:
             return "next"
         await self.record.run_failed(run, step, error)
         return "wait"
+
+    async def _evidence_failed(self, run: Run, step: Step, state: StepState, error: str) -> Next:
+        """A pool that requires evidence stops the run here, before the reset, reboot or
+        hand-off the evidence was for; any other pool goes on without it: the failure is
+        said in the thread and does not make the run end failed."""
+        required, pool = await self.pools.evidence_required(run, state.args.get("node"))
+        if required:
+            why = (
+                f"pool {pool} requires evidence before anything destructive "
+                "(evidence_required: true): the steps after it do not run"
+            )
+            await self.record.failed(run, step, state, error, note=f"{error}; {why}")
+            await self.record.run_failed(run, step, f"{error}; {why}")
+            return "wait"
+        went_on = f"pool {pool} does not require evidence: the run goes on without it"
+        await self.record.failed(
+            run,
+            step,
+            replace(state, output={"not_required": went_on}),
+            error,
+            note=(f"{error}; {went_on}"),
+        )
+        return "next"
 
 
 class _Interrupted(Exception):

@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from gpubot.domain.control.audit import AuditTrailError
+from gpubot.domain.control.pools import policy_changes
 from gpubot.domain.incidents.correlation import Incident, IncidentStatus
 from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.interventions import CANCELLED_KIND, RESUMED_KIND, Interventions
@@ -91,7 +92,8 @@ class LeaderLoop:
 
     async def record_policy(self) -> None:
         """At start: log the policy's digest and pools, and audit it when it is not the
-        digest the trail last recorded (a changed policy is visible in the trail)."""
+        digest the trail last recorded (a changed policy is visible in the trail), saying
+        what changed since that record: which pools and which fields."""
         policy = self.e.policy
         pools = ", ".join(f"{p.name} ({p.mode})" for p in policy.pools) or "none"
         log.info(
@@ -102,9 +104,24 @@ class LeaderLoop:
             extra={"event": "policy.loaded", "reason": policy.digest},
         )
         earlier = await self.e.store.events(kinds=["policy.loaded"])
-        before = str(earlier[-1].result.get("digest", "")) if earlier else ""
+        last = earlier[-1].result if earlier else {}
+        before = str(last.get("digest", ""))
         if before == policy.digest:
             return
+        changes: list[str] = []
+        if before:
+            document = last.get("document")
+            if isinstance(document, dict) and policy.document:
+                changes = policy_changes(document, policy.document)
+            else:
+                changes = ["(the earlier record keeps no policy document to compare with)"]
+            log.warning(
+                "policy changed since it was last recorded (%s -> %s): %s",
+                before,
+                policy.digest,
+                "; ".join(changes) or "nothing that the documents show",
+                extra={"event": "policy.changed", "reason": policy.digest},
+            )
         try:
             await self.s.trail.record(
                 "policy.loaded",
@@ -114,8 +131,14 @@ class LeaderLoop:
                     "previous": before or None,
                     "pools": [p.as_json() for p in policy.pools],
                     "default_mode": policy.default_pool.mode,
+                    "changes": changes,
+                    "document": dict(policy.document),
                 },
-                reason="the policy changed since it was last recorded" if before else "first start",
+                reason=(
+                    ("the policy changed since it was last recorded: " + "; ".join(changes))[:500]
+                    if before
+                    else "first start"
+                ),
             )
         except AuditTrailError as exc:  # said already (log, /readyz); serve still starts
             log.error("policy %s not recorded: %s", policy.digest, exc)

@@ -37,6 +37,7 @@ async def make_plan(
     incident_id: str | None = None,
     ledger: GpuLedger | None = None,
     escalation: EscalationPolicy | None = None,
+    diag_level: int | None = None,
 ) -> Plan:
     """Describe every step; read-only steps' live results feed later `when` conditions.
     `ledger` and `escalation`: GPU history steps plan from the ledger (they write nothing)."""
@@ -48,6 +49,7 @@ async def make_plan(
         dry_run=True,
         ledger=ledger,
         escalation=escalation or EscalationPolicy(),
+        diag_level=diag_level,
         incident_id=incident_id,
     )
     outputs: dict[str, Any] = {}
@@ -157,7 +159,10 @@ def run_inputs(
 
 async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = None) -> Plan:
     """The plan of a run from live state, with the engine's registry, clock, ledger and
-    escalation policy; it names the target node's pool and mode, and why."""
+    escalation policy (the target node's pool's, where it sets its own); it names the target
+    node's pool and mode, and why."""
+    choice = await node_pool(e, inputs)
+    pool = choice.pool.name if choice is not None else None
     plan = await make_plan(
         inputs.runbook,
         base=inputs.base,
@@ -167,9 +172,9 @@ async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = No
         clock=e.clock,
         incident_id=incident_id,
         ledger=e.store,
-        escalation=e.policy.escalation,
+        escalation=e.policy.escalation_of(pool),
+        diag_level=e.policy.pool_diag_level.get(pool or ""),
     )
-    choice = await node_pool(e, inputs)
     return replace(plan, pool=choice) if choice is not None else plan
 
 

@@ -37,9 +37,13 @@ class PoolGate:
         """The pool of the node the step acts on (its `node` argument, else the run's
         target); None when the step targets no node or no pool is configured. A node that
         cannot be read keeps the pool the run was planned in (else the default)."""
+        return await self.of_node(run, getattr(params, "node", None))
+
+    async def of_node(self, run: Run, node: object) -> PoolChoice | None:
+        """The pool of `node` (else the run's target) now; None as for choice()."""
         if not self.active:
             return None
-        node = getattr(params, "node", None) or run.target
+        node = node or run.target
         if not isinstance(node, str) or not node or run.cluster not in self.e.clusters:
             return None
         try:
@@ -84,6 +88,13 @@ class PoolGate:
             f"outside the maintenance window of pool {choice.pool.name if choice else ''} "
             f"({window}): it runs when the window opens"
         )
+
+    async def evidence_required(self, run: Run, node: object) -> tuple[bool, str]:
+        """Whether the node's pool requires evidence before anything destructive, and the
+        pool in words (`gpu-a (remediate)`) for the thread."""
+        choice = await self.of_node(run, node)
+        pool = choice.pool if choice is not None else self.e.policy.default_pool
+        return pool.evidence_required, f"{pool.name} ({pool.mode})"
 
     def forget(self, run_id: str) -> None:
         self._last.pop(run_id, None)

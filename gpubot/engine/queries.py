@@ -9,6 +9,7 @@ from datetime import datetime
 
 from gpubot.domain.control.audit import AuditEvent
 from gpubot.domain.control.pools import PoolChoice
+from gpubot.domain.control.safety_caps import Policy
 from gpubot.domain.fleet.cluster import GpuState, NodeInfo
 from gpubot.domain.gpus.ledger import GpuEvent
 from gpubot.domain.incidents.correlation import Incident, IncidentStatus
@@ -84,6 +85,10 @@ class Queries:
 
     def policy_digest(self) -> str:
         return self._e.policy.digest
+
+    def policy(self) -> Policy:
+        """The policy in force (read-only: a frozen value)."""
+        return self._e.policy
 
     async def fleet_gpus(self, *, cluster: str) -> list[tuple[NodeInfo, list[GpuState]]]:
         ports = cluster_named(self._e, cluster)

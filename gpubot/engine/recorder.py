@@ -19,6 +19,7 @@ from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.stop_report import standing_blocks
 from gpubot.engine.telemetry import run_finished, step_recorded
+from gpubot.errors import GpubotError
 
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
@@ -61,6 +62,7 @@ class RunRecorder:
             return [e for e in found if e.kind == kind]
 
         reason = f"gpubot {run.runbook}/{step.id} run={run.id} incident={run.incident_id or '-'}"
+        pool = await self.pool_name(run, state.args.get("node"))
         return ActionContext(
             cluster=self.e.clusters[run.cluster],
             clock=self.e.clock,
@@ -72,11 +74,27 @@ class RunRecorder:
             post=post,
             run_events=run_events,
             ledger=self.e.store,
-            escalation=self.e.policy.escalation,
+            escalation=self.e.policy.escalation_of(pool),
+            diag_level=self.e.policy.pool_diag_level.get(pool or ""),
             incident_id=run.incident_id,
             evidence=self.e.store,
             step_id=step.id,
         )
+
+    async def pool_name(self, run: Run, node: object) -> str | None:
+        """The pool of the step's node (else the run's target) now, when some pool sets its
+        own escalation or diagnostics level; None otherwise, or when it cannot be read."""
+        policy = self.e.policy
+        node = node or run.target
+        if not (policy.pool_escalation or policy.pool_diag_level) or not isinstance(node, str):
+            return None
+        if not node or run.cluster not in self.e.clusters:
+            return None
+        try:
+            info = await self.e.clusters[run.cluster].nodes.get_node(node=node, cached=True)
+        except GpubotError:
+            return None
+        return policy.pool_for(cluster=run.cluster, labels=info.labels).pool.name
 
     # -- a step's transitions: its state, its audit event (one transaction), its message --
 
@@ -135,14 +153,18 @@ class RunRecorder:
         text = messages._short(output, 300)
         await self.say(run, messages.step_message(run, done, action=step.action, text=text))
 
-    async def failed(self, run: Run, step: Step, state: StepState, error: str) -> None:
+    async def failed(
+        self, run: Run, step: Step, state: StepState, error: str, *, note: str = ""
+    ) -> None:
+        """Recorded with its error; the thread reads `note` when given (else the error)."""
         failed = replace(
             state, status=StepStatus.FAILED, error=error, finished_at=self.e.clock.now()
         )
         result = {"ok": False, "error": error, "on_failure": step.on_failure}
         event = self.event(run, "step.failed", step=step, args=state.args, result=result)
         await self.save(failed, event=event)
-        await self.say(run, messages.step_message(run, failed, action=step.action, text=error))
+        text = note or error
+        await self.say(run, messages.step_message(run, failed, action=step.action, text=text))
 
     async def skip_to(self, run: Run, step: Step, target: str) -> None:
         """A failed step's `goto`: the unfinished steps between it and `target` are skipped."""
@@ -264,8 +286,14 @@ class RunRecorder:
     async def finish(self, run: Run, states: list[StepState]) -> Run:
         if not run.status.finished:
             failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
+            # An evidence gathering the node's pool did not require does not fail the run.
+            without = [s.step_id for s in states if s.output.get("not_required")]
+            failed = [f for f in failed if f not in without]
             status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
             note = f"failed step(s): {', '.join(failed)}" if failed else ""
+            if without:
+                gone = f"went on without evidence ({', '.join(without)} failed)"
+                note = f"{note}; {gone}" if note else gone
             # The end and its event in one transaction (as audit() would write it).
             finished = self.event(run, "run.finished", result={"status": status.value})
             run = await self.set_run(run, status, note, event=finished)

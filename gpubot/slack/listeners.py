@@ -158,7 +158,11 @@ class GpuCommands:
         if isinstance(command, PolicyCmd):
             choice = await read.node_pool(cluster=command.cluster, node=command.node)
             return replies.node_policy(
-                command.cluster, command.node, choice, digest=read.policy_digest()
+                command.cluster,
+                command.node,
+                choice,
+                digest=read.policy_digest(),
+                policy=read.policy(),
             )
         raise AssertionError(f"unhandled command {command!r}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpubot.domain.control.pools import MODE_MEANS, PoolChoice
+from gpubot.domain.control.safety_caps import BlastRadius, Policy
 from gpubot.domain.fleet.cluster import GpuState, NodeInfo
 from gpubot.domain.incidents.correlation import Incident
 from gpubot.domain.results import Fields, Message, Table, Text
@@ -53,21 +54,54 @@ def fleet_status(cluster: str, nodes: Sequence[tuple[NodeInfo, Sequence[GpuState
     )
 
 
-def node_policy(cluster: str, node: str, choice: PoolChoice, *, digest: str) -> Message:
-    """`/gpu policy node=…`: the node's pool, its mode and what it means, and why."""
+def node_policy(
+    cluster: str, node: str, choice: PoolChoice, *, digest: str, policy: Policy | None = None
+) -> Message:
+    """`/gpu policy node=…`: the node's pool, its mode and what it means, and why; with
+    `policy`, what applies to it: the caps (the fleet's and the pool's own), its escalation,
+    diagnostics level and whether evidence is required."""
+    fields = [
+        ("Pool", choice.pool.name),
+        ("Mode", choice.pool.mode),
+        ("Why", choice.why),
+    ]
+    if policy is not None:
+        name = choice.pool.name
+        caps = f"fleet: {_cap(policy.blast)}"
+        if (own := policy.pool_blast.get(name)) is not None:
+            caps += f"; pool {name}: {_cap(own)}"
+        e = policy.escalation_of(name)
+        whose = f"pool {name}" if name in policy.pool_escalation else "global"
+        level = policy.pool_diag_level.get(name)
+        fields += [
+            ("Blast radius", caps),
+            (
+                "Escalation",
+                f"{whose}: {e.max_resets} reset(s) before a reboot, {e.max_reboots} "
+                "reboot(s) before service",
+            ),
+            (
+                "Diagnostics",
+                f"level {level} (pool {name})" if level is not None else "policy.diag_level",
+            ),
+            (
+                "Evidence",
+                "required before anything destructive"
+                if choice.pool.evidence_required
+                else "not required (a failed gathering is said; the run goes on)",
+            ),
+        ]
+    fields.append(("Policy digest", digest or "-"))
     return Message(
         f"Policy of {node} ({cluster})",
-        (
-            Fields(
-                (
-                    ("Pool", choice.pool.name),
-                    ("Mode", choice.pool.mode),
-                    ("Why", choice.why),
-                    ("Policy digest", digest or "-"),
-                )
-            ),
-            Text(MODE_MEANS[choice.pool.mode]),
-        ),
+        (Fields(tuple(fields)), Text(MODE_MEANS[choice.pool.mode])),
+    )
+
+
+def _cap(b: BlastRadius) -> str:
+    return (
+        f"{b.max_cordoned_count} nodes or {b.max_cordoned_fraction:.0%} cordoned, "
+        f"{b.max_concurrent_drains} drain(s) at a time"
     )
 
 

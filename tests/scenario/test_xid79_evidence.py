@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from slack_harness import FIXTURES, SlackHarness
+from slack_harness import FIXTURES, SlackHarness, slack_harness
 from test_cli import assert_one_line_error, gpubot
 from test_xid79_diag import run_xid79
 
@@ -139,19 +139,92 @@ async def test_evidence_is_kept_before_the_reset_and_listed_by_the_cli(
 
 
 async def test_a_failed_gathering_is_said_and_the_reset_goes_on(h: SlackHarness) -> None:
+    """evidence_required is false by default: the remediation completes and the run ends
+    succeeded, its note and the thread saying it went on without evidence."""
     evidence_fails(h.sim, node=NODE, reason="evidence is already being gathered on this node")
     run, thread = await run_xid79(h)
     steps = {s.step_id: s.status.value for s in await h.app.store.steps(run.id)}
     assert steps["evidence"] == "failed"
     assert steps["evidence-failed"] == "succeeded"
     assert (steps["drain"], steps["reset"], steps["uncordon"]) == ("succeeded",) * 3
-    # The node is back in service; the run names the one step that failed, as for any step
-    # that fails with on_failure: continue.
-    assert (run.status, run.note) == (RunStatus.FAILED, "failed step(s): evidence")
+    assert (run.status, run.note) == (
+        RunStatus.SUCCEEDED,
+        "went on without evidence (evidence failed)",
+    )
     assert not (await h.sim.kube.get_node(node=NODE)).unschedulable
     assert f"Evidence could not be gathered from {NODE}" in thread
     assert "already being gathered" in thread
+    assert "pool default (remediate) does not require evidence: the run goes on" in thread
     assert await h.app.store.list_evidence() == []
+
+
+POOL_LABEL = "gpubot.io/pool"
+
+
+def requiring_policy(*, default: bool, pool: bool | None) -> dict[str, object]:
+    """oncall approves; nodes labelled gpubot.io/pool=train are pool `train`."""
+    train: dict[str, object] = {"name": "train", "match": {POOL_LABEL: "train"}}
+    if pool is not None:
+        train["evidence_required"] = pool
+    return {
+        "groups": {"oncall": {"users": ["U1", "U2"], "usergroups": ["S0ONCALL"]}},
+        "evidence_required": default,
+        "pools": [train],
+    }
+
+
+@pytest.mark.parametrize(
+    ("default", "pool", "labelled"),
+    [(True, None, False), (False, True, True)],
+    ids=["global-default", "pool-sets-it"],
+)
+async def test_a_pool_that_requires_evidence_stops_before_the_reset(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    default: bool,
+    pool: bool | None,
+    labelled: bool,
+) -> None:
+    """evidence_required: true (globally, or the node's pool): the failed gathering stops
+    the run; the reset never starts, the node stays cordoned, and the thread says why."""
+    policy = requiring_policy(default=default, pool=pool)
+    async with slack_harness(tmp_path, monkeypatch, policy=policy) as h:
+        if labelled:
+            with h.sim.mutation() as state:
+                state.node(NODE).labels[POOL_LABEL] = "train"
+        evidence_fails(h.sim, node=NODE, reason="the agent is unreachable")
+        run, thread = await run_xid79(h)
+        steps = {s.step_id: s.status.value for s in await h.app.store.steps(run.id)}
+        assert (steps["drain"], steps["evidence"]) == ("succeeded", "failed")
+        assert (steps["evidence-failed"], steps["reset"], steps["uncordon"]) == ("cancelled",) * 3
+        assert run.status is RunStatus.FAILED
+        assert "requires evidence before anything destructive" in run.note
+        events = await h.app.store.events(run_id=run.id)
+        assert not [e for e in events if e.kind == "step.started" and e.step == "reset"]
+        assert (await h.sim.kube.get_node(node=NODE)).unschedulable
+        name = "train (remediate)" if labelled else "default (remediate)"
+        assert f"pool {name} requires evidence before anything destructive" in thread
+        assert "the steps after it do not run" in thread
+
+
+async def test_a_pool_may_waive_evidence_the_global_block_requires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """evidence_required: true globally, false for pool `train`: that pool's node goes on."""
+    policy = requiring_policy(default=True, pool=False)
+    async with slack_harness(tmp_path, monkeypatch, policy=policy) as h:
+        with h.sim.mutation() as state:
+            state.node(NODE).labels[POOL_LABEL] = "train"
+        evidence_fails(h.sim, node=NODE, reason="the agent is unreachable")
+        run, thread = await run_xid79(h)
+        steps = {s.step_id: s.status.value for s in await h.app.store.steps(run.id)}
+        assert (steps["evidence"], steps["reset"], steps["uncordon"]) == (
+            "failed",
+            "succeeded",
+            "succeeded",
+        )
+        assert run.status is RunStatus.SUCCEEDED
+        assert "pool train (remediate) does not require evidence" in thread
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:

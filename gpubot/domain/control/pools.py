@@ -37,6 +37,9 @@ class Pool:
     approvers: Mapping[str, str] = field(default_factory=dict)
     # Outside it, a step that needs an approval waits (held) even when approved.
     window: MaintenanceWindow | None = None
+    # A failed evidence gathering stops the run before anything destructive (True), or is
+    # said in the thread and the run goes on (False).
+    evidence_required: bool = False
 
     def approver_group(self, *, level: str, step_group: str | None, default: str) -> str:
         return self.approvers.get(level) or step_group or default
@@ -54,6 +57,7 @@ class Pool:
             "match": dict(sorted(self.match.items())),
             "approvers": dict(sorted(self.approvers.items())),
             "window": str(self.window) if self.window else None,
+            "evidence_required": self.evidence_required,
         }
 
 
@@ -91,6 +95,66 @@ def policy_digest(document: Mapping[str, Any]) -> str:
     change between two starts or reloads is visible."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def policy_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What differs between two policy documents (the policy block as loaded), one line
+    each, by dotted key: a pool by its name (`pools.canary.mode: observe -> quarantine`), a
+    pool added or removed as one line, and the order of the pools (first match wins)."""
+    old, new = _flatten(before), _flatten(after)
+    old_pools, new_pools = _pool_names(before), _pool_names(after)
+    said: list[str] = []
+    for name in [n for n in new_pools if n not in old_pools]:
+        mode = new.get(f"pools.{name}.mode", "remediate")
+        said.append(f"pools.{name}: added ({mode})")
+    for name in [n for n in old_pools if n not in new_pools]:
+        said.append(f"pools.{name}: removed")
+    gone = {f"pools.{n}." for n in set(old_pools) ^ set(new_pools)}
+    for key in sorted(old.keys() | new.keys()):
+        if any(key.startswith(prefix) for prefix in gone):
+            continue
+        if key not in old:
+            said.append(f"{key}: set to {_short(new[key])}")
+        elif key not in new:
+            said.append(f"{key}: unset (was {_short(old[key])})")
+        elif old[key] != new[key]:
+            said.append(f"{key}: {_short(old[key])} -> {_short(new[key])}")
+    kept_old = [n for n in old_pools if n in new_pools]
+    kept_new = [n for n in new_pools if n in old_pools]
+    if kept_old != kept_new:
+        said.append(f"pools order: {', '.join(old_pools)} -> {', '.join(new_pools)}")
+    return said
+
+
+def _pool_names(document: Mapping[str, Any]) -> list[str]:
+    pools = document.get("pools") or []
+    return [str(p.get("name")) for p in pools if isinstance(p, Mapping)]
+
+
+def _flatten(document: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping) and value:
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif (
+            isinstance(value, list)
+            and value
+            and all(isinstance(x, Mapping) and "name" in x for x in value)
+        ):
+            for x in value:
+                walk(f"{prefix}.{x['name']}", {k: v for k, v in x.items() if k != "name"})
+        elif value is not None:  # null: the key is unset (its default applies)
+            out[prefix] = value
+
+    walk("", document)
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def offered(mode: PoolMode, *, mutating: bool, approval: str) -> str | None:

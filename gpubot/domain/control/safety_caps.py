@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from gpubot.domain.control.approvals import DEFAULT_EXPIRY, ApproverGroup
 from gpubot.domain.control.pools import DEFAULT_POOL, Pool, PoolChoice, choose_pool
@@ -121,7 +122,46 @@ class Policy:
     pools: tuple[Pool, ...] = ()  # policy.pools, first match wins
     default_pool: Pool = field(default_factory=lambda: Pool(DEFAULT_POOL))
     digest: str = ""  # policy_digest of the policy as loaded ("" when built in code)
+    # The policy block as loaded (what the digest is of), recorded with it so that the next
+    # start that loads a different one can say what changed.
+    document: Mapping[str, Any] = field(default_factory=dict)
+    # A pool's own caps, counted within the pool on top of `blast` across the fleet.
+    pool_blast: Mapping[str, BlastRadius] = field(default_factory=dict)
+    # A pool's own escalation thresholds and DCGM diagnostics level, in place of the
+    # global ones for its nodes (a pool not named here follows the global block).
+    pool_escalation: Mapping[str, EscalationPolicy] = field(default_factory=dict)
+    pool_diag_level: Mapping[str, int] = field(default_factory=dict)
 
     def pool_for(self, *, cluster: str, labels: Mapping[str, str]) -> PoolChoice:
         """The pool a node is in now (its cluster and its Node labels), and why."""
         return choose_pool(self.pools, self.default_pool, cluster=cluster, labels=labels)
+
+    def escalation_of(self, pool: str | None) -> EscalationPolicy:
+        return self.pool_escalation.get(pool or "", self.escalation)
+
+    @property
+    def per_pool(self) -> bool:
+        """Whether any pool sets its own caps, escalation or diagnostics level."""
+        return bool(self.pool_blast or self.pool_escalation or self.pool_diag_level)
+
+
+def check_pool_cordon(
+    *, pool: str, policy: BlastRadius, pool_size: int, cordoned: set[str], node: str
+) -> str | None:
+    """check_cordon within one pool: its own cap over its own GPU nodes."""
+    reason = check_cordon(policy=policy, fleet_size=pool_size, cordoned=cordoned, node=node)
+    if reason is None:
+        return None
+    return f"pool {pool}: " + reason.replace("GPU nodes", f"GPU nodes of pool {pool}").replace(
+        "policy.blast_radius", f"pool {pool}'s blast_radius"
+    ).replace("of the fleet", "of the pool")
+
+
+def check_pool_drain(
+    *, pool: str, policy: BlastRadius, draining: set[str], node: str
+) -> str | None:
+    """check_drain within one pool: its own cap on drains of its own nodes at once."""
+    reason = check_drain(policy=policy, draining=draining, node=node)
+    if reason is None:
+        return None
+    return f"pool {pool}: " + reason.replace("policy.blast_radius", f"pool {pool}'s blast_radius")

@@ -120,6 +120,8 @@ def _reset(
             "service",
         )
     resets = [e for e in earlier if e.kind == "reset" and e.at >= now - policy.reset_window]
+    if not resets and policy.max_resets <= 0:
+        return Escalation("reboot", "no GPU reset is allowed (max_resets 0): ask for a reboot")
     if len(resets) >= policy.max_resets:
         return Escalation(
             "reboot",

@@ -7,6 +7,7 @@ the chart's accounts need."""
 
 from __future__ import annotations
 
+import json
 import ssl
 from datetime import UTC, datetime
 from pathlib import Path
@@ -270,5 +271,84 @@ async def test_the_served_bot_takes_node_as_xid_from_its_agent_only(
         await app.service.wait_idle()
         incidents = await app.store.list_incidents()
         assert [x.node for x in incidents] == [node_a]
+    finally:
+        await app.aclose()
+
+
+QUARANTINE = """
+name: xid-quarantine
+description: cordon the node an XID 79 names (the rehearsal's stand-in for xid79's quarantine)
+triggers:
+  - alertname: GPUXidError
+params:
+  node: {type: node, default: "{{ alert.labels.Hostname }}"}
+target: node
+steps:
+  - {id: cordon, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
+"""
+
+
+async def test_pools_are_chosen_by_real_node_labels(installed: Install, tmp_path: Path) -> None:
+    """Node A carries gpubot.io/pool=canary on the API server, and policy.pools makes that an
+    observe pool: its XID 79 cordons nothing (the step is recorded as what it would do, and
+    the plan names the label that matched). Node B, in no pool, is cordoned: same alert, same
+    runbook, the bot's own RBAC."""
+    i, c = installed, installed.c
+    node_a, node_b = c.name("gpu-a"), c.name("gpu-b")
+    c.core.patch_node(node_a, {"metadata": {"labels": {"gpubot.io/pool": "canary"}}})
+    config = i.config
+    cluster = config["clusters"][0]
+    kubeconfig = c.plane.kubeconfig_for(
+        tmp_path / "bot-kubeconfig", token=i.token("bot", i.bot_service_account)
+    )
+    cluster.update(in_cluster=False, kubeconfig=str(kubeconfig))
+    cluster["agent"]["identity_token_file"] = str(
+        i.file("bot-identity", i.token("bot", i.bot_service_account, audience=i.audience))
+    )
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "xid-quarantine.yaml").write_text(QUARANTINE)
+    config.update(
+        store={"url": f"sqlite:///{tmp_path}/bot.db"},
+        runbooks={"builtin": False, "dirs": [str(runbooks)]},
+        slack={"mode": "off"},
+        policy={
+            "blast_radius": {"max_cordoned_count": 2, "max_cordoned_fraction": 1.0},
+            "pools": [{"name": "canary", "mode": "observe", "match": {"gpubot.io/pool": "canary"}}],
+        },
+    )
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with no_env():
+        settings = load_settings(path)
+        app = build_app(settings)
+        web = create_app(app.service, agent_auth=agent_event_auth(settings), metrics=app.metrics)
+    name = cluster["name"]
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=web), base_url="http://bot"
+        ) as client:
+            for node, role in ((node_a, "a"), (node_b, "b")):
+                token = i.token(role, i.agent_service_account, audience=i.audience)
+                r = await client.post(
+                    "/agent/events",
+                    json=xid_body(node, name),
+                    headers={"authorization": f"Bearer {token}"},
+                )
+                assert r.status_code == 200, r.text
+        await app.service.wait_idle()
+        runs = {r.target: r for r in await app.store.list_runs()}
+        assert sorted(runs) == sorted([node_a, node_b])
+        observed = await app.store.events(run_id=runs[node_a].id)
+        [would] = [e for e in observed if e.kind == "step.observed"]
+        assert would.step == "cordon"
+        assert "pool canary (observe)" in str(would.result["pool"])
+        assert not [e for e in observed if e.kind == "step.started"]
+        assert not c.core.read_node(node_a).spec.unschedulable
+        assert c.core.read_node(node_b).spec.unschedulable
+        # Each run's plan named its pool and the real label that chose it.
+        planned_a = json.dumps(runs[node_a].context["pool"])
+        assert "label gpubot.io/pool=canary matched" in planned_a, planned_a
+        assert "no pool matched" in json.dumps(runs[node_b].context["pool"])
     finally:
         await app.aclose()
