@@ -22,7 +22,7 @@ from gpubot.domain.templating import evaluate, render_value
 from gpubot.domain.variables import run_variables
 from gpubot.engine.blast_radius import BlastRadiusGate
 from gpubot.engine.deps import Engine
-from gpubot.engine.observe import step_outcome
+from gpubot.engine.observe import approval_decided, step_outcome
 from gpubot.engine.pool_gate import PoolGate
 from gpubot.engine.recorder import Next, RunRecorder
 from gpubot.engine.standing import standing_blocks
@@ -245,6 +245,7 @@ class Executor:
             return approved
         if current.status is ApprovalStatus.EXPIRED and request.status is ApprovalStatus.PENDING:
             await self.e.store.replace_approval(current, expected_votes=len(request.votes))
+            approval_decided(self.e.tally, run, current, now=self.e.clock.now())
             await self.record.audit(
                 run, "approval.expired", step=step, result={"approval_id": request.id}
             )
@@ -329,6 +330,7 @@ class Executor:
                 await self.record.audit(
                     run, "step.stopped", step=step, actor=ctx.actor, result={"reason": str(exc)}
                 )
+                self.record.ended(run, step, state, "stopped")
                 return await self.record.cancel(run, str(exc))
             except GpubotError as exc:
                 return await self._fail(run, step, state, str(exc))

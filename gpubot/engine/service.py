@@ -36,6 +36,7 @@ from gpubot.engine.interventions import (
 )
 from gpubot.engine.node_faults import NodeFaults
 from gpubot.engine.objections import MemberOf, Objection, record_objection
+from gpubot.engine.observe import approval_decided
 from gpubot.engine.planning import (
     plan_alerts,
     plan_command,
@@ -67,7 +68,8 @@ _FOR_THE_LEADER = (
 class GpubotService:
     def __init__(self, engine: Engine, *, dry_run: bool = False) -> None:
         self.e = engine
-        self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
+        # Every event the engine writes.
+        self.trail = AuditTrail(engine.store, engine.clock, engine.tally)
         # What the interfaces in front of the service may read.
         self.read = Queries(engine, warming=lambda: self.warming)
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
@@ -376,6 +378,8 @@ class GpubotService:
             },
             reason=f"approval {request.id}",
         )
+        if stored and outcome.changed and request.status is ApprovalStatus.PENDING:
+            approval_decided(self.e.tally, run, outcome.request, now=self.e.clock.now())
         if not outcome.accepted:
             if outcome.request.status is ApprovalStatus.EXPIRED:
                 self.spawn(self.executor.advance(run.id))
