@@ -88,7 +88,7 @@ def test_every_self_alert_links_its_section_of_the_alerts_page() -> None:
                 url = f"{base}/docs/operate/alerts.md#{rule['alert'].lower()}"
                 assert rule["annotations"]["runbook_url"] == url, rule["alert"]
                 alerts += 1
-    assert alerts == 12
+    assert alerts == 13
 
 
 async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: MakeBot) -> None:
