@@ -1,11 +1,11 @@
-"""A cluster's backends with every failed call counted per dependency: the cluster API
-(Kubernetes, or Slurm's commands), the node agents and Prometheus.
+"""A cluster's backends with each failed call counted under its dependency.
 
-Each async method of a backend is wrapped: when it raises, `Tally.dependency_error` counts
-one error for the backend's dependency and the exception goes on unchanged. An exception that
-is the dependency's answer rather than its failure (not found, a conflict, a
-PodDisruptionBudget saying no, a refusal of the request's content, a person's change, nothing
-left to do) is not counted.
+The dependencies are the cluster's API (Kubernetes, or Slurm's commands), the node agents
+and Prometheus. Each async method of a backend is wrapped: when it raises,
+`Tally.dependency_error` counts one error for the backend's dependency and the exception goes
+on unchanged. An exception that is the dependency's answer rather than its failure (not
+found, a conflict, a PodDisruptionBudget saying no, a refusal of the request's content, a
+person's change, nothing left to do) is not counted.
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ import pytest
 from test_metrics_state import GPU, NODE, XID79, Bot, MakeBot, Samples, make_bot, xid_for
 
 from gpubot import __version__
-from gpubot.backends.simulated import simulated_state
+from gpubot.backends.simulated import SimulatedCluster, simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.audit import AuditDraft
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.clock import FakeClock
+from gpubot.engine.counted_ports import counted_clusters
 from gpubot.errors import NotFoundError, TemporaryStepError
 from gpubot.web.metrics import OutboxReading, Watched, WebMetrics
 
@@ -178,6 +179,21 @@ async def test_failed_agent_and_prometheus_calls_are_counted_but_answers_are_not
     assert sample(m, "gpubot_dependency_errors_total", dependency="agent") == 1
     assert sample(m, "gpubot_dependency_errors_total", dependency="prometheus") == 1
     assert sample(m, "gpubot_dependency_errors_total", dependency="kubernetes") == 0
+
+
+async def test_a_slurm_clusters_failed_calls_count_as_slurm_not_kubernetes() -> None:
+    """A cluster configured with the Slurm backend: its API's failures are `slurm` errors."""
+    metrics = WebMetrics()
+    sim = SimulatedCluster.default(name="lab")
+    clusters = counted_clusters({"lab": sim.ports()}, metrics, slurm=frozenset({"lab"}))
+    fail_once(sim.kube, "set_unschedulable", TemporaryStepError("scontrol timed out"))
+
+    with pytest.raises(TemporaryStepError):
+        await clusters["lab"].nodes.set_unschedulable(node=NODE, value=True)
+    errors = metrics.state.dependency_errors
+
+    assert errors["slurm"] == 1
+    assert errors["kubernetes"] == 0
 
 
 class _BrokenLog:
