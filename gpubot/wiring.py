@@ -14,6 +14,7 @@ from gpubot.config import ClusterSettings, ClusterSlurmSettings, Settings
 from gpubot.domain.fleet.cluster import Sample
 from gpubot.domain.runbooks.loader import LoadedRunbook
 from gpubot.engine.clock import SystemClock
+from gpubot.engine.counted_ports import counted_clusters
 from gpubot.engine.deps import Engine
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.registry import Registry, builtin_registry
@@ -315,13 +316,16 @@ def build_app(
     # `leadership` given (the CLI's NeverLeader): no Lease of its own to start or hold.
     lease = build_leadership(settings) if leadership is None else None
     metrics = WebMetrics()
+    metrics.runbooks([item.runbook.name for item in loaded])
+    slurm = frozenset(c.name for c in settings.clusters if c.backend == "slurm")
     engine = Engine(
-        tally=metrics,  # step outcomes, run ends, attempt-cap refusals
+        tally=metrics,  # step outcomes and durations, approvals, run ends, dependency errors
         leadership=leadership or lease or AlwaysLeader(),
         store=store,
         registry=registry,
         runbooks={item.runbook.name: item.runbook for item in loaded},
-        clusters=clusters,
+        # Each failed call to a cluster's API, agents or Prometheus is counted.
+        clusters=counted_clusters(clusters, metrics, slurm=slurm),
         notifier=notifier,
         clock=clock or SystemClock(),
         policy=policy,

@@ -6,11 +6,22 @@ outcome words); anything else is counted as `other`, so no request can add a ser
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterable
 from typing import get_args
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
+from gpubot import __version__
 from gpubot.agent.driver import DriverErrorKind
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -31,10 +42,23 @@ def bounded(value: str, allowed: Iterable[str]) -> str:
 
 
 class AgentMetrics:
-    """The counters `/metrics` serves; the API, the operations and the XID sender count here."""
+    """The counters `/metrics` serves, and the process's own series; the API, the operations
+    and the XID sender count here."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # The process (CPU, memory, open fds, start time) and the interpreter (version, GC):
+        # a registry of its own starts without them.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.build = Gauge(
+            "gpubot_build_info",
+            "Always 1: the gpubot version and the Python version this agent runs",
+            ["version", "python"],
+            registry=self.registry,
+        )
+        self.build.labels(__version__, platform.python_version()).set(1)
         self.requests = Counter(
             "gpubot_agent_requests",
             "HTTP requests by route template and outcome (ok, a refusal's kind, or status class)",

@@ -7,15 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpubot.domain.control.audit import AuditDraft, AuditEvent
+from gpubot.engine.telemetry import NoTally, Tally
 from gpubot.ports import AuditLog, Clock
 
 
 class AuditTrail:
     """Writes what the engine did, and what it refused, to the hash-chained audit log."""
 
-    def __init__(self, log: AuditLog, clock: Clock) -> None:
+    def __init__(self, log: AuditLog, clock: Clock, tally: Tally | None = None) -> None:
         self._log = log
         self._clock = clock
+        self._tally = tally or NoTally()  # an append that fails counts as an audit error
 
     def draft(
         self,
@@ -55,4 +57,8 @@ class AuditTrail:
 
     async def write(self, draft: AuditDraft) -> AuditEvent:
         """A draft built here (draft()) that no state change carries: appended now."""
-        return await self._log.append(draft)
+        try:
+            return await self._log.append(draft)
+        except Exception:
+            self._tally.dependency_error(dependency="audit")
+            raise

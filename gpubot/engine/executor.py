@@ -32,7 +32,7 @@ from gpubot.engine.pool_gate import PoolGate
 from gpubot.engine.recorder import Next, RunRecorder
 from gpubot.engine.stop_report import standing_blocks
 from gpubot.engine.taken_back import taken_back
-from gpubot.engine.telemetry import step_outcome
+from gpubot.engine.telemetry import approval_decided, step_outcome
 from gpubot.errors import (
     GpubotError,
     NeedsHumanError,
@@ -251,6 +251,7 @@ class Executor:
             return approved
         if current.status is ApprovalStatus.EXPIRED and request.status is ApprovalStatus.PENDING:
             await self.e.store.replace_approval(current, expected_votes=len(request.votes))
+            approval_decided(self.e.tally, run, current, now=self.e.clock.now())
             await self.record.audit(
                 run, "approval.expired", step=step, result={"approval_id": request.id}
             )
@@ -335,6 +336,7 @@ class Executor:
                 await self.record.audit(
                     run, "step.stopped", step=step, actor=ctx.actor, result={"reason": str(exc)}
                 )
+                self.record.ended(run, step, state, "stopped")
                 return await self.record.cancel(run, str(exc))
             except GpubotError as exc:
                 return await self._fail(run, step, state, str(exc))

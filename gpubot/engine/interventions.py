@@ -41,7 +41,8 @@ class Interventions:
 
     def __init__(self, engine: Engine) -> None:
         self.e = engine
-        self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
+        # Every event the engine writes.
+        self.trail = AuditTrail(engine.store, engine.clock, engine.tally)
         self.record = RunRecorder(engine)
 
     def _group_for(self, run: Run, step_id: str | None) -> str:

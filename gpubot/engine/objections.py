@@ -71,7 +71,7 @@ async def record_objection(
         raise ApprovalError(
             f"Only {who} or an approver (group '{group}') may object to this reclamation."
         )
-    await AuditTrail(e.store, e.clock).record(
+    await AuditTrail(e.store, e.clock, e.tally).record(
         OBJECTION_KIND,
         actor=user,
         incident_id=run.incident_id,

@@ -18,7 +18,7 @@ from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.stop_report import standing_blocks
-from gpubot.engine.telemetry import run_finished, step_recorded
+from gpubot.engine.telemetry import run_finished, step_ended, step_recorded
 from gpubot.errors import GpubotError
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ class RunRecorder:
 
     def __init__(self, engine: Engine) -> None:
         self.e = engine
-        self.trail = AuditTrail(engine.store, engine.clock)
+        self.trail = AuditTrail(engine.store, engine.clock, engine.tally)
 
     async def actor(self, run: Run, step: Step) -> str:
         """Who a step acts for: its approvers once approved, gpubot itself otherwise."""
@@ -150,6 +150,7 @@ class RunRecorder:
             run, "step.finished", step=step, args=state.args, actor=actor, result=result
         )
         await self.save(done, event=event)
+        self.ended(run, step, state, "succeeded")
         text = messages._short(output, 300)
         await self.say(run, messages.step_message(run, done, action=step.action, text=text))
 
@@ -163,8 +164,20 @@ class RunRecorder:
         result = {"ok": False, "error": error, "on_failure": step.on_failure}
         event = self.event(run, "step.failed", step=step, args=state.args, result=result)
         await self.save(failed, event=event)
+        self.ended(run, step, state, "failed")
         text = note or error
         await self.say(run, messages.step_message(run, failed, action=step.action, text=text))
+
+    def ended(self, run: Run, step: Step, state: StepState, outcome: str) -> None:
+        """A step that started ended: its duration goes to the step-duration histogram."""
+        step_ended(
+            self.e.tally,
+            run,
+            action=step.action,
+            outcome=outcome,
+            started=state.started_at,
+            now=self.e.clock.now(),
+        )
 
     async def skip_to(self, run: Run, step: Step, target: str) -> None:
         """A failed step's `goto`: the unfinished steps between it and `target` are skipped."""
@@ -188,15 +201,25 @@ class RunRecorder:
 
     async def save(self, state: StepState, *, event: AuditDraft | None = None) -> None:
         """Record a step's state; with `event`, its audit event in the same transaction."""
-        await self.e.store.save_step(state, audit=event)
+        try:
+            await self.e.store.save_step(state, audit=event)
+        except Exception:
+            if event is not None:  # the audit append failed with the state it records
+                self.e.tally.dependency_error(dependency="audit")
+            raise
 
     async def set_run(
         self, run: Run, status: RunStatus, note: str, *, event: AuditDraft | None = None
     ) -> Run:
         """Record a run's status; with `event`, its audit event in the same transaction."""
-        changed = await self.e.store.update_run(
-            run.id, status=status, note=note, now=self.e.clock.now(), audit=event
-        )
+        try:
+            changed = await self.e.store.update_run(
+                run.id, status=status, note=note, now=self.e.clock.now(), audit=event
+            )
+        except Exception:
+            if event is not None:  # the audit append failed with the state it records
+                self.e.tally.dependency_error(dependency="audit")
+            raise
         if status.finished and not run.status.finished:
             run_finished(self.e.tally, changed)
         return changed
@@ -258,6 +281,7 @@ class RunRecorder:
 
     async def needs_human(self, run: Run, step: Step, state: StepState, reason: str) -> Wait:
         await self.save(replace(state, status=StepStatus.NEEDS_HUMAN, error=reason))
+        self.ended(run, step, state, "needs_human")
         await self.set_run(run, RunStatus.NEEDS_HUMAN, reason)
         await self.audit(run, "step.needs_human", step=step, result={"reason": reason})
         left = await standing_blocks(self.e, run, await self.e.store.steps(run.id))

@@ -43,6 +43,7 @@ from gpubot.engine.planning import (
 )
 from gpubot.engine.queries import Queries
 from gpubot.engine.signed_votes import VoteCounter, submit
+from gpubot.engine.telemetry import approval_decided
 from gpubot.errors import ApprovalError, GpubotError, InputError, NotFoundError, RunDeferred
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ _FOLLOW_UP = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)  # what process()
 class GpubotService:
     def __init__(self, engine: Engine, *, dry_run: bool = False) -> None:
         self.e = engine
-        self.trail = AuditTrail(engine.store, engine.clock)  # every event the engine writes
+        # Every event the engine writes.
+        self.trail = AuditTrail(engine.store, engine.clock, engine.tally)
         # What the interfaces in front of the service may read.
         self.read = Queries(engine, warming=lambda: self.background.warming)
         self.dry_run = dry_run  # config `dry_run: true`: every run plans and records only
@@ -361,6 +363,8 @@ class GpubotService:
             },
             reason=f"approval {request.id}",
         )
+        if stored and outcome.changed and request.status is ApprovalStatus.PENDING:
+            approval_decided(self.e.tally, run, outcome.request, now=self.e.clock.now())
         if not outcome.accepted:
             if outcome.request.status is ApprovalStatus.EXPIRED:
                 self.spawn(self.executor.advance(run.id))

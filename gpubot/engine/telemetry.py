@@ -1,11 +1,14 @@
-"""What the engine reports as it happens: step outcomes and run ends (log lines and counters),
-and this replica gaining or losing the leadership."""
+"""What the engine reports as it happens: step outcomes, step durations, approval decisions
+and run ends (log lines, counters and histograms), calls to a dependency that failed, and this
+replica gaining or losing the leadership."""
 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from datetime import datetime
+from typing import Literal, Protocol
 
+from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus
 from gpubot.domain.control.audit import AuditDraft
 from gpubot.domain.runbooks.runs import Run
 
@@ -24,15 +27,38 @@ STEP_OUTCOMES = {
     "step.interrupted": "interrupted",
 }
 RESULTS = (*STEP_OUTCOMES.values(), "denied", "expired")
+# How a started step ended (the `outcome` label of the step-duration histogram).
+STEP_ENDINGS = ("succeeded", "failed", "needs_human", "stopped")
+# How an approval request was decided (the `decision` label of the approval-latency histogram).
+DECISIONS = ("approved", "denied", "expired")
+# What the bot depends on, by the name its error counter carries.
+Dependency = Literal["kubernetes", "slurm", "agent", "prometheus", "audit", "slack"]
+DEPENDENCIES: tuple[Dependency, ...] = (
+    "kubernetes",
+    "slurm",
+    "agent",
+    "prometheus",
+    "audit",
+    "slack",
+)
 _REASON_CHARS = 300
 
 
 class Tally(Protocol):
-    """Counters of what happens (the web layer exports them as Prometheus counters)."""
+    """Counters and timings of what happens (the web layer exports them to Prometheus)."""
 
     def step_outcome(self, *, action: str, result: str) -> None: ...
 
-    def run_finished(self, *, status: str) -> None: ...
+    def step_duration(self, *, runbook: str, action: str, outcome: str, seconds: float) -> None:
+        """A started step ended: `seconds` from its first start to its end."""
+
+    def approval_decided(self, *, runbook: str, decision: str, seconds: float) -> None:
+        """An approval request was decided: `seconds` from the request to the decision."""
+
+    def run_finished(self, *, runbook: str, status: str) -> None: ...
+
+    def dependency_error(self, *, dependency: Dependency) -> None:
+        """A call to a dependency failed (unreachable, timed out, refused, a bad answer)."""
 
     def attempt_cap_refused(self, *, runbook: str) -> None: ...
 
@@ -45,7 +71,16 @@ class NoTally:
     def step_outcome(self, *, action: str, result: str) -> None:
         return None
 
-    def run_finished(self, *, status: str) -> None:
+    def step_duration(self, *, runbook: str, action: str, outcome: str, seconds: float) -> None:
+        return None
+
+    def approval_decided(self, *, runbook: str, decision: str, seconds: float) -> None:
+        return None
+
+    def run_finished(self, *, runbook: str, status: str) -> None:
+        return None
+
+    def dependency_error(self, *, dependency: Dependency) -> None:
         return None
 
     def attempt_cap_refused(self, *, runbook: str) -> None:
@@ -105,8 +140,31 @@ def step_outcome(
     )
 
 
+def step_ended(
+    tally: Tally, run: Run, *, action: str, outcome: str, started: datetime | None, now: datetime
+) -> None:
+    """A step that started ended with `outcome` (one of STEP_ENDINGS): its duration, from its
+    first start (a retried step counts its retries; a step never started counts nothing)."""
+    if started is None:
+        return
+    seconds = max(0.0, (now - started).total_seconds())
+    tally.step_duration(runbook=run.runbook, action=action, outcome=outcome, seconds=seconds)
+
+
+def approval_decided(tally: Tally, run: Run, request: ApprovalRequest, *, now: datetime) -> None:
+    """A request left pending: the time from the request to its decision (an expired one
+    waited until it expired)."""
+    status = request.status
+    if status is ApprovalStatus.EXPIRED:
+        now = min(now, request.expires_at)
+    elif status not in (ApprovalStatus.APPROVED, ApprovalStatus.DENIED):
+        return
+    seconds = max(0.0, (now - request.created_at).total_seconds())
+    tally.approval_decided(runbook=run.runbook, decision=status.value, seconds=seconds)
+
+
 def run_finished(tally: Tally, run: Run) -> None:
-    tally.run_finished(status=run.status.value)
+    tally.run_finished(runbook=run.runbook, status=run.status.value)
     log.info(
         "run %s (%s) %s",
         run.id,

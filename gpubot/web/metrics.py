@@ -1,6 +1,8 @@
 """Prometheus metrics of the bot itself, on a registry of its own (one per app).
 
-Counters go up where the event happens (the engine reports through the Tally methods);
+Counters and histograms move where the event happens (the engine reports through the Tally
+methods); the process's own series (CPU, memory, fds, Python GC) come from prometheus_client's
+collectors, registered here since a registry of its own starts without them;
 gauges of what the store holds are read at each scrape by `StateCollector`, from one
 read transaction of aggregate queries (`refresh` before the exposition is written).
 """
@@ -8,21 +10,36 @@ read transaction of aggregate queries (`refresh` before the exposition is writte
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from gpubot import __version__
 from gpubot.domain.fleet.store_counts import StateCounts
 from gpubot.domain.runbooks.runs import RunStatus
-from gpubot.engine.telemetry import RESULTS
+from gpubot.engine.telemetry import DECISIONS, DEPENDENCIES, RESULTS, STEP_ENDINGS, Dependency
 
 log = logging.getLogger(__name__)
 RUN_STATES = tuple(s.value for s in RunStatus if not s.finished)
+RUN_ENDINGS = ("succeeded", "failed", "cancelled")
+# From a cordon (a second) to a drain or a diagnostic (up to hours).
+STEP_BUCKETS = (0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
+# From a click in the minute to a request left overnight.
+APPROVAL_BUCKETS = (10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 SLACK_ERROR_KINDS = ("rate_limited", "server_error", "client_error")
 AGENT_REFUSAL_KINDS = (
     "unauthenticated",
@@ -65,6 +82,8 @@ class StateCollector(Collector):
         self.watched = watched
         self.counts: StateCounts | None = None
         self.store_up = 1.0
+        # Failed calls per dependency the engine counted (Slack's come from the outbox).
+        self.dependency_errors: dict[str, int] = dict.fromkeys(DEPENDENCIES, 0)
 
     async def refresh(self) -> None:
         if self.watched.store is None:
@@ -105,6 +124,19 @@ class StateCollector(Collector):
         for kind in SLACK_ERROR_KINDS:
             errors.add_metric([kind], reading.errors.get(kind, 0))
         yield errors
+        failed = CounterMetricFamily(
+            "gpubot_dependency_errors",
+            "Calls to a dependency that failed (unreachable, timed out, 5xx, refused, a bad "
+            "answer), by dependency: kubernetes or slurm (the cluster's API), agent (the node "
+            "agents), prometheus, audit (an append to the audit trail), slack (Web API calls)",
+            labels=["dependency"],
+        )
+        for dependency in DEPENDENCIES:
+            count = self.dependency_errors.get(dependency, 0)
+            if dependency == "slack":
+                count += sum(reading.errors.get(kind, 0) for kind in SLACK_ERROR_KINDS)
+            failed.add_metric([dependency], count)
+        yield failed
 
     def _store_gauges(self, c: StateCounts) -> Iterator[Metric]:
         yield _gauge("gpubot_incidents_open", "Incidents open now", c.incidents_open)
@@ -139,6 +171,18 @@ class WebMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # The process (CPU, memory, open fds, start time) and the interpreter (version, GC):
+        # a registry of its own starts without them.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.build = Gauge(
+            "gpubot_build_info",
+            "Always 1: the gpubot version and the Python version this process runs",
+            ["version", "python"],
+            registry=self.registry,
+        )
+        self.build.labels(__version__, platform.python_version()).set(1)
         self.requests = Counter(
             "gpubot_webhook_requests",
             "Alertmanager webhook requests by HTTP status code",
@@ -191,10 +235,26 @@ class WebMetrics:
             ["action", "result"],
             registry=self.registry,
         )
+        self.step_seconds = Histogram(
+            "gpubot_step_duration_seconds",
+            "Time from a step's first start to its end (retries included), by runbook, action "
+            "and outcome (succeeded, failed, needs_human, stopped)",
+            ["runbook", "action", "outcome"],
+            registry=self.registry,
+            buckets=STEP_BUCKETS,
+        )
+        self.approval_seconds = Histogram(
+            "gpubot_approval_latency_seconds",
+            "Time from an approval request to its decision, by runbook and decision "
+            "(approved, denied, expired: the time it waited before it expired)",
+            ["runbook", "decision"],
+            registry=self.registry,
+            buckets=APPROVAL_BUCKETS,
+        )
         self.runs_finished = Counter(
             "gpubot_runs_finished",
-            "Runs that ended, by final status (succeeded, failed, cancelled)",
-            ["status"],
+            "Runs that ended, by runbook and final status (succeeded, failed, cancelled)",
+            ["runbook", "status"],
             registry=self.registry,
         )
         self.attempt_refusals = Counter(
@@ -209,12 +269,17 @@ class WebMetrics:
             "default_cluster): no runbook started",
             registry=self.registry,
         )
-        for status in ("succeeded", "failed", "cancelled"):
-            self.runs_finished.labels(status)  # present at 0 from the start, for rate()
         for kind in AGENT_REFUSAL_KINDS:
             self.agent_event_refusals.labels(kind)
         self.state = StateCollector(Watched())
         self.registry.register(self.state)
+
+    def runbooks(self, names: list[str]) -> None:
+        """The runbooks loaded: their finished-run counters are present at 0 from the start,
+        so rate() and absent() work before the first run ends."""
+        for name in names:
+            for status in RUN_ENDINGS:
+                self.runs_finished.labels(name, status)
 
     def watch(self, watched: Watched) -> None:
         """What the state gauges read (wiring calls it once the parts exist)."""
@@ -234,8 +299,20 @@ class WebMetrics:
     def step_outcome(self, *, action: str, result: str) -> None:
         self.steps.labels(action, result if result in RESULTS else "other").inc()
 
-    def run_finished(self, *, status: str) -> None:
-        self.runs_finished.labels(status).inc()
+    def step_duration(self, *, runbook: str, action: str, outcome: str, seconds: float) -> None:
+        outcome = outcome if outcome in STEP_ENDINGS else "other"
+        self.step_seconds.labels(runbook, action, outcome).observe(seconds)
+
+    def approval_decided(self, *, runbook: str, decision: str, seconds: float) -> None:
+        decision = decision if decision in DECISIONS else "other"
+        self.approval_seconds.labels(runbook, decision).observe(seconds)
+
+    def run_finished(self, *, runbook: str, status: str) -> None:
+        self.runs_finished.labels(runbook, status).inc()
+
+    def dependency_error(self, *, dependency: Dependency) -> None:
+        errors = self.state.dependency_errors
+        errors[dependency] = errors.get(dependency, 0) + 1
 
     def attempt_cap_refused(self, *, runbook: str) -> None:
         self.attempt_refusals.labels(runbook).inc()

@@ -69,7 +69,11 @@ def bot(tmp_path: Path) -> Iterator[str]:
 def queries() -> list[str]:
     board = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
-    exprs = [e.replace("$__rate_interval", "1m") for e in exprs]
+    # Grafana's variables as it sends them: a rate interval, and All for cluster and job.
+    exprs = [
+        e.replace("$__rate_interval", "1m").replace("$cluster", ".*").replace("$job", ".*")
+        for e in exprs
+    ]
     groups = yaml.safe_load(RULES.read_text())["groups"]
     return exprs + [r["expr"] for g in groups for r in g["rules"]]
 
@@ -82,7 +86,8 @@ def query(prom: RunningPrometheus, promql: str) -> dict[str, object]:
 
 def test_prometheus_scrapes_serve_and_every_query_evaluates(bot: str, tmp_path: Path) -> None:
     """The scraped incident shows as 1, this replica leads, steps were counted, and every
-    dashboard and rule query answers `success` (`$__rate_interval` read as 1m)."""
+    dashboard and rule query answers `success` (`$__rate_interval` read as 1m, `$cluster`
+    and `$job` as All)."""
     (tmp_path / "prom").mkdir()
     with running_prometheus(tmp_path / "prom", [bot]) as prom:
         prom.wait_until(lambda: bool(prom.instant("gpubot_incidents_open == 1")), "the incident")

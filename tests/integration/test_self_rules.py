@@ -30,15 +30,16 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 
 
 def test_self_rules_pass_promtool_check() -> None:
-    """The real promtool loads all eight rules without an error."""
+    """The real promtool loads all nine rules without an error."""
     result = run(promtool(), "check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 8 rules found" in result.stdout
+    assert "SUCCESS: 9 rules found" in result.stdout
 
 
 def test_self_rules_pass_their_promtool_unit_tests() -> None:
-    """Approvals waiting, no leader, runs needing a human, webhook rejections and the Slack
-    backlog each fire when they should and not before (see the .test.yaml)."""
+    """Approvals waiting, no leader, runs needing a human, webhook rejections, the Slack
+    backlog, refused agent events and failing dependencies each fire when they should and not
+    before (see the .test.yaml)."""
     result = run(promtool(), "test", "rules", RULE_TESTS.name, cwd=RULE_TESTS.parent)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout

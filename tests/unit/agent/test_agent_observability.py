@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import logging
+import platform
 import re
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
@@ -25,6 +26,7 @@ from agent_observe_harness import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpubot import __version__
 from gpubot.agent.api import AgentTokens
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.server import build_agent_app
@@ -265,19 +267,31 @@ async def test_an_xid_event_the_bot_never_takes_is_dropped_with_one_error_line(
     assert sample(text, 'gpubot_agent_xid_events_total{outcome="failed"}') == 1
 
 
+async def test_metrics_carry_the_build_and_the_process(agent: httpx.AsyncClient) -> None:
+    """gpubot_build_info is 1 with this version and Python; the process_* and python_* series
+    of prometheus_client's collectors are in the agent's own registry, with no token."""
+    agent.headers.pop("authorization")
+    text = (await agent.get("/metrics")).text
+    build = f'gpubot_build_info{{python="{platform.python_version()}",version="{__version__}"}}'
+    assert sample(text, build) == 1
+    assert (sample(text, "process_cpu_seconds_total") or 0) > 0
+    assert (sample(text, "process_resident_memory_bytes") or 0) > 0
+    assert 'python_info{implementation="' in text
+    assert 'python_gc_collections_total{generation="0"}' in text
+
+
 def _xid_body() -> dict[str, object]:
     labels = {"gpu": "3", "xid": "79", "Hostname": NODE}
     return {"alerts": [{"labels": labels}]}
 
 
 def test_metrics_reference_lists_every_agent_metric_and_no_other(metrics: AgentMetrics) -> None:
+    """Every gpubot_agent_* series has its row in the generated metrics reference."""
     reference = Path(__file__).parents[3] / "docs" / "reference" / "metrics.md"
     page = reference.read_text(encoding="utf-8").split("## `gpubot agent`", 1)[1]
     documented = set(re.findall(r"^\| `(gpubot_agent_[a-z_]+)` \|", page, flags=re.M))
-    exported = {
-        m.name + ("_total" if m.type == "counter" else "") for m in metrics.registry.collect()
-    }
-    assert documented == exported
+    names = {m.name + ("_total" if m.type == "counter" else "") for m in metrics.registry.collect()}
+    assert documented == {n for n in names if n.startswith("gpubot_agent_")}
 
 
 # -- hostile requests, generated ------------------------------------------------------------

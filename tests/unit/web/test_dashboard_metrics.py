@@ -1,11 +1,12 @@
 """The Grafana dashboard and gpubot's own alert rules use only metrics /metrics exports: after a
-scenario (an XID incident waiting for approval, a refused request, an attempt-cap refusal)
+scenario (an XID incident whose drain is denied, a refused request, an attempt-cap refusal)
 every `gpubot_*` name in their queries is in the scrape, so they cannot drift apart."""
 
 from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = ["make_bot"]  # the fixture, used by name
 REPO = Path(__file__).resolve().parents[3]
 DASHBOARD = REPO / "deploy" / "grafana" / "gpubot-dashboard.json"
 RULES = REPO / "deploy" / "prometheus" / "gpubot-self-rules.yaml"
+AGENT_RULES = REPO / "deploy" / "prometheus" / "gpubot-agent-rules.yaml"
 NAME = re.compile(r"\bgpubot_[a-z_]+\b")
 
 
@@ -51,8 +53,42 @@ def test_the_dashboard_is_a_grafana_dashboard() -> None:
             assert target["expr"]
             assert target["datasource"]["uid"] == "${datasource}"
     titles = " ".join(p["title"] for p in board["panels"]).lower()
-    for topic in ("incidents", "runs", "approval", "held", "step outcomes", "slack", "leader"):
+    topics = ("incidents", "runs", "approval", "held", "step outcomes", "slack", "leader")
+    for topic in (*topics, "step duration", "approval latency", "dependency", "versions"):
         assert topic in titles, topic
+
+
+def test_every_dashboard_query_is_scoped_by_the_cluster_and_job_variables() -> None:
+    """The board has `cluster` and `job` variables (read from gpubot_build_info, All as
+    `.*`), and every gpubot_* series of every panel's query is selected by both."""
+    board: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    for name in ("cluster", "job"):
+        assert variables[name]["type"] == "query"
+        assert "gpubot_build_info" in variables[name]["definition"]
+        assert variables[name]["includeAll"]
+        assert variables[name]["allValue"] == ".*"
+    selectors = re.compile(r"\bgpubot_[a-z_]+(\{[^}]*\})?")
+    for query in dashboard_queries():
+        for match in selectors.finditer(query):
+            assert match.group(1), query
+            assert 'cluster=~"$cluster"' in match.group(1), query
+            assert 'job=~"$job"' in match.group(1), query
+
+
+def test_every_self_alert_links_its_section_of_the_alerts_page() -> None:
+    """Every rule on gpubot and on its agents has annotations.runbook_url: docs_base_url
+    (pyproject.toml, defined once) + /docs/operate/alerts.md#<alert name in lower case>."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    base = pyproject["tool"]["gpubot"]["docs_base_url"]
+    alerts = 0
+    for path in (RULES, AGENT_RULES):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                url = f"{base}/docs/operate/alerts.md#{rule['alert'].lower()}"
+                assert rule["annotations"]["runbook_url"] == url, rule["alert"]
+                alerts += 1
+    assert alerts == 13
 
 
 async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: MakeBot) -> None:
@@ -65,6 +101,10 @@ async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: Ma
         await bot.app.service.start_command_run(
             runbook="xid79", args={"node": NODE}, requested_by="U1", cluster="sim"
         )
+    (run,) = await bot.app.store.list_runs()
+    (request,) = await bot.app.store.approvals_for(run.id)
+    await bot.app.service.vote(approval_id=request.id, user="U1", decision="deny")
+    await bot.app.service.wait_idle()
     exported = {name for name, _labels in await bot.metrics()}
 
     queries = dashboard_queries() + rule_queries()

@@ -117,7 +117,7 @@ async def test_an_xid_incident_waiting_for_approval_shows_in_the_gauges(make_bot
     assert m[("gpubot_steps_held", ())] == 0
     assert m[("gpubot_step_outcomes_total", (("action", "node.cordon"), ("result", "succeeded")))]
     assert m[("gpubot_step_outcomes_total", (("action", "node.taint"), ("result", "succeeded")))]
-    assert m[("gpubot_runs_finished_total", (("status", "succeeded"),))] == 0
+    assert m[("gpubot_runs_finished_total", (("runbook", "xid79"), ("status", "succeeded")))] == 0
     assert m[("gpubot_leader", ())] == 1
     assert m[("gpubot_store_up", ())] == 1
     assert m[("gpubot_slack_outbox_messages", ())] == 0
@@ -154,7 +154,7 @@ async def test_a_denied_approval_ends_the_run_and_is_counted(make_bot: MakeBot) 
     m = await bot.metrics()
 
     assert m[("gpubot_step_outcomes_total", (("action", "node.drain"), ("result", "denied")))] == 1
-    assert m[("gpubot_runs_finished_total", (("status", "cancelled"),))] == 1
+    assert m[("gpubot_runs_finished_total", (("runbook", "xid79"), ("status", "cancelled")))] == 1
     assert m[("gpubot_approvals_pending", ())] == 0
     assert m[("gpubot_approval_oldest_pending_age_seconds", ())] == 0
     assert m[("gpubot_runs", (("state", "waiting_approval"),))] == 0
