@@ -276,20 +276,22 @@ class KubernetesKubeApi:
         message: str,
         event_type: Literal["Normal", "Warning"] = "Normal",
     ) -> None:
-        now = datetime.now(UTC)
-        body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(generate_name=f"{node}.", namespace=EVENT_NAMESPACE),
-            involved_object=client.V1ObjectReference(kind="Node", name=node, uid=node),
-            reason=reason,
-            message=message[:1024],
-            type=event_type,
-            source=client.V1EventSource(component=COMPONENT),
-            reporting_component=COMPONENT,
-            reporting_instance=COMPONENT,
-            first_timestamp=now,
-            last_timestamp=now,
-            count=1,
-        )
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # The Event as JSON, not as client models: the client would walk the models again
+        # to serialise them, on every cordon.
+        body = {
+            "metadata": {"generateName": f"{node}.", "namespace": EVENT_NAMESPACE},
+            "involvedObject": {"kind": "Node", "name": node, "uid": node},
+            "reason": reason,
+            "message": message[:1024],
+            "type": event_type,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
         await self._call(
             _body(self.core.create_namespaced_event),  # nothing is read from the reply
             verb="create",

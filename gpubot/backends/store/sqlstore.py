@@ -16,11 +16,12 @@ from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.evidence import SqlEvidence
 from gpubot.backends.store.gpu_ledger import SqlGpuLedger
-from gpubot.backends.store.incidents import SqlIncidents
-from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
+from gpubot.backends.store.incidents import SqlIncidents, alerts_of, get_incident_row
+from gpubot.backends.store.runs import SqlRuns, create_run_rows, runs_of, update_run_row
 from gpubot.backends.store.signed_votes import SqlSignedVotes
 from gpubot.backends.store.slackseen import SqlSlackSeen
 from gpubot.domain.audit import AuditDraft
+from gpubot.domain.incidents import AlertRecord, Incident
 from gpubot.domain.runs import Run, RunStatus, StepState
 from gpubot.errors import ConfigError
 
@@ -92,6 +93,17 @@ class SqlStore(
             return changed
 
         return await self._run(both, write=True)
+
+    async def incident_with_runs(
+        self, incident_id: str
+    ) -> tuple[Incident, list[Run], list[AlertRecord]]:
+        """An incident, its runs and its alerts, read in one transaction (one snapshot)."""
+
+        def read(conn: Connection) -> tuple[Incident, list[Run], list[AlertRecord]]:
+            incident = get_incident_row(conn, incident_id)
+            return incident, runs_of(conn, incident_id), alerts_of(conn, incident_id)
+
+        return await self._run(read, write=False, snapshot=True)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.dispose)
