@@ -540,6 +540,11 @@ class Store(
 ):
     """Everything that must survive a restart, in one database."""
 
+    async def run_state(self, run_id: str) -> tuple[Run, list[StepState], bool | None]:
+        """A run, its steps and whether its incident is open (None: the run has no
+        incident), read in one transaction."""
+        ...
+
     async def incident_with_runs(
         self, incident_id: str
     ) -> tuple[Incident, list[Run], list[AlertRecord]]:

@@ -85,11 +85,9 @@ class SqlRuns(SqlDatabase):
         )
 
     async def run_with_steps(self, run_id: str) -> tuple[Run, list[StepState]]:
-        def read(conn: Connection) -> tuple[Run, list[StepState]]:
-            run = _get_run(conn, run_id)
-            return run, [_step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()]
-
-        return await self._run(read, write=False, snapshot=True)
+        return await self._run(
+            lambda conn: read_run_with_steps(conn, run_id), write=False, snapshot=True
+        )
 
     async def save_step(self, state: StepState) -> None:
         await self._run(lambda conn: self._upsert_step(conn, state), write=True)
@@ -130,6 +128,11 @@ _RUNS_OF = (
 def runs_of(conn: Connection, incident_id: str) -> list[Run]:
     """An incident's runs, oldest first."""
     return [_run(row) for row in conn.execute(_RUNS_OF, {"incident_id": incident_id}).mappings()]
+
+
+def read_run_with_steps(conn: Connection, run_id: str) -> tuple[Run, list[StepState]]:
+    run = _get_run(conn, run_id)
+    return run, [_step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()]
 
 
 def update_run_row(
