@@ -597,7 +597,7 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
             "single_alert_storm_per_node_over_bare_patch_p50": at_most(
                 single_storm["per_node_over_bare_patch_p50"], 1.5
             ),
-            "single_event_to_cordon_p99_ms": at_most(single["p99_ms"], 250.0),
+            "single_event_to_cordon_p99_ms": at_most(single["p99_ms"], 50.0),
             "server_errors_5xx": at_most(
                 storm_traffic["server_errors_5xx"]
                 + single_traffic["server_errors_5xx"]
