@@ -306,23 +306,26 @@ class KubernetesKubeApi:
     async def list_pods(
         self, *, node: str | None = None, namespace: str | None = None
     ) -> list[PodInfo]:
+        # From the JSON: no V1Pod model is built for any pod listed.
         selector = f"spec.nodeName={node}" if node else None
         if namespace:
-            pods = await self._call(
-                self.core.list_namespaced_pod,
+            raw = await self._call(
+                _body(self.core.list_namespaced_pod),
                 verb="list",
                 resource=f"pods in {namespace}",
                 namespace=namespace,
                 field_selector=selector,
             )
         else:
-            pods = await self._call(
-                self.core.list_pod_for_all_namespaces,
+            raw = await self._call(
+                _body(self.core.list_pod_for_all_namespaces),
                 verb="list",
                 resource="pods",
                 field_selector=selector,
             )
-        return [convert.pod_info(p) for p in pods.items]
+        listed = json.loads(raw)
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return [convert.pod_info_json(p) for p in items or []]
 
     async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
         pod = await self._call(
