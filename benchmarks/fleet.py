@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import importlib.util
 import itertools
 import json
 import logging
@@ -596,7 +597,7 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
             "single_alert_storm_per_node_over_bare_patch_p50": at_most(
                 single_storm["per_node_over_bare_patch_p50"], 1.5
             ),
-            "single_event_to_cordon_p99_ms": at_most(single["p99_ms"], 250.0),
+            "single_event_to_cordon_p99_ms": at_most(single["p99_ms"], 50.0),
             "server_errors_5xx": at_most(
                 storm_traffic["server_errors_5xx"]
                 + single_traffic["server_errors_5xx"]
@@ -629,6 +630,11 @@ def main() -> None:
     if args.storm + args.singles > args.nodes or args.drain_nodes > args.storm:
         parser.error("need storm + singles <= nodes and drain-nodes <= storm")
     logging.basicConfig(level=logging.ERROR)
+    if importlib.util.find_spec("sniffio") is None:
+        # httpx's ASGI transport (the benchmark's stand-in for Alertmanager's HTTP) tries to
+        # import sniffio on every request; without it each try searches sys.path, a few ms
+        # per alert charged to gpubot's CPU here. Marked absent, the import fails at once.
+        sys.modules["sniffio"] = None  # type: ignore[assignment]
     use_test_helpers("integration/kube")
     import control_plane
 

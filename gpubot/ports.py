@@ -357,6 +357,12 @@ class RunStore(Protocol):
         since: datetime | None = None,
     ) -> list[Run]: ...
 
+    async def runs_on_target(
+        self, *, runbook: str, target: str, since: datetime, active: Sequence[RunStatus]
+    ) -> tuple[list[Run], list[Run]]:
+        """The runs of `runbook` on `target` created since `since`, and those of any age in
+        an `active` status, read in one transaction (one snapshot)."""
+
     async def update_run(
         self,
         run_id: str,
@@ -400,6 +406,10 @@ class AuditLog(Protocol):
         after_seq: int | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[AuditEvent]: ...
+
+    async def incident_trail(self, incident_id: str) -> tuple[list[AuditEvent], ChainHead | None]:
+        """An incident's events and the chain's head, read in one transaction."""
+        ...
 
     async def verify(self) -> list[ChainProblem]: ...
 
@@ -534,6 +544,17 @@ class Store(
     Protocol,
 ):
     """Everything that must survive a restart, in one database."""
+
+    async def run_state(self, run_id: str) -> tuple[Run, list[StepState], bool | None]:
+        """A run, its steps and whether its incident is open (None: the run has no
+        incident), read in one transaction."""
+        ...
+
+    async def incident_with_runs(
+        self, incident_id: str
+    ) -> tuple[Incident, list[Run], list[AlertRecord]]:
+        """An incident, its runs and its alerts, read in one transaction (one snapshot)."""
+        ...
 
     async def close(self) -> None: ...
 

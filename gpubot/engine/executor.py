@@ -95,8 +95,8 @@ class Executor:
         lock = self._locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             while True:
-                # One read for both: this runs before every step (see benchmarks/quarantine.py).
-                run, states = await self.e.store.run_with_steps(run_id)
+                # One read for all three: this runs before every step (benchmarks/quarantine.py).
+                run, states, incident_open = await self.e.store.run_state(run_id)
                 if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
                     return run
                 if not self.e.leadership.is_leader() or self._stopping:
@@ -104,18 +104,22 @@ class Executor:
                 current = next((s for s in states if not s.status.finished), None)
                 if current is None:
                     return await self.record.finish(run, states)
-                if await self._step(run, current, states) == "wait":
+                if await self._step(run, current, states, incident_open) == "wait":
                     return await self.e.store.get_run(run_id)
 
     # -- one step -------------------------------------------------------------------------
 
-    async def _step(self, run: Run, state: StepState, states: list[StepState]) -> Next:
+    async def _step(
+        self, run: Run, state: StepState, states: list[StepState], incident_open: bool | None
+    ) -> Next:
+        """`incident_open`: whether the run's incident was open when the run was read (None:
+        the run has no incident)."""
         runbook = self.e.runbooks[run.runbook]
         step = runbook.step(state.step_id)
         spec = self.e.registry.get(step.action)
         stale = state.status in _WAITING and spec.mutating and not run.dry_run
         if stale and (
-            (reason := await self._stale_reason(run, runbook))
+            (reason := self._stale_reason(run, runbook, incident_open))
             or (reason := await taken_back(self.e, run, runbook, states, waiting_at=step.id))
         ):
             return await self.record.cancel(run, reason)
@@ -174,14 +178,14 @@ class Executor:
                 return "wait"  # held by a blast-radius cap until a slot frees
             return await self._execute(run, step, spec, admitted, params, ctx)
 
-    async def _stale_reason(self, run: Run, runbook: Runbook) -> str | None:
+    @staticmethod
+    def _stale_reason(run: Run, runbook: Runbook, incident_open: bool | None) -> str | None:
         """An alert that resolved (or was replayed after recovery) must not drive a mutation."""
-        if run.incident_id is None or runbook.on_resolve == "continue":
+        if run.incident_id is None or runbook.on_resolve == "continue" or incident_open:
             return None
-        incident = await self.e.store.get_incident(run.incident_id)
-        if incident.is_open:
-            return None
-        return f"incident {incident.id} resolved before the remaining steps ran; nothing more done"
+        return (
+            f"incident {run.incident_id} resolved before the remaining steps ran; nothing more done"
+        )
 
     async def _ask(
         self,

@@ -125,14 +125,13 @@ class NodeFaults:
     async def split_waiting(self, incident_id: str) -> None:
         """The other faults of an open XID incident whose runs have all ended (held while
         one acted, or before a restart) become follow-up incidents, if still firing."""
-        incident = await self.e.store.get_incident(incident_id)
+        incident, runs, alerts = await self.e.store.incident_with_runs(incident_id)  # one read
         own = gpu_fault(incident.labels)
         if own is None or not incident.is_open:
             return
-        runs = await self.e.store.list_runs(incident_id=incident_id)
         if not runs or any(not r.status.finished for r in runs):
             return
-        for alert in await self.e.store.alerts_for(incident_id):
+        for alert in alerts:
             fault = gpu_fault(alert.labels)
             if alert.status == "firing" and fault is not None and fault != own:
                 await self._split(incident, alert)

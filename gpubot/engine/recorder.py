@@ -332,10 +332,13 @@ class RunRecorder:
         await self.say(run, messages.run_summary(run, states, actors, standing=left))
         # The head leaves the database here, in the log and the thread: an anchor that
         # `gpubot audit verify --expect-head/--min-seq` can later hold the trail to.
-        head = await self.e.store.head()
+        # The incident's events and the head in one read, so the summary and the anchor agree.
+        if run.incident_id:
+            events, head = await self.e.store.incident_trail(run.incident_id)
+        else:
+            head = await self.e.store.head()
         level = logging.INFO if head is not None else logging.WARNING
         anchor_log.log(level, "%s (run %s %s)", anchor_line(head), run.id, run.status.value)
         if run.incident_id:
-            events = await self.e.store.events(incident_id=run.incident_id)
             await self.say(run, messages.audit_summary(events, head=head))
         return run

@@ -234,13 +234,14 @@ class GpubotService:
         dry_run = dry_run or self.dry_run
         now = self.e.clock.now()
         recent: list[Run] = []
+        active: list[Run] = []  # the node's active runs of this runbook
         if target and not dry_run:
+            # The attempt cap's runs and the node's active runs: one read for both.
             since = now - self.e.policy.attempts.window
-            recent = [
-                r
-                for r in await self.e.store.list_runs(runbook=rb.name, target=target, since=since)
-                if not r.dry_run
-            ]
+            since_window, active = await self.e.store.runs_on_target(
+                runbook=rb.name, target=target, since=since, active=_ACTIVE
+            )
+            recent = [r for r in since_window if not r.dry_run]
             if refusal := check_attempts(
                 cap=self.e.policy.attempts, recent_runs=len(recent), runbook=rb.name, node=target
             ):
@@ -251,7 +252,7 @@ class GpubotService:
                     )
                 raise InputError(refusal)
         if incident is not None and target and not dry_run:
-            await self._check_node_free(rb, incident=incident, node=target)
+            self._check_node_free(rb, incident=incident, node=target, active=active)
         plan = await plan_run(self.e, inputs, incident_id=incident.id if incident else None)
         run = Run(
             id=new_run_id(),
@@ -428,11 +429,14 @@ class GpubotService:
         """An owner's "keep it" click in a grace period; ApprovalError says why one is refused."""
         return await record_objection(self.e, run_id=run_id, user=user, member_of=member_of)
 
-    async def _check_node_free(self, rb: Runbook, *, incident: Incident, node: str) -> None:
-        """RunDeferred while another incident's run of this runbook is active on `node`: two
-        runs would drain and release one node each on its own plan. The second fault waits
-        for the first run to end, then runs from the node as it is then."""
-        for other in await self.e.store.list_runs(statuses=_ACTIVE, runbook=rb.name, target=node):
+    @staticmethod
+    def _check_node_free(
+        rb: Runbook, *, incident: Incident, node: str, active: Sequence[Run]
+    ) -> None:
+        """RunDeferred while another incident's run of this runbook is `active` on `node`:
+        two runs would drain and release one node each on its own plan. The second fault
+        waits for the first run to end, then runs from the node as it is then."""
+        for other in active:
             if other.incident_id != incident.id and not other.dry_run:
                 raise RunDeferred(
                     f"run {other.id} of {rb.name} is already acting on {node} (incident "

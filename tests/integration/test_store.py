@@ -367,6 +367,52 @@ async def test_steps_are_ordered_and_upserted(store: SqlStore) -> None:
     )
 
 
+async def test_combined_reads_match_the_reads_they_replace(store: SqlStore) -> None:
+    """The one-transaction reads the engine makes per alert (run_state, runs_on_target,
+    incident_with_runs, incident_trail) answer what the separate reads they replace answer."""
+    [opened] = await store.ingest([observation(fingerprint="a1")], now=NOW)
+    incident_id = opened.incident_id
+    assert incident_id is not None
+    old = make_run(incident_id=incident_id, run_id="run-old", status=RunStatus.HELD)
+    new = make_run(
+        incident_id=None,
+        run_id="run-new",
+        status=RunStatus.SUCCEEDED,
+        created_at=NOW + timedelta(hours=1),
+    )
+    other = make_run(incident_id=None, run_id="run-other", target="gpu-node-09")
+    for run in (old, new, other):
+        await store.create_run(run, make_steps(run.id))
+    await store.append(draft(1, incident_id=incident_id, run_id="run-old"))
+    await store.append(draft(2, incident_id="inc-elsewhere", run_id="run-other"))
+
+    # Before each step: the run, its steps, and whether its incident is open.
+    assert await store.run_state("run-old") == (old, make_steps("run-old"), True)
+    assert await store.run_state("run-new") == (new, make_steps("run-new"), None)
+    # The attempt cap's window (only run-new is that recent) and the node's active runs
+    # (run-old is held, however old).
+    recent, active = await store.runs_on_target(
+        runbook="gpu-thermal",
+        target="gpu-node-07",
+        since=NOW + timedelta(minutes=1),
+        active=[RunStatus.HELD],
+    )
+    assert ([r.id for r in recent], [r.id for r in active]) == (["run-new"], ["run-old"])
+    # After a run: the incident, its runs and its alerts.
+    incident, runs, alerts = await store.incident_with_runs(incident_id)
+    assert incident == await store.get_incident(incident_id)
+    assert runs == await store.list_runs(incident_id=incident_id) == [old]
+    assert alerts == await store.alerts_for(incident_id)
+    assert [a.fingerprint for a in alerts] == ["a1"]
+    # A run's end: the incident's events and the head, as events() and head() read them.
+    events, head = await store.incident_trail(incident_id)
+    assert events == await store.events(incident_id=incident_id)
+    assert [e.run_id for e in events] == ["run-old"]
+    assert head == await store.head()
+    assert head is not None
+    assert head.seq == 2
+
+
 # Approvals
 
 

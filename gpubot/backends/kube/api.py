@@ -276,20 +276,22 @@ class KubernetesKubeApi:
         message: str,
         event_type: Literal["Normal", "Warning"] = "Normal",
     ) -> None:
-        now = datetime.now(UTC)
-        body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(generate_name=f"{node}.", namespace=EVENT_NAMESPACE),
-            involved_object=client.V1ObjectReference(kind="Node", name=node, uid=node),
-            reason=reason,
-            message=message[:1024],
-            type=event_type,
-            source=client.V1EventSource(component=COMPONENT),
-            reporting_component=COMPONENT,
-            reporting_instance=COMPONENT,
-            first_timestamp=now,
-            last_timestamp=now,
-            count=1,
-        )
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # The Event as JSON, not as client models: the client would walk the models again
+        # to serialise them, on every cordon.
+        body = {
+            "metadata": {"generateName": f"{node}.", "namespace": EVENT_NAMESPACE},
+            "involvedObject": {"kind": "Node", "name": node, "uid": node},
+            "reason": reason,
+            "message": message[:1024],
+            "type": event_type,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
         await self._call(
             _body(self.core.create_namespaced_event),  # nothing is read from the reply
             verb="create",
@@ -304,23 +306,26 @@ class KubernetesKubeApi:
     async def list_pods(
         self, *, node: str | None = None, namespace: str | None = None
     ) -> list[PodInfo]:
+        # From the JSON: no V1Pod model is built for any pod listed.
         selector = f"spec.nodeName={node}" if node else None
         if namespace:
-            pods = await self._call(
-                self.core.list_namespaced_pod,
+            raw = await self._call(
+                _body(self.core.list_namespaced_pod),
                 verb="list",
                 resource=f"pods in {namespace}",
                 namespace=namespace,
                 field_selector=selector,
             )
         else:
-            pods = await self._call(
-                self.core.list_pod_for_all_namespaces,
+            raw = await self._call(
+                _body(self.core.list_pod_for_all_namespaces),
                 verb="list",
                 resource="pods",
                 field_selector=selector,
             )
-        return [convert.pod_info(p) for p in pods.items]
+        listed = json.loads(raw)
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return [convert.pod_info_json(p) for p in items or []]
 
     async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
         pod = await self._call(

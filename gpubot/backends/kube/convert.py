@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -171,6 +172,92 @@ def pod_info(pod: Any) -> PodInfo:
         deletion_grace_seconds=meta.deletion_grace_period_seconds,
         uid=meta.uid or "",
     )
+
+
+def pod_info_json(pod: Mapping[str, Any]) -> PodInfo:
+    """pod_info from a Pod as the API server's JSON has it (camelCase), field for field: a
+    list of pods read this way builds no client models."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    containers = spec.get("containers") or []
+    main = next((c for c in containers if _container_gpus_json(c) > 0), containers[0])
+    limits = (main.get("resources") or {}).get("limits") or {}
+    memory = int(parse_quantity(limits["memory"])) if "memory" in limits else None
+    statuses = {s.get("name"): s for s in (status.get("containerStatuses") or [])}
+    main_status = statuses.get(main.get("name"))
+    last = None
+    terminated = ((main_status or {}).get("lastState") or {}).get("terminated")
+    if terminated:
+        last = ContainerTermination(
+            container=main["name"],
+            reason=terminated.get("reason") or "",
+            exit_code=int(terminated["exitCode"]),
+            signal=terminated.get("signal"),
+            message=terminated.get("message") or "",
+            finished_at=_instant(terminated.get("finishedAt")),
+        )
+    labels = dict(meta.get("labels") or {})
+    owner_kind, owner_name = _owner_json(meta.get("ownerReferences") or [], labels)
+    return PodInfo(
+        namespace=meta["namespace"],
+        name=meta["name"],
+        node=spec.get("nodeName") or "",
+        phase=status.get("phase") or "Pending",
+        gpu_request=sum(_container_gpus_json(c) for c in containers),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        labels=labels,
+        annotations=dict(meta.get("annotations") or {}),
+        created_at=_instant(meta.get("creationTimestamp")),
+        container=main["name"],
+        restart_count=int((main_status or {}).get("restartCount") or 0),
+        last_terminated=last,
+        memory_limit_bytes=memory,
+        shm_size_bytes=_shm_bytes_json(spec, main, memory),
+        deletion_timestamp=_instant(meta.get("deletionTimestamp")),
+        deletion_grace_seconds=meta.get("deletionGracePeriodSeconds"),
+        uid=meta.get("uid") or "",
+    )
+
+
+def _instant(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _owner_json(refs: list[dict[str, Any]], labels: Mapping[str, str]) -> tuple[str, str]:
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    if ref is None:
+        return "", ""
+    if ref["kind"] == "ReplicaSet":
+        suffix = "-" + labels.get("pod-template-hash", "\0")
+        if ref["name"].endswith(suffix):
+            return "Deployment", ref["name"][: -len(suffix)]
+    return str(ref["kind"]), str(ref["name"])
+
+
+def _container_gpus_json(container: Mapping[str, Any]) -> int:
+    res = container.get("resources")
+    if not res:
+        return 0
+    return gpu_devices(res.get("limits")) or gpu_devices(res.get("requests"))
+
+
+def _shm_bytes_json(
+    spec: Mapping[str, Any], container: Mapping[str, Any], memory_limit: int | None
+) -> int:
+    volumes = {v["name"]: v for v in (spec.get("volumes") or [])}
+    for mount in container.get("volumeMounts") or []:
+        volume = volumes.get(mount["name"])
+        if mount.get("mountPath") != SHM_PATH or volume is None:
+            continue
+        empty_dir = volume.get("emptyDir")
+        if empty_dir is None or empty_dir.get("medium") != "Memory":
+            continue
+        if empty_dir.get("sizeLimit"):
+            return int(parse_quantity(empty_dir["sizeLimit"]))
+        return memory_limit if memory_limit is not None else DEFAULT_SHM_BYTES
+    return DEFAULT_SHM_BYTES
 
 
 def controller_of(meta: Any) -> tuple[str, str] | None:

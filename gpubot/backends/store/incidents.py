@@ -104,7 +104,7 @@ class SqlIncidents(SqlDatabase):
             )
             opened = found is None
             if found is None:
-                origin = _get_incident(conn, incident_id)
+                origin = get_incident_row(conn, incident_id)
                 labels: dict[str, str] = dict(row["labels"])
                 annotations: dict[str, str] = dict(row["annotations"])
                 summary = annotations.get("summary") or annotations.get("description") or ""
@@ -131,12 +131,12 @@ class SqlIncidents(SqlDatabase):
             conn.execute(
                 update(alerts).where(alerts.c.id == row["id"]).values(incident_id=target_id)
             )
-            return _get_incident(conn, target_id), opened
+            return get_incident_row(conn, target_id), opened
 
         return await self._run(split, write=True)
 
     async def get_incident(self, incident_id: str) -> Incident:
-        return await self._run(lambda conn: _get_incident(conn, incident_id), write=False)
+        return await self._run(lambda conn: get_incident_row(conn, incident_id), write=False)
 
     async def list_incidents(
         self, *, status: IncidentStatus | None = None, limit: int = 100
@@ -150,14 +150,21 @@ class SqlIncidents(SqlDatabase):
         )
 
     async def alerts_for(self, incident_id: str) -> list[AlertRecord]:
-        query = (
-            select(alerts)
-            .where(alerts.c.incident_id == incident_id)
-            .order_by(alerts.c.starts_at, alerts.c.id)
-        )
-        return await self._run(
-            lambda conn: [_alert(row) for row in conn.execute(query).mappings()], write=False
-        )
+        return await self._run(lambda conn: alerts_of(conn, incident_id), write=False)
+
+
+_ALERTS_OF = (
+    select(alerts)
+    .where(alerts.c.incident_id == bindparam("incident_id"))
+    .order_by(alerts.c.starts_at, alerts.c.id)
+)
+
+
+def alerts_of(conn: Connection, incident_id: str) -> list[AlertRecord]:
+    """An incident's alerts, oldest first."""
+    return [
+        _alert(row) for row in conn.execute(_ALERTS_OF, {"incident_id": incident_id}).mappings()
+    ]
 
 
 def _lock_keys(conn: Connection, items: Iterable[AlertObservation]) -> None:
@@ -322,7 +329,7 @@ def _new_incident(incident_id: str, item: AlertObservation, *, now: datetime) ->
     }
 
 
-def _get_incident(conn: Connection, incident_id: str) -> Incident:
+def get_incident_row(conn: Connection, incident_id: str) -> Incident:
     row = conn.execute(_GET_INCIDENT, {"incident_id": incident_id}).mappings().first()
     if row is None:
         raise NotFoundError(f"no incident {incident_id}")

@@ -50,6 +50,26 @@ class SqlRuns(SqlDatabase):
             lambda conn: [_run(row) for row in conn.execute(query).mappings()], write=False
         )
 
+    async def runs_on_target(
+        self, *, runbook: str, target: str, since: datetime, active: Sequence[RunStatus]
+    ) -> tuple[list[Run], list[Run]]:
+        """The runs of `runbook` on `target` created since `since`, and those of any age in
+        an `active` status: two reads in one transaction (one snapshot)."""
+        on_target = select(runs_table).where(
+            runs_table.c.runbook == runbook, runs_table.c.target == target
+        )
+        order = (runs_table.c.created_at, runs_table.c.id)
+        recent = on_target.where(runs_table.c.created_at >= since).order_by(*order)
+        busy = on_target.where(runs_table.c.status.in_([s.value for s in active])).order_by(*order)
+
+        def read(conn: Connection) -> tuple[list[Run], list[Run]]:
+            return (
+                [_run(row) for row in conn.execute(recent).mappings()],
+                [_run(row) for row in conn.execute(busy).mappings()],
+            )
+
+        return await self._run(read, write=False, snapshot=True)
+
     async def update_run(self, run_id: str, *, status: RunStatus, note: str, now: datetime) -> Run:
         return await self._run(
             lambda conn: update_run_row(conn, run_id, status=status, note=note, now=now),
@@ -65,11 +85,9 @@ class SqlRuns(SqlDatabase):
         )
 
     async def run_with_steps(self, run_id: str) -> tuple[Run, list[StepState]]:
-        def read(conn: Connection) -> tuple[Run, list[StepState]]:
-            run = _get_run(conn, run_id)
-            return run, [_step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()]
-
-        return await self._run(read, write=False, snapshot=True)
+        return await self._run(
+            lambda conn: read_run_with_steps(conn, run_id), write=False, snapshot=True
+        )
 
     async def save_step(self, state: StepState) -> None:
         await self._run(lambda conn: self._upsert_step(conn, state), write=True)
@@ -100,6 +118,21 @@ _STEPS = (
     .order_by(steps_table.c.position)
 )
 _GET_RUN = select(runs_table).where(runs_table.c.id == bindparam("run_id"))
+_RUNS_OF = (
+    select(runs_table)
+    .where(runs_table.c.incident_id == bindparam("incident_id"))
+    .order_by(runs_table.c.created_at, runs_table.c.id)
+)
+
+
+def runs_of(conn: Connection, incident_id: str) -> list[Run]:
+    """An incident's runs, oldest first."""
+    return [_run(row) for row in conn.execute(_RUNS_OF, {"incident_id": incident_id}).mappings()]
+
+
+def read_run_with_steps(conn: Connection, run_id: str) -> tuple[Run, list[StepState]]:
+    run = _get_run(conn, run_id)
+    return run, [_step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()]
 
 
 def update_run_row(

@@ -16,11 +16,18 @@ from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.evidence import SqlEvidence
 from gpubot.backends.store.gpu_ledger import SqlGpuLedger
-from gpubot.backends.store.incidents import SqlIncidents
-from gpubot.backends.store.runs import SqlRuns, create_run_rows, update_run_row
+from gpubot.backends.store.incidents import SqlIncidents, alerts_of, get_incident_row
+from gpubot.backends.store.runs import (
+    SqlRuns,
+    create_run_rows,
+    read_run_with_steps,
+    runs_of,
+    update_run_row,
+)
 from gpubot.backends.store.signed_votes import SqlSignedVotes
 from gpubot.backends.store.slackseen import SqlSlackSeen
 from gpubot.domain.control.audit import AuditDraft
+from gpubot.domain.incidents.correlation import AlertRecord, Incident
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
 from gpubot.errors import ConfigError
 
@@ -92,6 +99,29 @@ class SqlStore(
             return changed
 
         return await self._run(both, write=True)
+
+    async def incident_with_runs(
+        self, incident_id: str
+    ) -> tuple[Incident, list[Run], list[AlertRecord]]:
+        """An incident, its runs and its alerts, read in one transaction (one snapshot)."""
+
+        def read(conn: Connection) -> tuple[Incident, list[Run], list[AlertRecord]]:
+            incident = get_incident_row(conn, incident_id)
+            return incident, runs_of(conn, incident_id), alerts_of(conn, incident_id)
+
+        return await self._run(read, write=False, snapshot=True)
+
+    async def run_state(self, run_id: str) -> tuple[Run, list[StepState], bool | None]:
+        """A run, its steps and whether its incident is open (None: no incident), read in
+        one transaction (one snapshot): what the executor reads before each step."""
+
+        def read(conn: Connection) -> tuple[Run, list[StepState], bool | None]:
+            run, states = read_run_with_steps(conn, run_id)
+            if run.incident_id is None:
+                return run, states, None
+            return run, states, get_incident_row(conn, run.incident_id).is_open
+
+        return await self._run(read, write=False, snapshot=True)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.dispose)
