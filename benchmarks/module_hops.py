@@ -189,8 +189,12 @@ async def _flow(app: Any, tracer: Tracer) -> None:
     from gpubot.backends import simulated
     from gpubot.backends.simulated.scenarios import inject_xid
     from gpubot.demo import run as demo
-    from gpubot.domain.runbooks.runs import RunStatus, StepStatus
     from gpubot.web.app import create_app
+
+    try:
+        from gpubot.domain.runbooks.runs import RunStatus, StepStatus
+    except ImportError:  # a baseline from before the domain's sub-packages
+        from gpubot.domain.runs import RunStatus, StepStatus  # type: ignore[no-redef]
 
     settled = tuple(s for s in RunStatus if s not in (RunStatus.RUNNING, RunStatus.HELD))
     state = getattr(simulated, "simulated_state", lambda ports: ports.kube)  # older: .kube
