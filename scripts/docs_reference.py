@@ -7,7 +7,9 @@
 - docs/reference/config.md: the settings' pydantic schema (gpubot.config.Settings);
 - docs/reference/cli.md: the argparse parser (gpubot.cli.parser);
 - docs/reference/metrics.md: the Prometheus registries of `serve` and `agent`;
-- docs/reference/actions.md: the action registry (`gpubot actions --markdown`).
+- docs/reference/actions.md: the action registry (`gpubot actions --markdown`);
+- docs/reference/alerts.md: the self-alert rules (deploy/prometheus/*-rules.yaml), one section
+  per alert, the page each rule's `runbook_url` points at.
 
 tests/unit/test_docs_reference.py fails while a committed page differs from what this writes.
 """
@@ -375,11 +377,54 @@ def actions_page() -> str:
     return "\n".join(intro) + markdown(builtin_registry())
 
 
+RULE_FILES = {
+    "gpubot serve": REPO / "deploy" / "prometheus" / "gpubot-self-rules.yaml",
+    "gpubot agent": REPO / "deploy" / "prometheus" / "gpubot-agent-rules.yaml",
+}
+
+
+def alerts_page() -> str:
+    """Every self-alert: what fires it, for how long, how severe, and what to do (the rule's
+    own summary and description, as Alertmanager shows them)."""
+    import yaml
+
+    out = [
+        NOTICE + "# Self-alerts",
+        "",
+        "The Prometheus rules gpubot ships for itself (`deploy/prometheus/`, and the chart's "
+        "`helm/gpubot/files/`). Each alert's `runbook_url` annotation points at its section "
+        "here. Templated values (`{{ $value }}`, `{{ $labels.… }}`) are filled by Prometheus.",
+        "",
+    ]
+    for source, path in RULE_FILES.items():
+        out += [f"## Rules for `{source}`", "", f"From `{path.relative_to(REPO)}`.", ""]
+        for group in yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]:
+            for rule in group["rules"]:
+                if "alert" not in rule:
+                    continue
+                notes = rule.get("annotations", {})
+                out += [
+                    f"### {rule['alert']}",
+                    "",
+                    "| | |",
+                    "| --- | --- |",
+                    f"| Severity | {_cell(rule.get('labels', {}).get('severity', '-'))} |",
+                    f"| For | {_cell(rule.get('for', '0s'))} |",
+                    f"| Expression | `{_cell(' '.join(str(rule['expr']).split()))}` |",
+                    f"| Summary | {_cell(notes.get('summary', ''))} |",
+                    "",
+                    " ".join(str(notes.get("description", "")).split()),
+                    "",
+                ]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "config.md": config_page,
     "cli.md": cli_page,
     "metrics.md": metrics_page,
     "actions.md": actions_page,
+    "alerts.md": alerts_page,
 }
 
 

@@ -78,15 +78,18 @@ def test_every_dashboard_query_is_scoped_by_the_cluster_and_job_variables() -> N
 
 def test_every_self_alert_links_its_section_of_the_alerts_page() -> None:
     """Every rule on gpubot and on its agents has annotations.runbook_url: docs_base_url
-    (pyproject.toml, defined once) + /docs/operate/alerts.md#<alert name in lower case>."""
+    (pyproject.toml, defined once) + /docs/reference/alerts.md#<alert name in lower case>,
+    and that page has the section the anchor names."""
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     base = pyproject["tool"]["gpubot"]["docs_base_url"]
+    page = (REPO / "docs" / "reference" / "alerts.md").read_text(encoding="utf-8")
     alerts = 0
     for path in (RULES, AGENT_RULES):
         for group in yaml.safe_load(path.read_text())["groups"]:
             for rule in group["rules"]:
-                url = f"{base}/docs/operate/alerts.md#{rule['alert'].lower()}"
+                url = f"{base}/docs/reference/alerts.md#{rule['alert'].lower()}"
                 assert rule["annotations"]["runbook_url"] == url, rule["alert"]
+                assert f"\n### {rule['alert']}\n" in page, rule["alert"]
                 alerts += 1
     assert alerts == 13
 
