@@ -23,7 +23,9 @@ from gpubot.domain.control.approvals import ApprovalStatus, ApproverGroup, cast_
 from gpubot.domain.runbooks.runs import Run, StepState
 
 NODE = "gpu-node-12"  # a notebook and a vLLM sandbox, no PDB
-GRACE = 6.0
+# The grace serve is given; it interrupts running steps after min(5 s, a third of it), so it
+# stops well inside 20 s on an idle machine and a loaded one alike.
+GRACE = 20.0
 RUNBOOK = """
 name: drain-test
 description: cordon and drain a node on a test alert
