@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from gpubot.domain.control.approvals import ApprovalRequest
 from gpubot.domain.control.audit import AuditDraft, AuditEvent, ChainHead, ChainProblem
@@ -35,11 +35,19 @@ from gpubot.domain.results import Message
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
 from gpubot.knowledge.dcgm_diag import DiagReport
 
+T = TypeVar("T")
+
 
 class Clock(Protocol):
+    """Every wait goes through one: gpubot.clock's SystemClock, or its FakeClock in tests."""
+
     def now(self) -> datetime: ...
 
+    def monotonic(self) -> float: ...
+
     async def sleep(self, seconds: float) -> None: ...
+
+    async def wait_for(self, aw: Awaitable[T], seconds: float) -> T: ...
 
 
 class TokenReviewer(Protocol):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpubot.agent.driver import GpuDriverError
+from gpubot.clock import SystemClock
+from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
 # Blocking, like every driver call: the number of GPUs NVML sees, or GpuDriverError.
 CountGpus = Callable[[], int]
-Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
@@ -35,24 +35,24 @@ class Readiness:
         self,
         count_gpus: CountGpus,
         *,
-        clock: Clock = time.monotonic,
+        clock: Clock | None = None,
         ttl_s: float = 5.0,
         timeout_s: float = 2.0,
     ) -> None:
         self._count_gpus = count_gpus
-        self._clock = clock
+        self._clock: Clock = clock or SystemClock()
         self._ttl_s = ttl_s
         self._timeout_s = timeout_s
         self._last: tuple[float, Verdict] | None = None
         self._pending: asyncio.Future[int] | None = None
 
     async def verdict(self) -> Verdict:
-        now = self._clock()
+        now = self._clock.monotonic()
         if self._last is not None and now - self._last[0] < self._ttl_s:
             return self._last[1]
         verdict = await self._ask()
         before = self._last[1] if self._last is not None else None
-        self._last = (self._clock(), verdict)
+        self._last = (self._clock.monotonic(), verdict)
         if before is None or before.ready != verdict.ready:
             log.log(
                 logging.INFO if verdict.ready else logging.ERROR,
@@ -70,7 +70,7 @@ class Readiness:
         if self._pending is None or self._pending.done():
             self._pending = asyncio.ensure_future(asyncio.to_thread(self._count_gpus))
         try:
-            count = await asyncio.wait_for(asyncio.shield(self._pending), self._timeout_s)
+            count = await self._clock.wait_for(asyncio.shield(self._pending), self._timeout_s)
         except TimeoutError:
             return Verdict(False, f"NVML did not answer within {self._timeout_s:g} s")
         except GpuDriverError as exc:

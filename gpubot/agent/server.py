@@ -8,7 +8,6 @@ import logging
 import signal
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -22,10 +21,11 @@ from gpubot.agent.evidence import Evidence
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.observed import ObservedDriver, ObservedOperations
 from gpubot.agent.operations import GpuOperations
-from gpubot.agent.readiness import Clock, Readiness
+from gpubot.agent.readiness import Readiness
 from gpubot.agent.request_log import ASGIApp
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher
 from gpubot.errors import InputError
+from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -93,7 +93,7 @@ def build_agent_app(
     opts: AgentOptions,
     *,
     metrics: AgentMetrics,
-    clock: Clock = time.monotonic,
+    clock: Clock | None = None,
 ) -> ASGIApp:
     """The agent's app, its driver calls, actions and requests logged and counted."""
     observed = ObservedDriver(driver, metrics)

@@ -13,7 +13,9 @@ from typing import Any
 import httpx
 
 from gpubot.agent.driver import XidEvent, XidSource
+from gpubot.clock import SystemClock
 from gpubot.knowledge.xid.recovery import RECOVERY_XID, RecoveryAction
+from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -106,8 +108,10 @@ class BotEventSender:
         retry_delay_s: float = 2.0,
         transport: httpx.AsyncBaseTransport | None = None,
         counted: Callable[[str], None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """`counted` is told each event's outcome: forwarded, refused (4xx) or failed."""
+        self._clock: Clock = clock or SystemClock()
         self._url = bot_url.rstrip("/") + "/agent/events"
         self._counted = counted
         self._attempts = attempts
@@ -163,7 +167,7 @@ class BotEventSender:
                 extra={"event": "agent.xid_retry", "reason": reason, **fields},
             )
             if attempt < self._attempts:
-                await asyncio.sleep(self._delay * attempt)
+                await self._clock.sleep(self._delay * attempt)
         self._outcome("failed")
         log.error(
             "%s dropped after %d attempts: %s",
@@ -204,7 +208,9 @@ class XidWatcher:
         poll_s: float = 5.0,
         model: str = "",
         recovery: RecoveryRead | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock: Clock = clock or SystemClock()
         self._source = source
         self._recovery = recovery
         self._node, self._cluster, self._model = node, cluster, model
@@ -253,4 +259,4 @@ class XidWatcher:
                 await self.run_once()
             except Exception:  # the watcher's edge: log, pause, keep watching
                 log.exception("XID watcher failed; retrying")
-                await asyncio.sleep(self._poll_s)
+                await self._clock.sleep(self._poll_s)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from gpubot.backends.agent_address import AgentAddresses
+from gpubot.clock import SystemClock
 from gpubot.domain.control.agent_tokens import Scope, node_token
 from gpubot.domain.fleet.cluster import GpuState
 from gpubot.domain.gpus.evidence import EvidencePart
@@ -26,6 +27,7 @@ from gpubot.errors import (
 )
 from gpubot.knowledge.dcgm_diag import DIAG_TIMEOUT_S, DiagParseError, DiagReport, cap
 from gpubot.knowledge.pci import normalise_bus_id
+from gpubot.ports import Clock
 
 # The largest answer read from an agent: evidence parts (base64) within the agent's caps.
 MAX_ANSWER_BYTES = 96 * 1024 * 1024
@@ -61,7 +63,9 @@ class HttpNodeAgent:
         retry_delay_s: float = 0.5,
         ca_file: Path | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock: Clock = clock or SystemClock()
         self._addresses = addresses
         self._master = master or None
         self._token_file = token_file
@@ -161,7 +165,7 @@ class HttpNodeAgent:
                     raise TemporaryStepError(
                         f"node agent on {node} unreachable at {url}: {exc}", delay=5.0
                     ) from exc
-                await asyncio.sleep(self._delay * attempt)
+                await self._clock.sleep(self._delay * attempt)
                 url = await self._addresses.base_url(node) + path
             except httpx.TimeoutException as exc:
                 raise TemporaryStepError(f"node agent on {node} timed out on {path}") from exc

@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from gpubot.clock import SystemClock
 from gpubot.config import IdleReportSettings
 from gpubot.errors import ConfigError
-from gpubot.ports import Leadership
+from gpubot.ports import Clock, Leadership
 from gpubot.reports.jobs import IdleReportJob
 
 log = logging.getLogger(__name__)
@@ -74,8 +75,10 @@ class ReportScheduler:
         engine: Callable[[], Any],  # makes a SQLAlchemy Engine on gpubot's database
         leadership: Leadership,
         check_every: float = 5.0,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
+        self.clock: Clock = clock or SystemClock()
         self._trigger()  # a crontab whose values are out of range: one line, before serving
         self.job = job
         self.engine = engine
@@ -166,7 +169,7 @@ class ReportScheduler:
 
     async def _watch_leadership(self) -> None:
         while True:
-            await asyncio.sleep(self.check_every)
+            await self.clock.sleep(self.check_every)
             try:
                 self.sync_leadership()
             except Exception:  # a loop's edge: keep watching
@@ -185,6 +188,7 @@ class ReportScheduler:
         if result.to_retry and not final:
             from apscheduler.triggers.date import DateTrigger
 
+            # APScheduler's own time: it compares run dates with the wall clock.
             when = datetime.now(UTC) + self.settings.retry_every
             self.scheduler.add_job(
                 run_job,

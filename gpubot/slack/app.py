@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -139,7 +138,8 @@ class SlackParts:
         """Send what is still queued (for up to `grace` seconds), then stop the outbox."""
         await self.stop()
         try:
-            await asyncio.wait_for(self.notifier.outbox.flush(), timeout=grace)
+            outbox = self.notifier.outbox
+            await outbox.clock.wait_for(outbox.flush(), grace)
         except TimeoutError:  # Slack unreachable at shutdown; the store keeps the record
             log.warning("slack: %d messages unsent at shutdown", self.notifier.outbox.pending)
         await self.notifier.outbox.aclose()

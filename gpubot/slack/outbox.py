@@ -13,6 +13,9 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from gpubot.clock import SystemClock
+from gpubot.ports import Clock
+
 log = logging.getLogger(__name__)
 
 
@@ -104,8 +107,10 @@ class SlackOutbox:
         per_second: float = 1.0,
         max_backoff: float = 60.0,
         max_server_errors: int = 20,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
+        self.clock: Clock = clock or SystemClock()
         self.interval = 1.0 / per_second
         self.max_backoff = max_backoff
         self.max_server_errors = max_server_errors
@@ -321,13 +326,12 @@ class SlackOutbox:
             self._hold(key, min(self.max_backoff, self.interval * 2**server_errors))
 
     async def _pace(self, key: str) -> None:
-        wait = self._next_at.get(key, 0.0) - asyncio.get_running_loop().time()
+        wait = self._next_at.get(key, 0.0) - self.clock.monotonic()
         if wait > 0:
-            await asyncio.sleep(wait)
+            await self.clock.sleep(wait)
 
     def _hold(self, key: str, seconds: float) -> None:
-        loop = asyncio.get_running_loop()
-        self._next_at[key] = max(self._next_at.get(key, 0.0), loop.time() + seconds)
+        self._next_at[key] = max(self._next_at.get(key, 0.0), self.clock.monotonic() + seconds)
 
 
 def _retry_after(headers: Any) -> float:

@@ -13,8 +13,10 @@ from typing import Protocol
 
 import uvicorn
 
+from gpubot.clock import SystemClock
 from gpubot.engine.service import GpubotService
 from gpubot.engine.telemetry import LeaderLog
+from gpubot.ports import Clock
 from gpubot.web.agent_identity import AgentEventAuth
 from gpubot.web.app import SlackHandler, create_app
 from gpubot.web.connections import ACCEPT_BURST, ConnectionLimits, connection_protocol
@@ -127,18 +129,18 @@ def make_server(
     return _Server(config)
 
 
-async def _ticker(service: GpubotService) -> None:
+async def ticker(service: GpubotService, clock: Clock | None = None) -> None:
     """A full tick every TICK_SECONDS; in between, every FOLLOW_SECONDS, the leader's look
     at what other replicas recorded (a run, a vote), and a tick at once on becoming it."""
-    loop = asyncio.get_running_loop()
-    next_tick = loop.time() + TICK_SECONDS
+    clock = clock or SystemClock()
+    next_tick = clock.monotonic() + TICK_SECONDS
     leader = LeaderLog()
     while True:
-        await asyncio.sleep(FOLLOW_SECONDS)
+        await clock.sleep(FOLLOW_SECONDS)
         leader.check(service.read.is_leader())
         try:
-            if loop.time() >= next_tick:
-                next_tick = loop.time() + TICK_SECONDS
+            if clock.monotonic() >= next_tick:
+                next_tick = clock.monotonic() + TICK_SECONDS
                 await service.background.tick()
             else:
                 await service.background.follow()
@@ -169,15 +171,15 @@ async def serve(
     # ready until they have (or their time is up), so no alert is routed here before.
     service.spawn(service.background.warm())
     await service.background.recover()
-    ticker = asyncio.create_task(_ticker(service))
+    ticking = asyncio.create_task(ticker(service))
     loop = asyncio.get_running_loop()
     try:
         await server.serve()
     finally:
         stop_by = loop.time() + shutdown_grace_s
-        ticker.cancel()
+        ticking.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await ticker
+            await ticking
         # Steps stop while this replica still holds the Lease: nobody else starts them
         # until it is released below.
         await service.shutdown(grace_seconds=max(1.0, shutdown_grace_s - 3.0))

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from waiting import answers, wait_until
 
 from gpubot.backends.store import open_store
 from gpubot.domain.runbooks.loader import load_dirs
@@ -83,26 +83,14 @@ def test_docs_show_the_checked_receiver() -> None:
     assert shown[shown.index("route:") :] in page
 
 
+def answering(url: str) -> Callable[[], bool]:
+    return lambda: answers(url)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _wait(check: Callable[[], bool], what: str, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _up(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=0.5).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 @pytest.fixture
@@ -159,7 +147,7 @@ def test_real_alertmanager_delivers_firing_and_resolved_to_gpubot(
             stderr=subprocess.PIPE,
         )
     )
-    _wait(lambda: _up(f"http://127.0.0.1:{bot_port}/healthz"), "gpubot")
+    wait_until(answering(f"http://127.0.0.1:{bot_port}/healthz"), "gpubot", proc=procs[-1])
 
     # The shipped receiver, pointed at this gpubot, with fast timers for the test.
     config = yaml.safe_load(RECEIVER.read_text())
@@ -183,7 +171,7 @@ def test_real_alertmanager_delivers_firing_and_resolved_to_gpubot(
             stderr=subprocess.PIPE,
         )
     )
-    _wait(lambda: _up(f"http://127.0.0.1:{am_port}/-/ready"), "alertmanager")
+    wait_until(answering(f"http://127.0.0.1:{am_port}/-/ready"), "alertmanager", proc=procs[-1])
 
     labels = {
         "alertname": "GPUXidError",
@@ -210,7 +198,7 @@ def test_real_alertmanager_delivers_firing_and_resolved_to_gpubot(
             found = asyncio.run(store.list_incidents())
             return [(i.alertname, i.status.value) for i in found]
 
-        _wait(lambda: incidents() == [("GPUXidError", "open")], "the firing notification")
+        wait_until(lambda: incidents() == [("GPUXidError", "open")], "the firing notification")
         [incident] = asyncio.run(store.list_incidents())
         assert incident.node == "gpu-node-09"
         assert incident.labels["xid"] == "79"
@@ -219,6 +207,8 @@ def test_real_alertmanager_delivers_firing_and_resolved_to_gpubot(
 
         alert["endsAt"] = (now + timedelta(seconds=1)).isoformat()
         httpx.post(f"http://127.0.0.1:{am_port}/api/v2/alerts", json=[alert], timeout=5)
-        _wait(lambda: incidents() == [("GPUXidError", "resolved")], "the resolved notification")
+        wait_until(
+            lambda: incidents() == [("GPUXidError", "resolved")], "the resolved notification"
+        )
     finally:
         store.dispose()

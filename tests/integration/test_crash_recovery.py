@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import yaml
 from local_procs import free_port, wait_until
+from waiting import answers
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.domain.runbooks.runs import Run
@@ -90,13 +91,11 @@ def test_sigkill_mid_run_then_restart_finishes_without_repeating(
         port = free_port()
         p = spawn("-m", "gpubot.cli", "serve", "--config", str(cfg), "--port", str(port))
 
-        def up() -> bool:
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_until(up, "gpubot serve to answer /healthz")
+        wait_until(
+            lambda: answers(f"http://127.0.0.1:{port}/healthz"),
+            "gpubot serve to answer /healthz",
+            proc=p,
+        )
         return p, port
 
     def runs() -> list[Run]:

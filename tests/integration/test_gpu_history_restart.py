@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import yaml
 from local_procs import free_port, wait_until
+from waiting import answers
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
@@ -69,13 +70,11 @@ def test_history_survives_sigkill_of_serve(
         )
         procs.append(p)
 
-        def up() -> bool:
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_until(up, "gpubot serve to answer /healthz", limit=60)
+        wait_until(
+            lambda: answers(f"http://127.0.0.1:{port}/healthz"),
+            "gpubot serve to answer /healthz",
+            proc=p,
+        )
         return p, port
 
     def waiting() -> bool:
@@ -89,7 +88,7 @@ def test_history_survives_sigkill_of_serve(
         headers={"content-type": "application/json"},
     )
     assert reply.status_code == 200
-    wait_until(waiting, "the run to wait for the drain's approval", limit=60)
+    wait_until(waiting, "the run to wait for the drain's approval")
     os.kill(a.pid, signal.SIGKILL)
     a.wait(timeout=10)
 
@@ -122,7 +121,7 @@ def test_history_survives_sigkill_of_serve(
     assert (gpu["events"][0]["gpu_index"], gpu["events"][0]["pci_bus_id"]) == (3, "0000:48:00.0")
 
     b, _ = serve()  # recovery on start-up: the run goes on waiting, the XID stays one row
-    wait_until(waiting, "the restarted serve to take the run back", limit=60)
+    wait_until(waiting, "the restarted serve to take the run back")
     os.kill(b.pid, signal.SIGTERM)
     b.wait(timeout=30)
     assert len(asyncio.run(store.gpu_history(uuid=GPU_UUID))) == 1

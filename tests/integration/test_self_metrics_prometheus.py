@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import httpx
 import pytest
 import yaml
 from real_prometheus import RunningPrometheus, free_port, running_prometheus
+from waiting import answers, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 XID79 = (REPO / "tests" / "fixtures" / "alertmanager" / "xid79_firing.json").read_bytes()
@@ -44,14 +44,12 @@ def bot(tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert process.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        wait_until(
+            lambda: answers(f"{url}/healthz"),
+            "serve to answer /healthz",
+            proc=process,
+            output=tmp_path / "serve.log",
+        )
         reply = httpx.post(f"{url}/alertmanager", content=XID79, timeout=10)
         assert reply.status_code == 200
         yield f"127.0.0.1:{port}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from waiting import LIMIT_S, wait_until
 
 from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.domain.control.approvals import ApproverGroup
@@ -56,7 +57,7 @@ class Bot:
         body = AlertmanagerPayload.model_validate_json(payload or XID79.read_bytes())
         await self.service.process(await self.service.ingest(body))
 
-    async def only_run(self, limit: float = 30.0) -> Run:
+    async def only_run(self, limit: float = LIMIT_S) -> Run:
         """The one run, once it stopped moving (finished, or waiting for a person)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
@@ -110,10 +111,7 @@ def serve_asgi(app: Any, port: int) -> Iterator[None]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        threading.Event().wait(0.01)
+    wait_until(lambda: server.started, "the in-process server to listen")
     try:
         yield
     finally:

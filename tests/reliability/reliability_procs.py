@@ -12,21 +12,21 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
 
-import httpx
 import pytest
 import yaml
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
+from waiting import answers, wait_until
 
 from gpubot.backends.store import SqlStore, open_store
+
+__all__ = ["answers", "wait_until"]
 
 PG_URL = os.environ.get("GPUBOT_TEST_PG_URL", "postgresql+psycopg://root@127.0.0.1:5432/test")
 
@@ -50,22 +50,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_until(check: Callable[[], bool], what: str, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {limit:g}s waiting for {what}")
-
-
-def answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=0.5).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 @dataclass
@@ -121,7 +105,12 @@ def serve(
         cwd=config.parent,
         env=clean_env(**env),
     )
-    wait_until(lambda: answers(f"http://127.0.0.1:{port}/healthz"), f"{name} to answer /healthz")
+    wait_until(
+        lambda: answers(f"http://127.0.0.1:{port}/healthz"),
+        f"{name} to answer /healthz",
+        proc=p,
+        output=config.parent / f"{name}.log",
+    )
     return p
 
 
@@ -153,7 +142,7 @@ def start_alertmanager(
         ],
     }
     (workdir / "am.yaml").write_text(yaml.safe_dump(config))
-    procs.spawn(
+    am = procs.spawn(
         [
             binary,
             f"--config.file={workdir / 'am.yaml'}",
@@ -165,7 +154,12 @@ def start_alertmanager(
         log=workdir / "alertmanager.log",
     )
     url = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers(f"{url}/-/ready"), "alertmanager to be ready")
+    wait_until(
+        lambda: answers(f"{url}/-/ready"),
+        "alertmanager to be ready",
+        proc=am,
+        output=workdir / "alertmanager.log",
+    )
     return url
 
 

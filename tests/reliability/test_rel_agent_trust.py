@@ -232,7 +232,7 @@ def agent(tmp_path: Path, procs: Procs) -> str:
     """A real `gpubot agent --driver simulated` for gpu-node-12, holding only its own tokens;
     a simulated reset takes 3 s, as `nvidia-smi -r` takes seconds."""
     port = free_port()
-    procs.spawn(
+    p = procs.spawn(
         [*AGENT, "--node", AGENT_NODE, "--listen", f"127.0.0.1:{port}"],
         log=tmp_path / "agent.log",
         cwd=tmp_path,
@@ -243,7 +243,12 @@ def agent(tmp_path: Path, procs: Procs) -> str:
         ),
     )
     url = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers(f"{url}/healthz"), "the agent to answer /healthz")
+    wait_until(
+        lambda: answers(f"{url}/healthz"),
+        "the agent to answer /healthz",
+        proc=p,
+        output=tmp_path / "agent.log",
+    )
     return url
 
 

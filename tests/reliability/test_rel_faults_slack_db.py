@@ -17,6 +17,7 @@ from reliability_procs import PgSchema
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, slack_harness
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
+from waiting import eventually
 
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import inject_xid
@@ -100,12 +101,12 @@ async def test_postgres_connections_cut_mid_run_the_run_finishes(pg: PgSchema) -
     with error_log() as errors:
         await bot.alert()
         [run] = await store.list_runs()
-        for _ in range(200):
+
+        async def pausing() -> bool:
             steps = {s.step_id: s.status.value for s in await store.steps(run.id)}
-            if steps["pause"] == "running":
-                break
-            await asyncio.sleep(0.01)
-        assert steps["pause"] == "running"
+            return steps["pause"] == "running"
+
+        await eventually(pausing, "the pause step to run")
         assert await asyncio.to_thread(pg.terminate_gpubot) >= 1
         run = await bot.only_run()
         assert run.status.value == "succeeded", run.note

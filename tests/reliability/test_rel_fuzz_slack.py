@@ -81,7 +81,7 @@ class SlackArena:
             reply = await self.h.events(body, sign(body))
             if wait_for_reply and reply.status_code == 200:
                 await self.h.standin.wait_for(
-                    lambda: len(self.h.standin.of("response_url")) > before, within=10
+                    lambda: len(self.h.standin.of("response_url")) > before
                 )
             await bolt_idle()
             await self.h.settle()

@@ -70,7 +70,7 @@ def _serve(tmp_path: Path, procs: Procs, *, nofile: int | None = None) -> Served
     )
     port = free_port()
     log = tmp_path / "gpubot.log"
-    procs.spawn(
+    p = procs.spawn(
         [sys.executable, "-m", "gpubot.cli", "serve", "--config", str(config), "--port", str(port)],
         log=log,
         cwd=tmp_path,
@@ -81,7 +81,12 @@ def _serve(tmp_path: Path, procs: Procs, *, nofile: int | None = None) -> Served
         ),
         preexec_fn=(lambda: _nofile(nofile)) if nofile is not None else None,
     )
-    wait_until(lambda: answers(f"http://127.0.0.1:{port}/healthz"), "gpubot to answer /healthz")
+    wait_until(
+        lambda: answers(f"http://127.0.0.1:{port}/healthz"),
+        "gpubot to answer /healthz",
+        proc=p,
+        output=log,
+    )
     return Served(port, db, log)
 
 

@@ -143,7 +143,7 @@ def test_sigterm_during_a_stuck_drain_exits_in_time_and_the_next_serve_resumes_i
 
     wait_until(lambda: approve_as_on_call(url), "the drain's approval request")
     # The drain evicted both pods; with no kubelet they stay terminating and it waits.
-    wait_until(lambda: len(terminating(state_file)) == 2, "both pods to terminate", limit=60)
+    wait_until(lambda: len(terminating(state_file)) == 2, "both pods to terminate")
     wait_until(lambda: read(url)[1]["drain"].status.value == "running", "the drain to run")
     time.sleep(1.5)  # into the drain's backoff wait, where a SIGTERM usually finds it
 

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlencode
 
 import pytest
 from slack_harness import CHANNEL, FIXTURES, SlackHarness, sign, slack_harness
+from waiting import eventually
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.control.approvals import ApprovalStatus
@@ -177,11 +178,13 @@ async def test_self_approval_under_two_person_is_refused(h: SlackHarness) -> Non
     assert drain_started(mid) == 0
 
     await h.click(approval_id, user="U5")  # a distinct second approver
-    for _ in range(300):
+
+    async def decided() -> bool:
         done = await world(h)
-        if done.approvals[approval_id] != "pending" and drain_started(done):
-            break
-        await asyncio.sleep(0.01)
+        return done.approvals[approval_id] != "pending" and bool(drain_started(done))
+
+    await eventually(decided, "the approval decided and the drain started")
+    done = await world(h)
     assert done.approvals[approval_id] == "approved"
     assert drain_started(done) == 1
     pods = [(p["node"], p["owner_kind"]) for p in done.cluster["pods"]]
@@ -202,10 +205,11 @@ async def test_double_click_runs_the_step_once(h: SlackHarness) -> None:
     # Whichever loses: refused as already decided, or as losing the compare-and-set.
     answer = await refused(h, 0)
     assert "already" in answer or "at the same moment" in answer
-    for _ in range(200):
-        if (await h.app.store.get_approval(approval_id)).status is ApprovalStatus.APPROVED:
-            break
-        await asyncio.sleep(0.01)
+
+    async def approved() -> bool:
+        return (await h.app.store.get_approval(approval_id)).status is ApprovalStatus.APPROVED
+
+    await eventually(approved, "the approval to be approved")
     after = await world(h)
     votes = [a for k, a, s in after.audit if k == "approval.vote" and s == "drain"]
     assert votes == ["U1"]

@@ -176,7 +176,7 @@ async def test_replayed_slash_command_starts_one_run_on_any_replica(two: Served)
     body = two.slash("run xid79 node=gpu-node-02 --dry-run", response="run")
     headers = sign(body)
     assert (await two.post(body, headers)).status_code == 200
-    await two.standin.wait_for(lambda: bool(two.standin.of("response_url")), within=15)
+    await two.standin.wait_for(lambda: bool(two.standin.of("response_url")))
     assert await two.runs() == 1
 
     again = await two.post(body, headers)
@@ -194,7 +194,7 @@ async def test_replayed_slash_command_starts_one_run_on_any_replica(two: Served)
     # A new request (its own trigger_id, so its own signature) is still two.
     fresh = two.slash("run xid79 node=gpu-node-03 --dry-run", response="fresh")
     assert (await two.post(fresh, sign(fresh), replica=1)).status_code == 200
-    await two.standin.wait_for(lambda: len(two.standin.of("response_url")) == 2, within=15)
+    await two.standin.wait_for(lambda: len(two.standin.of("response_url")) == 2)
     assert await two.runs() == 2
 
 
@@ -210,7 +210,7 @@ async def test_hostile_alert_text_reaches_slack_escaped(served: Served) -> None:
         reply = await client.post(served.replicas[0].url + "/alertmanager", json=payload)
     assert reply.status_code == 200
     posted = served.standin
-    await posted.wait_for(lambda: len(posted.of("chat.postMessage")) >= 2, within=15)
+    await posted.wait_for(lambda: len(posted.of("chat.postMessage")) >= 2)
     ours = re.compile(r"<https?://[^|<>\s]+\|(?:Alert source|Runbook)>")
     calls = [c for c in posted.calls if c.method in ("chat.postMessage", "chat.update")]
     for call in calls:
@@ -288,7 +288,7 @@ async def test_signed_requests_from_another_workspace_or_app_do_nothing(served: 
 
     mine = served.slash("run xid79 node=gpu-node-03 --dry-run", response="mine")
     assert (await served.post(mine, sdk_signed(mine))).status_code == 200
-    await served.standin.wait_for(lambda: bool(served.standin.of("response_url")), within=15)
+    await served.standin.wait_for(lambda: bool(served.standin.of("response_url")))
     assert await served.runs() == 1
     [answer] = served.standin.of("response_url")
     assert "Started dry run" in json.dumps(answer.args)

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
+from waiting import LIMIT_S
 
 BOT_USER, BOT_ID, TEAM = "UBOT", "BBOT", "T0001"
 
@@ -183,7 +184,7 @@ class SlackStandin:
         for ws in self._sockets:
             await ws.close()
 
-    async def wait_for(self, predicate: Any, *, within: float = 5.0) -> None:
+    async def wait_for(self, predicate: Any, *, within: float = LIMIT_S) -> None:
         deadline = time.monotonic() + within
         while not predicate():
             if time.monotonic() > deadline:

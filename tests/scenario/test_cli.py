@@ -12,7 +12,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from waiting import answers, wait_until
 
 from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster, simulated_state
@@ -653,17 +653,12 @@ def serving(ws: Workspace, *, env: dict[str, str] | None = None) -> Iterator[Ser
     ):
         served = Served(proc=proc, base_url=f"http://127.0.0.1:{port}", log=log)
         try:
-            deadline = time.monotonic() + 15
-            with httpx.Client(base_url=served.base_url, timeout=1) as client:
-                while True:
-                    assert proc.poll() is None, f"serve exited early:\n{served.output()}"
-                    with contextlib.suppress(httpx.TransportError):
-                        if client.get("/healthz").status_code == 200:
-                            break
-                    assert time.monotonic() < deadline, (
-                        f"/healthz never answered:\n{served.output()}"
-                    )
-                    time.sleep(0.1)
+            wait_until(
+                lambda: answers(f"{served.base_url}/healthz"),
+                "serve to answer /healthz",
+                proc=proc,
+                output=served.output,
+            )
             yield served
         finally:
             if proc.poll() is None:
@@ -691,10 +686,12 @@ def test_serve_accepts_alerts_and_acts_on_the_configured_cluster(ws: Workspace) 
         assert client.get("/readyz").status_code == 200
         assert 'gpubot_webhook_requests_total{code="200"} 1.0' in client.get("/metrics").text
 
-        deadline = time.monotonic() + 15
-        while ws.sql("SELECT status FROM runs") != [("waiting_approval",)]:
-            assert time.monotonic() < deadline, served.output()
-            time.sleep(0.1)
+        wait_until(
+            lambda: ws.sql("SELECT status FROM runs") == [("waiting_approval",)],
+            "the run to wait for approval",
+            proc=served.proc,
+            output=served.output,
+        )
 
     assert served.proc.returncode in (0, -signal.SIGTERM)
     assert "Traceback" not in served.output()

@@ -6,12 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from waiting import answers, wait_until
 
 from gpubot.domain.control.agent_tokens import node_token
 
@@ -62,7 +62,7 @@ def agent(tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_agent(url)
+        wait_for_agent(url, proc)
         yield url
     finally:
         proc.terminate()
@@ -125,12 +125,6 @@ def test_agent_with_a_bad_listen_address(tmp_path: Path) -> None:
     assert "HOST:PORT" in done.stderr
 
 
-def wait_for_agent(url: str) -> None:
-    """Until the agent at `url` answers /healthz (about 10 s at most), else the test fails."""
-    for _ in range(200):
-        try:
-            if httpx.get(f"{url}/healthz", timeout=0.5).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.05)
-    pytest.fail("the agent did not start")
+def wait_for_agent(url: str, proc: subprocess.Popen[str]) -> None:
+    """Until the agent at `url` answers /healthz; fails at once, with its output, if it exits."""
+    wait_until(lambda: answers(f"{url}/healthz"), "the agent to answer /healthz", proc=proc)

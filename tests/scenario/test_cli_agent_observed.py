@@ -45,7 +45,7 @@ def test_agent_logs_json_lines_serves_metrics_and_readiness_and_stops_on_sigterm
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_agent(url)
+        wait_for_agent(url, proc)
         ready = httpx.get(f"{url}/readyz")
         assert (ready.status_code, ready.text) == (200, "NVML answers: 8 GPU(s)")
         wrong = {"authorization": f"Bearer {WRONG}"}

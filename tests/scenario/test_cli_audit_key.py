@@ -31,7 +31,7 @@ def test_a_vote_without_serves_key_is_refused_and_writes_nothing(tmp_path: Path)
     ws = _workspace(tmp_path)
     with serving(ws, env=KEY) as served, httpx.Client(base_url=served.base_url) as client:
         assert client.post("/alertmanager", content=json.dumps(ALERT)).status_code == 200
-        _until(ws, "SELECT status FROM runs", [("waiting_approval",)], within=15)
+        _until(ws, served, "SELECT status FROM runs", [("waiting_approval",)])
         [(run_id,)] = ws.sql("SELECT id FROM runs")
         events, votes = ws.count("audit"), ws.sql("SELECT votes FROM approvals")
 
@@ -56,7 +56,7 @@ def test_a_vote_without_serves_key_is_refused_and_writes_nothing(tmp_path: Path)
             "approve", run_id, "--config", ws.config, "--key", alice_key(ws), cwd=tmp_path, env=KEY
         )
         assert approved.returncode == 0, approved.stderr
-        _until(ws, "SELECT status FROM runs", [("succeeded",)], within=15)
+        _until(ws, served, "SELECT status FROM runs", [("succeeded",)])
     assert "Traceback" not in served.output()
     verified = gpubot("audit", "verify", "--config", ws.config, cwd=tmp_path, env=KEY)
     assert verified.returncode == 0, verified.stdout + verified.stderr

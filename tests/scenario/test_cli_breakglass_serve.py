@@ -4,13 +4,13 @@ the running server (SQLite, no Slack) carries the step out without a restart."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
 import yaml
-from test_cli import Workspace, gpubot, serving
+from test_cli import Served, Workspace, gpubot, serving
 from test_cli_breakglass import fingerprint_of, make_key
+from waiting import wait_until
 
 NODE = "gpu-node-05"
 RUNBOOK = """\
@@ -50,11 +50,13 @@ ALERT = {
 }
 
 
-def _until(ws: Workspace, query: str, expected: list[tuple[str, ...]], *, within: float) -> None:
-    deadline = time.monotonic() + within
-    while ws.sql(query) != expected:
-        assert time.monotonic() < deadline, f"{query}: {ws.sql(query)} != {expected}"
-        time.sleep(0.1)
+def _until(ws: Workspace, served: Served, query: str, expected: list[tuple[str, ...]]) -> None:
+    wait_until(
+        lambda: ws.sql(query) == expected,
+        f"{query} to be {expected}",
+        proc=served.proc,
+        output=served.output,
+    )
 
 
 def signed_workspace(tmp_path: Path) -> tuple[Workspace, Path]:
@@ -92,7 +94,7 @@ def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
     with serving(ws) as served, httpx.Client(base_url=served.base_url, timeout=10) as client:
         reply = client.post("/alertmanager", content=json.dumps(ALERT))
         assert reply.status_code == 200, served.output()
-        _until(ws, "SELECT status FROM runs", [("waiting_approval",)], within=15)
+        _until(ws, served, "SELECT status FROM runs", [("waiting_approval",)])
         [(run_id,)] = ws.sql("SELECT id FROM runs")
         assert ws.cluster().snapshot().node(NODE).unschedulable
 
@@ -102,7 +104,7 @@ def test_a_running_serve_carries_out_a_cli_approval(tmp_path: Path) -> None:
         assert "Approved by U1" in approved.stdout
         [(signer,)] = ws.sql("SELECT signer FROM signed_votes")
         assert signer == fingerprint_of(key)
-        _until(ws, "SELECT status FROM runs", [("succeeded",)], within=15)
+        _until(ws, served, "SELECT status FROM runs", [("succeeded",)])
         shown = gpubot("runs", "show", run_id, "--json", "--config", config, cwd=tmp_path)
         steps = {s["id"]: s for s in json.loads(shown.stdout)["steps"]}
         assert (steps["release"]["status"], steps["release"]["approved_by"]) == (

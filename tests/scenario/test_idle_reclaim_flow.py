@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from slack_harness import CHANNEL, SlackHarness, sign, slack_harness, trigger_id
 from slack_standin import Posted
+from waiting import LIMIT_S
 
 from gpubot.backends.simulated import SimPod
 from gpubot.backends.simulated.scenarios import idle_alert
@@ -81,7 +82,7 @@ async def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Sl
             clock.release()  # no grace period outlives the test
 
 
-async def until(predicate: Callable[[], Any], *, within: float = 10.0) -> None:
+async def until(predicate: Callable[[], Any], *, within: float = LIMIT_S) -> None:
     deadline = time.monotonic() + within
     while True:
         value = predicate()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -10,6 +10,7 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_standin import SlackStandin, serve_standin
 
+from gpubot.clock import FakeClock
 from gpubot.domain.incidents.correlation import Incident, IncidentStatus
 from gpubot.domain.results import Message, Text
 from gpubot.slack.notifier import SlackNotifier
@@ -57,9 +58,12 @@ async def standin() -> AsyncIterator[SlackStandin]:
         yield s
 
 
-async def notifier(standin: SlackStandin, rate: float = 500.0) -> SlackNotifier:
+async def notifier(
+    standin: SlackStandin, rate: float = 500.0, clock: FakeClock | None = None
+) -> SlackNotifier:
     client = AsyncWebClient(token="xoxb-test", base_url=standin.api_url)
-    return SlackNotifier(SlackOutbox(client, per_second=rate), MemoryRefs(), channel="#gpu")
+    outbox = SlackOutbox(client, per_second=rate, clock=clock)
+    return SlackNotifier(outbox, MemoryRefs(), channel="#gpu")
 
 
 async def test_progress_becomes_one_message_edited_in_place(standin: SlackStandin) -> None:
@@ -140,20 +144,51 @@ async def test_a_refused_message_does_not_block_the_channel(standin: SlackStandi
 
 
 async def test_server_errors_back_off_and_then_arrive(standin: SlackStandin) -> None:
-    n = await notifier(standin, rate=100.0)
+    clock = FakeClock()
+    n = await notifier(standin, rate=100.0, clock=clock)
     standin.fail("chat.postMessage", status=503, retry_after=None, times=3)
     await n.open_thread(incident=incident(1))
     await n.outbox.flush()
     await n.outbox.aclose()
     tries = standin.of("chat.postMessage", ok_only=False)
     assert [c.status for c in tries] == [503, 503, 503, 200]
-    # Exponential backoff from the 0.01 s interval: the k-th retry arrives at least
-    # 0.01 * 2**k seconds after the failure before it. A loaded machine only lengthens the
-    # gaps, so lower bounds hold where comparing the measured gaps with each other would not.
-    gaps = [b.at - a.at for a, b in itertools.pairwise(tries)]
-    floors = [n.outbox.interval * 2**k for k in (1, 2, 3)]
-    assert all(gap >= floor - 1e-3 for gap, floor in zip(gaps, floors, strict=True)), gaps
+    # Exponential backoff from the 0.01 s interval, on fake time: the k-th retry waits
+    # exactly 0.01 * 2**k seconds after the failure before it.
+    assert clock.slept == pytest.approx([0.02, 0.04, 0.08])
     assert len(standin.roots()) == 1
+
+
+async def test_a_429_waits_out_retry_after_then_keeps_the_rate(standin: SlackStandin) -> None:
+    clock = FakeClock()
+    n = await notifier(standin, rate=2.0, clock=clock)
+    standin.fail("chat.postMessage", status=429, retry_after=7, times=1)
+    await n.open_thread(incident=incident(1))
+    await n.open_thread(incident=incident(2))
+    await n.outbox.flush()
+    await n.outbox.aclose()
+    tries = standin.of("chat.postMessage", ok_only=False)
+    assert [c.status for c in tries] == [429, 200, 200]
+    # Retry-After 7 s, then one call per 0.5 s interval: no real second passed.
+    assert clock.slept == pytest.approx([7.0, 0.5])
+    assert clock.monotonic() == pytest.approx(7.5)
+    assert len(standin.roots()) == 2
+
+
+async def test_shutdown_gives_up_on_an_unreachable_slack_after_the_grace(
+    standin: SlackStandin,
+) -> None:
+    clock = FakeClock(auto_advance=False)
+    n = await notifier(standin, rate=1.0, clock=clock)
+    standin.fail("chat.postMessage", status=429, retry_after=3600, times=1)
+    await n.open_thread(incident=incident(1))
+    flushing = asyncio.ensure_future(n.outbox.clock.wait_for(n.outbox.flush(), 10.0))
+    await clock.until_sleeping(2)  # the outbox waits out Retry-After; the grace runs
+    assert n.outbox.pending == 1
+    await clock.run_for(10.0)
+    with pytest.raises(TimeoutError):
+        await flushing
+    assert n.outbox.pending == 1  # kept, not dropped: still queued when the grace ran out
+    await n.outbox.aclose()
 
 
 async def test_a_summary_is_one_channel_message_edited_in_place(standin: SlackStandin) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
+
+from gpubot.clock import SystemClock
+from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +35,14 @@ class LeaseLeadership:
         name: str = "gpubot-leader",
         lease_seconds: float = 15.0,
         renew_seconds: float = 5.0,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self.api = client.CoordinationV1Api(api_client)
         self.identity = identity
         self.namespace, self.name = namespace, name
         self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
-        self._mono = monotonic
+        self._clock: Clock = clock or SystemClock()
+        self._mono = self._clock.monotonic
         self._renewed_at: float | None = None  # when our last write landed
         self._observed: tuple[str, float] | None = None  # (resourceVersion, when first seen)
         self._task: asyncio.Task[None] | None = None
@@ -81,7 +83,7 @@ class LeaseLeadership:
         spec = lease.spec or client.V1LeaseSpec()
         if spec.holder_identity != self.identity:
             return False
-        now = datetime.now(UTC)
+        now = _micro_time(self._clock.now())
         lease.spec = client.V1LeaseSpec(
             holder_identity=None,
             lease_duration_seconds=1,
@@ -97,7 +99,7 @@ class LeaseLeadership:
 
     async def _loop(self) -> None:
         while True:
-            await asyncio.sleep(self.renew_seconds)
+            await self._clock.sleep(self.renew_seconds)
             await self.try_acquire_or_renew()
 
     async def try_acquire_or_renew(self) -> bool:
@@ -113,11 +115,11 @@ class LeaseLeadership:
         return won
 
     def _spec(self, *, transitions: int, acquired: datetime | None) -> client.V1LeaseSpec:
-        now = datetime.now(UTC)
+        now = _micro_time(self._clock.now())
         return client.V1LeaseSpec(
             holder_identity=self.identity,
             lease_duration_seconds=max(1, round(self.lease_seconds)),
-            acquire_time=acquired or now,
+            acquire_time=_micro_time(acquired) if acquired else now,
             renew_time=now,
             lease_transitions=transitions,
         )
@@ -166,3 +168,10 @@ class LeaseLeadership:
                 return False
             raise
         return True
+
+
+def _micro_time(at: datetime) -> datetime:
+    """A time the API server parses as a MicroTime. The client writes `isoformat()`, which
+    drops the fraction when the microseconds are zero, and the server answers 400 to that;
+    one microsecond later is the same time for a Lease."""
+    return at if at.microsecond else at + timedelta(microseconds=1)

@@ -10,7 +10,6 @@ taint and report Ready, and `Kubelet` deletes (grace 0) the pods that were asked
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
@@ -27,6 +26,7 @@ from control_plane import REPO, ControlPlane
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
+from waiting import LIMIT_S
 
 Obj = dict[str, Any]
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
@@ -268,7 +268,7 @@ class Cluster:
             },
         )
 
-    def wait_pdb(self, namespace: str, name: str, *, healthy: int, limit: float = 15.0) -> Obj:
+    def wait_pdb(self, namespace: str, name: str, *, healthy: int, limit: float = LIMIT_S) -> Obj:
         """Until the disruption controller has counted `healthy` pods for the budget."""
         deadline = time.monotonic() + limit
         while True:
@@ -505,25 +505,7 @@ class Kubelet(WatchThread):
         self.finished.append(f"{meta.namespace}/{meta.name}")
 
 
-def wait_until(check: Callable[[], bool], what: str, limit: float = 15.0) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {limit:g}s waiting for {what}")
-        time.sleep(0.05)
-
-
 @contextlib.contextmanager
 def kubelet_for(cluster: Cluster, *nodes: str) -> Iterator[Kubelet]:
     with Kubelet(cluster, set(nodes)) as k:
         yield k
-
-
-async def eventually(check: Callable[[], bool], what: str, limit: float = 15.0) -> None:
-    """Poll `check` without blocking the event loop the bot runs on."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {limit:g}s waiting for {what}")
-        await asyncio.sleep(0.05)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kube_cluster import Cluster
 from kubernetes import client
+from waiting import LIMIT_S
 
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.backends.recording_chat import RecordingNotifier
@@ -117,7 +118,7 @@ class KubeBot:
                 return request.step_id
         return None
 
-    async def wait_status(self, run_id: str, *statuses: RunStatus, limit: float = 20.0) -> None:
+    async def wait_status(self, run_id: str, *statuses: RunStatus, limit: float = LIMIT_S) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
         while loop.time() < deadline:

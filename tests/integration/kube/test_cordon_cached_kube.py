@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from kube_cluster import Cluster, wait_until
+from kube_cluster import Cluster
+from waiting import wait_until
 
 from gpubot.actions.base import ActionContext
 from gpubot.actions.node import NodeParams, plan_cordon, run_cordon

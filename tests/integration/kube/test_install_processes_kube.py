@@ -102,7 +102,7 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
             "listen": f"127.0.0.1:{agent_port}",
         },
     }
-    procs.spawn(
+    agent = procs.spawn(
         [
             sys.executable,
             "-m",
@@ -130,7 +130,7 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
     cluster["agent"].update(port=agent_port)
     db = tmp_path / "bot.db"
     config.update(store={"url": f"sqlite:///{db}"}, slack={"mode": "off"})
-    procs.spawn(
+    bot = procs.spawn(
         [
             sys.executable,
             "-m",
@@ -145,8 +145,9 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
         cwd=tmp_path,
         env=clean_env(GPUBOT_POD_NAME=i.pods["bot"][0], GPUBOT_POD_UID=i.pods["bot"][1]),
     )
-    for url in (f"http://127.0.0.1:{agent_port}/healthz", f"http://127.0.0.1:{bot_port}/healthz"):
-        wait_until(lambda url=url: answers(url), url, limit=30)  # type: ignore[misc]
+    for proc, log, port in ((agent, "agent.log", agent_port), (bot, "bot.log", bot_port)):
+        url = f"http://127.0.0.1:{port}/healthz"
+        wait_until(lambda url=url: answers(url), url, proc=proc, output=tmp_path / log)  # type: ignore[misc]
     # Nobody else gets in: the agent refuses a call without the bot's token.
     r = httpx.get(f"http://127.0.0.1:{agent_port}/v1/gpus", headers={"authorization": "Bearer x"})
     assert r.status_code == 401
@@ -159,7 +160,7 @@ def test_xid79_goes_agent_to_bot_to_agent_and_api_with_pod_bound_tokens_only(
         return bool(node.spec.unschedulable) and "gpubot.io/xid" in taints
 
     try:
-        wait_until(quarantined, f"{NODE} cordoned and tainted by the bot", limit=60)
+        wait_until(quarantined, f"{NODE} cordoned and tainted by the bot")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{procs.tail()}") from None
     procs.stop()

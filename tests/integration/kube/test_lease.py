@@ -12,6 +12,7 @@ from kube_engine import cluster_bot
 
 from gpubot.backends.kube import LeaseLeadership
 from gpubot.backends.store import open_store
+from gpubot.clock import FakeClock
 
 RUNBOOK = """
 name: cordon-only
@@ -28,24 +29,51 @@ def _lease(c: Cluster, identity: str, ns: str, **kw: Any) -> LeaseLeadership:
     return LeaseLeadership(c.client(), identity=identity, namespace=ns, **kw)
 
 
-async def test_one_lease_two_replicas_one_leader_and_takeover(cluster: Cluster) -> None:
+async def test_one_lease_two_replicas_one_leader_and_takeover_when_stale(cluster: Cluster) -> None:
     ns = cluster.namespace("gpubot")
-    a = _lease(cluster, "a", ns, lease_seconds=1, renew_seconds=0.2)
-    b = _lease(cluster, "b", ns, lease_seconds=1, renew_seconds=0.2)
+    clock = FakeClock(auto_advance=False)
+    a = _lease(cluster, "a", ns, lease_seconds=1, renew_seconds=0.2, clock=clock)
+    b = _lease(cluster, "b", ns, lease_seconds=1, renew_seconds=0.2, clock=clock)
     assert await a.try_acquire_or_renew() is True
     assert await b.try_acquire_or_renew() is False
     assert (a.is_leader(), b.is_leader()) == (True, False)
     assert await a.try_acquire_or_renew() is True  # renewal with the version it read
-    await a.stop()  # a stops renewing: b may take over once the Lease is stale
-    assert not a.is_leader()
-    await b.try_acquire_or_renew()
-    await asyncio.sleep(1.1)
+    # a stops renewing without releasing (it crashed): b takes over once the Lease is stale.
+    assert await b.try_acquire_or_renew() is False  # b sees this version from now on
+    clock.advance(0.9)
+    assert a.is_leader()
+    assert await b.try_acquire_or_renew() is False  # not yet stale by b's own clock
+    clock.advance(0.2)
+    assert not a.is_leader()  # its last renewal is older than the lease duration
     assert await b.try_acquire_or_renew() is True
     lease = cluster.coordination.read_namespaced_lease("gpubot-leader", ns)
     assert lease.spec.holder_identity == "b"
     assert lease.spec.lease_transitions == 1
     assert await a.try_acquire_or_renew() is False  # the old leader sees b and stands down
     assert not a.is_leader()
+
+
+async def test_a_renewing_leader_keeps_the_lease_past_its_duration(cluster: Cluster) -> None:
+    """The renewal loop runs on the clock: in 60 s of fake time (four lease durations) the
+    leader renews every 5 s, so the other replica never sees the Lease stale."""
+    ns = cluster.namespace("gpubot")
+    clock = FakeClock(auto_advance=False)
+    a = _lease(cluster, "a", ns, lease_seconds=15, renew_seconds=5, clock=clock)
+    b = _lease(cluster, "b", ns, lease_seconds=15, renew_seconds=5, clock=clock)
+    await a.start()
+    try:
+        assert await b.try_acquire_or_renew() is False
+        puts = len([c for c in cluster.calls if c.method == "PUT"])
+        await clock.run_for(60)
+        assert len([c for c in cluster.calls if c.method == "PUT"]) - puts == 12
+        assert clock.slept == [5] * 13  # twelve rounds done, the thirteenth waiting
+        assert a.is_leader()
+        assert await b.try_acquire_or_renew() is False
+        lease = cluster.coordination.read_namespaced_lease("gpubot-leader", ns)
+        assert lease.spec.holder_identity == "a"
+    finally:
+        await a.stop()
+    assert await b.try_acquire_or_renew() is True  # released on stop: b need not wait
 
 
 async def test_a_stale_write_gets_409_and_loses_leadership(cluster: Cluster) -> None:

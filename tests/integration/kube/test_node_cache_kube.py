@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kube_cluster import Cluster, wait_until
+from kube_cluster import Cluster
+from waiting import wait_until
 
 from gpubot.backends.kube import KubernetesKubeApi
 from gpubot.domain.fleet.cluster import FleetView

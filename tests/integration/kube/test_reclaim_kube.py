@@ -13,7 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from kube_cluster import Cluster, eventually, kubelet_for, shipped_rules
+from kube_cluster import Cluster, kubelet_for, shipped_rules
+from waiting import eventually
 
 from gpubot.actions.base import ActionContext
 from gpubot.actions.workloads import Reclaim, ReclaimParams

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from kube_cluster import Cluster, eventually, kubelet_for
+from kube_cluster import Cluster, kubelet_for
 from kube_engine import FakeAgent, cluster_bot, xid_payload
+from waiting import eventually
 from xid79_flow import evictions, quarantine_drain_reset_release, to_drain_approval, xid_scene
 
 from gpubot.backends.store import SqlStore, open_store
@@ -43,7 +44,7 @@ async def test_manual_uncordon_during_the_drain_pauses_the_run(
         # ps-0 is blocked by its PDB: the drain is waiting.
         await eventually(lambda: ("ps-0", 429) in evictions(cluster), "the PDB's 429 for ps-0")
         cluster.uncordon(scene.node)  # kubectl uncordon
-        await bot.wait_status(run_id, RunStatus.NEEDS_HUMAN, limit=15)
+        await bot.wait_status(run_id, RunStatus.NEEDS_HUMAN)
         await bot.service.wait_idle()
     run = await store.get_run(run_id)
     assert "made schedulable by someone during the drain" in run.note

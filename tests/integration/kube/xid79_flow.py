@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kube_cluster import Cluster, eventually
+from kube_cluster import Cluster
 from kube_engine import KubeBot, xid_payload
+from waiting import eventually
 
 from gpubot.domain.fleet.cluster import CORDON_BY_ANNOTATION
 from gpubot.domain.runbooks.runs import RunStatus

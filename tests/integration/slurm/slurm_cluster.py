@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 import pytest
+from waiting import LIMIT_S, wait_until
 
 PACKAGES = "munge slurmctld slurmd slurm-client"
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo")
@@ -90,7 +91,7 @@ class SlurmCluster:
     def job_state(self, job: str) -> str:
         return self.run("squeue", "-h", "-j", job, "-o", "%T", check=False).strip()
 
-    def wait(self, what: str, predicate: object, limit: float = 60.0) -> None:
+    def wait(self, what: str, predicate: object, limit: float = LIMIT_S) -> None:
         assert callable(predicate)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
@@ -235,13 +236,24 @@ def start(root: Path, nodes: tuple[str, ...] = ("gpu001", "gpu002")) -> SlurmClu
                 stderr=log,
             )
         )
-        _wait_path(root / "munge" / "munge.socket", "munged's socket")
+        log.flush()
+        wait_until(
+            (root / "munge" / "munge.socket").exists,
+            "munged's socket",
+            proc=cluster.procs[-1],
+            output=lambda: _daemon_output(root),
+        )
         cluster.procs.append(
             subprocess.Popen(
                 ["slurmctld", "-D", "-i", "-f", str(conf)], env=cluster.env, stdout=log, stderr=log
             )
         )
-        cluster.wait("slurmctld", lambda: _answers(cluster), limit=30)
+        wait_until(
+            lambda: _answers(cluster),
+            "slurmctld to answer scontrol ping",
+            proc=cluster.procs[-1],
+            output=lambda: _daemon_output(root),
+        )
         for name in nodes:
             (root / "spool" / name).mkdir(exist_ok=True)
             cluster.procs.append(
@@ -253,9 +265,7 @@ def start(root: Path, nodes: tuple[str, ...] = ("gpu001", "gpu002")) -> SlurmClu
                 )
             )
         cluster.wait(
-            "every slurmd registered",
-            lambda: all(cluster.node_state(n) == "idle" for n in nodes),
-            limit=60,
+            "every slurmd registered", lambda: all(cluster.node_state(n) == "idle" for n in nodes)
         )
     except BaseException:
         cluster.stop()
@@ -272,10 +282,7 @@ def _answers(cluster: SlurmCluster) -> bool:
     return False
 
 
-def _wait_path(path: Path, what: str) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if path.exists():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+def _daemon_output(root: Path) -> str:
+    """What the daemons wrote: their shared stdout/stderr and munged's own log."""
+    parts = [root / "daemons.out", root / "munge" / "munged.log"]
+    return "\n".join(p.read_text(errors="replace") for p in parts if p.exists())

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_cluster import GPUS_PER_NODE, SlurmCluster
+from waiting import LIMIT_S
 
 from gpubot.backends.recording_chat import RecordingNotifier
 from gpubot.backends.simulated import H100_MEMORY_MIB, H100_NAME, SimulatedCluster
@@ -85,7 +86,7 @@ class SlurmBot:
                 return request.step_id
         return None
 
-    async def wait_status(self, run_id: str, *statuses: RunStatus, limit: float = 60.0) -> None:
+    async def wait_status(self, run_id: str, *statuses: RunStatus, limit: float = LIMIT_S) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
         while loop.time() < deadline:

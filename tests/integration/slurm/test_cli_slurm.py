@@ -6,15 +6,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from slurm_cluster import SlurmCluster
 from slurm_engine import agent_cluster, xid_body
+from waiting import answers, wait_until
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.domain.control.agent_tokens import node_token
@@ -49,6 +48,7 @@ def agent(slurm: SlurmCluster, tmp_path: Path) -> Iterator[tuple[int, Path]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBOT_")}
     env["GPUBOT_AGENT_READ_TOKEN"] = node_token(master=MASTER, node="gpu001", scope="read")
     env["GPUBOT_AGENT_MUTATE_TOKEN"] = node_token(master=MASTER, node="gpu001", scope="mutate")
+    log = (tmp_path / "agent.log").open("wb")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -66,22 +66,21 @@ def agent(slurm: SlurmCluster, tmp_path: Path) -> Iterator[tuple[int, Path]]:
         ],
         env=env,
         cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("the agent did not start")
+        wait_until(
+            lambda: answers(f"http://127.0.0.1:{port}/healthz"),
+            "the agent to answer /healthz",
+            proc=proc,
+            output=tmp_path / "agent.log",
+        )
         yield port, state
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        log.close()
 
 
 def test_plan_xid79_for_a_slurm_node(
@@ -89,10 +88,7 @@ def test_plan_xid79_for_a_slurm_node(
 ) -> None:
     port, state = agent
     job = slurm.sbatch("-w", "gpu001", "--gres=gpu:2", "-A", "bio", "--wrap", "sleep 600")
-    for _ in range(100):
-        if slurm.job_state(job) == "RUNNING":
-            break
-        time.sleep(0.2)
+    wait_until(lambda: slurm.job_state(job) == "RUNNING", f"job {job} to run")
     from gpubot.backends.simulated import SimulatedCluster
 
     inject_xid(SimulatedCluster(name="hpc", state_path=state), node="gpu001", gpu=3)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from slurm_cluster import SlurmCluster
 from slurm_engine import CLUSTER, make_bot
+from waiting import eventually
 
 from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
 from gpubot.backends.slurm.joblog import JobOutput
@@ -22,11 +21,10 @@ OOM_LOG = (
 
 
 async def _ended(slurm: SlurmCluster, job: str) -> None:
-    for _ in range(150):
-        if slurm.job_state(job) not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"):
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"job {job} never ended")
+    await eventually(
+        lambda: slurm.job_state(job) not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"),
+        f"job {job} to end",
+    )
 
 
 async def test_oom_triage_from_a_job_id(slurm: SlurmCluster, store: SqlStore) -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from slurm_cluster import SlurmCluster
 from slurm_engine import CLUSTER, SlurmBot, make_bot
+from waiting import eventually
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import SqlStore
@@ -15,11 +14,7 @@ REASON = "gpubot xid79/cordon run=r-0 incident=i-0 [gpubot.io/xid=79:NoSchedule]
 
 
 async def _running(slurm: SlurmCluster, job: str) -> None:
-    for _ in range(150):
-        if slurm.job_state(job) == "RUNNING":
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"job {job} never ran")
+    await eventually(lambda: slurm.job_state(job) == "RUNNING", f"job {job} to run")
 
 
 async def _run(bot: SlurmBot, runbook: str, **args: str) -> str:

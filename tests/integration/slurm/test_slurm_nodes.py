@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from slurm_cluster import SlurmCluster
+from waiting import eventually
 
 from gpubot.backends.slurm import SlurmCommands, SlurmKubeApi
 from gpubot.domain.fleet.cluster import CORDON_REASON_ANNOTATION, Taint
@@ -13,17 +14,6 @@ from gpubot.domain.runbooks.left_behind import REBOOT_LABEL
 from gpubot.errors import InputError, NotFoundError, PermanentStepError
 
 REASON = "gpubot xid79/cordon run=r-1 incident=i-1"
-
-
-async def eventually(check: object, what: str, limit: float = 30.0) -> None:
-    assert callable(check)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while loop.time() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def running(api: SlurmKubeApi, node: str, count: int) -> None:

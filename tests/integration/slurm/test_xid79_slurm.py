@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from slurm_cluster import SlurmCluster
 from slurm_engine import make_bot, xid_payload
+from waiting import eventually
 
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.backends.store import SqlStore
@@ -13,11 +12,9 @@ from gpubot.domain.runbooks.runs import RunStatus
 
 
 async def _running(slurm: SlurmCluster, jobs: list[str]) -> None:
-    for _ in range(150):
-        if all(slurm.job_state(j) == "RUNNING" for j in jobs):
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"jobs {jobs} never ran")
+    await eventually(
+        lambda: all(slurm.job_state(j) == "RUNNING" for j in jobs), f"jobs {jobs} to run"
+    )
 
 
 async def test_xid79_drain_requeue_reset_diag_resume(slurm: SlurmCluster, store: SqlStore) -> None:

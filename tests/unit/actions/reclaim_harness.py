@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from waiting import LIMIT_S
+
 from gpubot.backends.recording_chat import Posted, RecordingNotifier
 from gpubot.backends.simulated import SimulatedCluster
 from gpubot.backends.simulated.scenarios import idle_alert
@@ -96,7 +98,7 @@ class Reclaimer:
     clock: HeldClock
     runs: list[Run] = field(default_factory=list)
 
-    async def until(self, predicate: Callable[[], Any], *, within: float = 10.0) -> None:
+    async def until(self, predicate: Callable[[], Any], *, within: float = LIMIT_S) -> None:
         """Poll an async or plain predicate while the run advances in the background."""
         deadline = time.monotonic() + within
         while True:

@@ -16,14 +16,6 @@ READ = node_token(master=MASTER, node=NODE, scope="read")
 WRONG = "wrong-but-long-token-value-0123456789"
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def agent_opts(**kw: object) -> AgentOptions:
     base: dict[str, object] = {
         "tokens": AgentTokens(read=READ, mutate=MUTATE),

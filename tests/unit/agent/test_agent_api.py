@@ -16,6 +16,7 @@ from gpubot.agent.simulated import SimulatedDriver
 from gpubot.backends.agent_address import AgentAddresses, AgentLocation
 from gpubot.backends.agent_client import HttpNodeAgent
 from gpubot.backends.simulated import SimulatedCluster, inject_xid
+from gpubot.clock import FakeClock
 from gpubot.config import load_settings
 from gpubot.domain.control.agent_tokens import node_token
 from gpubot.errors import ConfigError, InputError, PermanentStepError, TemporaryStepError
@@ -268,14 +269,17 @@ async def test_http_node_agent_retries_connection_errors_only() -> None:
             raise httpx.ConnectError("connection refused", request=request)
         return httpx.Response(200, json={"node": "gpu-node-01", "gpus": []})
 
+    clock = FakeClock()
     agent = HttpNodeAgent(
         addresses=_addresses(),
         master=MASTER,
-        retry_delay_s=0,
+        retry_delay_s=0.5,
         transport=httpx.MockTransport(handler),
+        clock=clock,
     )
     assert await agent.gpus(node="gpu-node-01") == []
     assert calls == ["127.0.0.1"] * 3  # the address the cluster reports, never the name
+    assert clock.slept == [0.5, 1.0]  # a longer pause before each retry, on fake time
     calls.clear()
     never = HttpNodeAgent(
         addresses=_addresses(),

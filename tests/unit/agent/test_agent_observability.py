@@ -33,6 +33,7 @@ from gpubot.agent.server import build_agent_app
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.agent.xid_watcher import BotEventSender
 from gpubot.backends.simulated import SimulatedCluster
+from gpubot.clock import FakeClock
 from gpubot.logs import configure_logging
 
 
@@ -250,16 +251,19 @@ async def test_an_xid_event_the_bot_never_takes_is_dropped_with_one_error_line(
     text_log: io.StringIO, metrics: AgentMetrics
 ) -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(503))
+    clock = FakeClock()
     sender = BotEventSender(
         bot_url="http://bot",
         token=READ,
         transport=transport,
-        retry_delay_s=0,
+        retry_delay_s=2.0,
         attempts=3,
         counted=lambda o: metrics.xid_event(outcome=o),
+        clock=clock,
     )
     await sender(_xid_body())
     await sender.aclose()
+    assert clock.slept == [2.0, 4.0]  # waits longer after each failure, on fake time
     assert len(log_lines(text_log, "agent.xid_retry")) == 3
     [line] = log_lines(text_log, "agent.xid_failed")
     assert "dropped after 3 attempts: HTTP 503" in line

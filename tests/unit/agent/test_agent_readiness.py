@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from pathlib import Path
@@ -10,7 +11,6 @@ import httpx
 import pytest
 from agent_observe_harness import (
     NODE,
-    FakeClock,
     agent_opts,
     sample,
 )
@@ -22,6 +22,7 @@ from gpubot.agent.readiness import Readiness
 from gpubot.agent.server import build_agent_app
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.backends.simulated import SimulatedCluster
+from gpubot.clock import FakeClock
 
 
 @pytest.fixture
@@ -61,10 +62,10 @@ async def test_readiness_is_kept_for_its_ttl_then_asked_again() -> None:
     driver.error = GpuDriverError(
         "NVML: the NVIDIA kernel module is not loaded", kind="driver_not_loaded"
     )
-    clock.now += 4.9
+    clock.advance(4.9)
     assert (await ready.verdict()).ready  # the cached answer: NVML not asked
     assert driver.calls == 1
-    clock.now += 0.2
+    clock.advance(0.2)
     verdict = await ready.verdict()
     assert not verdict.ready
     assert verdict.reason == (
@@ -83,9 +84,9 @@ async def test_readiness_logs_each_change_once_not_each_probe(
         driver.error = error
         for _ in range(3):  # probes within one TTL, and one after it
             await ready.verdict()
-        clock.now += 6
+        clock.advance(6)
         await ready.verdict()
-        clock.now += 6
+        clock.advance(6)
     lines = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert lines == [
         ("INFO", "ready: NVML answers: 8 GPU(s)"),
@@ -97,14 +98,21 @@ async def test_readiness_logs_each_change_once_not_each_probe(
 async def test_readiness_gives_up_on_a_hung_driver_and_asks_it_only_once() -> None:
     driver, clock = _Driver(), FakeClock()
     driver.release.clear()  # system() blocks until released
-    ready = Readiness(lambda: driver.system().gpu_count, clock=clock, ttl_s=5, timeout_s=0.05)
-    first = await ready.verdict()
-    assert (first.ready, first.reason) == (False, "NVML did not answer within 0.05 s")
-    clock.now += 10
-    assert not (await ready.verdict()).ready
+    ready = Readiness(lambda: driver.system().gpu_count, clock=clock, ttl_s=5, timeout_s=2)
+    asking = asyncio.ensure_future(ready.verdict())
+    await clock.until_sleeping(1)  # the probe waits for NVML, for 2 s of the clock
+    assert not asking.done()
+    await clock.run_for(2)
+    first = await asking
+    assert (first.ready, first.reason) == (False, "NVML did not answer within 2 s")
+    clock.advance(10)
+    asking = asyncio.ensure_future(ready.verdict())
+    await clock.until_sleeping(1)
+    await clock.run_for(2)
+    assert not (await asking).ready
     assert driver.calls == 1  # the second probe waited on the same call
     driver.release.set()
-    clock.now += 10
+    clock.advance(10)
     assert (await ready.verdict()).ready
 
 
@@ -135,14 +143,11 @@ from gpubot.agent.api import AgentTokens
 from gpubot.agent.metrics import AgentMetrics
 from gpubot.agent.nvml import NvmlDriver
 from gpubot.agent.server import AgentOptions, build_agent_app
+from gpubot.clock import FakeClock
 
-class Clock:
-    now = 0.0
-    def __call__(self):
-        return self.now
 
 async def main():
-    clock = Clock()
+    clock = FakeClock()
     opts = AgentOptions(tokens=AgentTokens(read="r" * 20), node="n", cluster="c",
                         host="127.0.0.1", port=0)
     app = build_agent_app(NvmlDriver(), opts, metrics=AgentMetrics(), clock=clock)
@@ -153,7 +158,7 @@ async def main():
             if step == "cached":
                 pynvml.nvmlShutdown()  # the driver stops answering
             if step == "down":
-                clock.now += 10
+                clock.advance(10)
             r = await client.get("/readyz")
             out.append([r.status_code, r.text])
     print(json.dumps(out))

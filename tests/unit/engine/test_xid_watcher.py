@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -11,6 +12,7 @@ import httpx
 from gpubot.agent.simulated import SimulatedDriver
 from gpubot.agent.xid_watcher import BotEventSender, XidWatcher, xid_alert
 from gpubot.backends.simulated.scenarios import inject_xid
+from gpubot.clock import FakeClock
 from gpubot.domain.control.agent_tokens import node_token
 from gpubot.domain.incidents.alerts import AlertmanagerPayload
 from gpubot.web.app import create_app
@@ -104,6 +106,30 @@ async def test_xid79_from_the_watcher_opens_an_incident_and_quarantines(
     # Within one watcher, a repeat is not even sent.
     assert not await watcher.forward(replace(event, at=event.at + timedelta(seconds=1)))
     await sender.aclose()
+
+
+async def test_a_failing_source_pauses_one_poll_on_the_clock_and_keeps_watching() -> None:
+    clock = FakeClock(auto_advance=False)
+    stop = asyncio.Event()
+    calls: list[float] = []
+
+    class Flaky:
+        def wait_xid(self, *, timeout_s: float) -> None:
+            calls.append(clock.monotonic())
+            if len(calls) == 1:
+                raise RuntimeError("NVML hiccup")
+            stop.set()
+
+    async def send(body: dict[str, Any]) -> None:
+        raise AssertionError("no event to send")
+
+    watcher = XidWatcher(Flaky(), node=NODE, cluster="sim", send=send, poll_s=5.0, clock=clock)
+    running = asyncio.ensure_future(watcher.run(stop))
+    await clock.until_sleeping(1)
+    assert calls == [0.0]  # failed once, now pausing: no second call before time moves
+    await clock.run_for(5.0)
+    await running
+    assert calls == [0.0, 5.0]
 
 
 async def test_agent_events_need_the_agent_token(harness: MakeHarness) -> None:
