@@ -13,9 +13,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def use_test_helpers(*folders: str) -> None:
-    """Make the stand-ins under tests/ importable by their bare names, as the tests do."""
-    for folder in folders:
-        path = str(REPO / "tests" / folder)
+    """Make the stand-ins under tests/ importable by their bare names, as the tests do
+    (tests/ itself too: the helpers they share, such as `waiting`)."""
+    for folder in (*folders, ""):
+        path = str(REPO / "tests" / folder) if folder else str(REPO / "tests")
         if path not in sys.path:
             sys.path.insert(0, path)
 

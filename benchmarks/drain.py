@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "integration" / "kube"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))  # waiting, shared by the helpers
 
 from kube_standin import KubeStandin, client_for, serve
 

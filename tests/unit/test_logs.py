@@ -285,7 +285,7 @@ async def test_recovery_and_step_outcomes_are_logged(
     caplog.clear()
     again = build_app(settings, notifier=RecordingNotifier(), clock=FakeClock())
     try:
-        with caplog.at_level(logging.INFO, logger="gpubot.engine.service"):
+        with caplog.at_level(logging.INFO, logger="gpubot.engine"):
             await again.service.background.recover()
             await again.service.wait_idle()
     finally:
