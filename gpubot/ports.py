@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, Protocol, TypeVar
 
 from gpubot.domain.control.approvals import ApprovalRequest
@@ -282,9 +283,49 @@ class KernelLogs(Protocol):
 
 
 class Leadership(Protocol):
-    """Which replica may start steps: the one holding the Lease (always this one when alone)."""
+    """Which replica may start which steps. Alone it is always this one; in HA the replica
+    holding the Lease; with shards, each replica the runs of the shards it holds a Lease on.
+
+    `is_leader()` is for what one replica does for all (the scheduled report, pruning,
+    counting votes the CLI stored); `leads(key)` says whether this replica may start the
+    steps of the runs with that key (gpubot.domain.runbooks.shards.run_key); `term()` is None
+    while this replica leads nothing, and changes each time it gains something to lead (it
+    then looks at every unfinished run, as after a start)."""
 
     def is_leader(self) -> bool: ...
+
+    def leads(self, key: str) -> bool: ...
+
+    def term(self) -> int | None: ...
+
+
+class SharedCaps(Protocol):
+    """The blast-radius caps counted across replicas that execute steps side by side (shards):
+    what one replica reserves or runs, the others count."""
+
+    async def reserve_cordon(
+        self,
+        *,
+        cluster: str,
+        node: str,
+        holder: str,
+        now: datetime,
+        settle: timedelta,
+        decide: Callable[[set[str]], str | None],
+    ) -> str | None:
+        """Under a lock all replicas take for `cluster`: `decide` is given the nodes other
+        holders have a cordon of in flight, or returned within `settle`; when it returns None
+        a slot for `node` is reserved for `holder` before the lock is let go. Its reason
+        otherwise (nothing reserved)."""
+        ...
+
+    async def cordon_returned(self, *, cluster: str, node: str, holder: str, now: datetime) -> None:
+        """The cordon of `node` returned (or failed): the others count it for `settle` more."""
+        ...
+
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+        """A lock every replica takes by `name` (a drain's check and its RUNNING mark)."""
+        ...
 
 
 class Metrics(Protocol):

@@ -332,6 +332,7 @@ def build_app(
         default_cluster=settings.default_cluster,
         signers=signers,
         evidence_keep_days=settings.evidence.keep_days,
+        **shared_caps(settings, store, lease),
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
     reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)
@@ -365,6 +366,21 @@ def build_app(
         scheduler=scheduler,
         metrics=metrics,
     )
+
+
+def shared_caps(settings: Settings, store: Store, lease: Any) -> dict[str, Any]:
+    """With shards, the replicas execute side by side: the blast-radius caps are counted in
+    the store they share, each replica under its Lease identity."""
+    from gpubot.backends.kube.shards import ShardedLeadership
+
+    if not isinstance(lease, ShardedLeadership):
+        return {}
+    from gpubot.backends.store import SqlStore
+    from gpubot.backends.store.shared_caps import SqlSharedCaps
+
+    if not isinstance(store, SqlStore):
+        raise ConfigError("leader_election.shards needs the PostgreSQL store the replicas share")
+    return {"shared_caps": SqlSharedCaps(store), "identity": lease.identity}
 
 
 def watched(engine: Engine) -> Watched:
@@ -438,6 +454,7 @@ def build_leadership(settings: Settings) -> Any:
 
     from gpubot.backends.kube import api_client_for
     from gpubot.backends.kube.lease import LeaseLeadership
+    from gpubot.backends.kube.shards import ShardedLeadership
 
     api = api_client_for(
         cluster=chosen.name,
@@ -445,6 +462,21 @@ def build_leadership(settings: Settings) -> Any:
         kubeconfig=chosen.kubeconfig,
         in_cluster=chosen.in_cluster,
     )
+    if le.shards > 1:
+        if not settings.store.url.startswith("postgresql"):
+            raise ConfigError(
+                f"leader_election.shards: {le.shards} needs a PostgreSQL store, which the "
+                "replicas share (store.url is not postgresql)"
+            )
+        return ShardedLeadership(
+            api,
+            identity=le.identity or socket.gethostname(),
+            shards=le.shards,
+            namespace=le.namespace,
+            name=le.lease_name,
+            lease_seconds=le.lease_seconds,
+            renew_seconds=le.renew_seconds,
+        )
     return LeaseLeadership(
         api,
         identity=le.identity or socket.gethostname(),

@@ -48,6 +48,17 @@ class LeaderElectionSettings(_Section):
         15.0, gt=1, description="a leader that has not renewed for this long loses the Lease"
     )
     renew_seconds: float = Field(5.0, gt=0, description="how often the leader renews it")
+    shards: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description=(
+            "1: the leader executes every step; more: the nodes fall into this many shards, "
+            "each on a Lease of its own, and each replica executes the steps of the shards "
+            "it holds (a fair share; the shards of a replica that dies move to the others). "
+            "Needs a PostgreSQL store"
+        ),
+    )
 
 
 class WebSettings(_Section):

@@ -28,7 +28,7 @@ from gpubot.engine.chat import best_effort
 from gpubot.engine.deps import Engine
 from gpubot.engine.recorder import RunRecorder
 from gpubot.errors import GpubotError
-from gpubot.ports import NodeOps
+from gpubot.ports import NodeOps, SharedCaps
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,18 @@ class CordonSlots:
     SETTLE has passed.
     """
 
-    def __init__(self, *, settle: timedelta = SETTLE) -> None:
+    def __init__(
+        self,
+        *,
+        settle: timedelta = SETTLE,
+        shared: SharedCaps | None = None,
+        cluster: str = "",
+        holder: str = "",
+    ) -> None:
         self._lock = asyncio.Lock()
+        # Replicas executing side by side (shards): the cordons the others have in flight or
+        # just made count too, read and reserved under one lock all of them take.
+        self._shared, self._cluster, self._holder = shared, cluster, holder
         self._settle = settle
         self._flight: dict[str, int] = {}  # node → cordons of it in flight
         self._seen: dict[str, int] = {}  # node → view.cordon_seen when its slot was reserved
@@ -82,23 +92,62 @@ class CordonSlots:
         async with self._lock:
             view = await nodes.gpu_fleet()
             self.expire(view, now=now)
-            reason = await self._check(view, policy=policy, node=node, pool=pool)
+            reason = await self._decide(view, policy=policy, node=node, pool=pool, now=now)
             if reason is not None and await self._drop_undone(nodes, view):
-                reason = await self._check(view, policy=policy, node=node, pool=pool)
+                reason = await self._decide(view, policy=policy, node=node, pool=pool, now=now)
             if reason is None:
                 self._flight[node] = self._flight.get(node, 0) + 1
                 self._seen.setdefault(node, view.cordon_seen.get(node, 0))
             return reason
 
-    async def _check(
-        self, view: FleetView, *, policy: BlastRadius, node: str, pool: PoolCap | None
+    async def _decide(
+        self,
+        view: FleetView,
+        *,
+        policy: BlastRadius,
+        node: str,
+        pool: PoolCap | None,
+        now: datetime,
     ) -> str | None:
-        """Across the fleet, then (when the node's pool has a cap) within its pool."""
-        counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
+        """Why the cap holds `node`, or None; with replicas side by side, a None has reserved
+        the slot where they all count it."""
+        members: set[str] = set()
+        if pool is not None:
+            counted = set(view.cordoned) | self._flight.keys() | self._made.keys()
+            members = await pool.members(view.gpu_nodes | counted) | {node}
+
+        def check(others: set[str]) -> str | None:
+            return self._check(
+                view, policy=policy, node=node, pool=pool, members=members, others=others
+            )
+
+        if self._shared is None:
+            return check(set())
+        return await self._shared.reserve_cordon(
+            cluster=self._cluster,
+            node=node,
+            holder=self._holder,
+            now=now,
+            settle=self._settle,
+            decide=check,
+        )
+
+    def _check(
+        self,
+        view: FleetView,
+        *,
+        policy: BlastRadius,
+        node: str,
+        pool: PoolCap | None,
+        members: set[str],
+        others: set[str],
+    ) -> str | None:
+        """Across the fleet, then (when the node's pool has a cap) within its pool. `others`:
+        the cordons other replicas have in flight or just made."""
+        counted = set(view.cordoned) | self._flight.keys() | self._made.keys() | others
         reason = check_cordon(policy=policy, fleet_size=view.size, cordoned=counted, node=node)
         if reason is not None or pool is None:
             return reason
-        members = await pool.members(view.gpu_nodes | counted) | {node}
         return check_pool_cordon(
             pool=pool.name,
             policy=pool.cap,
@@ -168,6 +217,18 @@ class CordonSlots:
 
     def in_flight(self) -> int:
         return sum(self._flight.values())
+
+    async def done_shared(self, node: str, *, now: datetime) -> None:
+        """Tell the other replicas the cordon of `node` returned, so they count it only for
+        SETTLE more. Unsaid (the store away), they count it as in flight a while longer."""
+        if self._shared is None:
+            return
+        try:
+            await self._shared.cordon_returned(
+                cluster=self._cluster, node=node, holder=self._holder, now=now
+            )
+        except Exception as exc:  # counted longer by the others: the safe side
+            log.warning("cordon of %s: could not record its return for the replicas: %s", node, exc)
 
 
 @dataclass(frozen=True)
@@ -334,7 +395,7 @@ class BlastRadiusGate:
         if spec.blast == "cordon":
             # A slot is reserved atomically, then the cordon runs outside any lock, so the
             # cordons of a storm go out side by side and the cap stays exact (CordonSlots).
-            slots = self._slots.setdefault(run.cluster, CordonSlots())
+            slots = self._slots_of(run.cluster)
             nodes = self.e.clusters[run.cluster].nodes
             now = self.e.clock.now()
             pool = await pool_cap(self.e, run.cluster, node)
@@ -349,10 +410,16 @@ class BlastRadiusGate:
                 yield state
             finally:
                 slots.done(node, now=self.e.clock.now())
+                await slots.done_shared(node, now=self.e.clock.now())
             return
         # Check and mark as one: without the lock, two runs could each see no drain going on
         # and both start one. A drain holds it until recorded RUNNING, which the next counts.
-        async with self._drain_lock:
+        # Replicas executing side by side take one lock in the store too.
+        shared = self.e.shared_caps
+        async with (
+            self._drain_lock,
+            shared.exclusive("drain") if shared is not None else contextlib.nullcontext(),
+        ):
             hold = await drain_hold_reason(self.e, run, node)
             if hold:
                 await self._hold(run, step, state, hold, node=node, blast="drain", key=key)
@@ -400,10 +467,17 @@ class BlastRadiusGate:
         have landing against the cap (CordonSlots.adopt); how many were adopted."""
         found = await cordons_in_flight(self.e)
         for cluster, node in found:
-            slots = self._slots.setdefault(cluster, CordonSlots())
+            slots = self._slots_of(cluster)
             nodes = self.e.clusters[cluster].nodes
             await slots.adopt(nodes=nodes, node=node, now=self.e.clock.now())
         return len(found)
+
+    def _slots_of(self, cluster: str) -> CordonSlots:
+        if cluster not in self._slots:
+            self._slots[cluster] = CordonSlots(
+                shared=self.e.shared_caps, cluster=cluster, holder=self.e.identity
+            )
+        return self._slots[cluster]
 
     async def due(self, run: Run) -> bool:
         """Whether a HELD run is worth re-checking now: not held here (held by another

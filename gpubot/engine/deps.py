@@ -11,7 +11,15 @@ from gpubot.domain.runbooks.spec import Runbook
 from gpubot.engine.leader import AlwaysLeader
 from gpubot.engine.registry import Registry
 from gpubot.engine.telemetry import NoTally, Tally
-from gpubot.ports import ChatNotifier, Clock, ClusterPorts, Leadership, Store, VoteSigners
+from gpubot.ports import (
+    ChatNotifier,
+    Clock,
+    ClusterPorts,
+    Leadership,
+    SharedCaps,
+    Store,
+    VoteSigners,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,10 @@ class Engine:
     default_cluster: str | None = None  # config default_cluster: see alert_cluster
     signers: VoteSigners | None = None  # operator keys for signed break-glass votes
     evidence_keep_days: int = 0  # evidence.keep_days: older bundles are pruned (0: kept)
+    # Replicas executing side by side (leader_election.shards): the caps they all count, and
+    # this replica's name in them.
+    shared_caps: SharedCaps | None = None
+    identity: str = ""
 
     @property
     def alert_cluster(self) -> str | None:

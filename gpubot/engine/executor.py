@@ -21,6 +21,7 @@ from gpubot.domain.control.approvals import (
 )
 from gpubot.domain.control.pools import PoolChoice
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.shards import run_key
 from gpubot.domain.runbooks.spec import Runbook, Step
 from gpubot.domain.runbooks.templating import evaluate, render_value
 from gpubot.domain.runbooks.variables import run_variables
@@ -99,8 +100,8 @@ class Executor:
                 run, states, incident_open = await self.e.store.run_state(run_id)
                 if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
                     return run
-                if not self.e.leadership.is_leader() or self._stopping:
-                    return run  # another replica holds the Lease and advances runs
+                if not self.e.leadership.leads(run_key(run)) or self._stopping:
+                    return run  # another replica holds the run's Lease and advances it
                 current = next((s for s in states if not s.status.finished), None)
                 if current is None:
                     return await self.record.finish(run, states)
@@ -280,9 +281,9 @@ class Executor:
             run = await self.record.set_run(run, RunStatus.RUNNING, "")
         attempts = state.attempts
         while True:
-            if not self.e.leadership.is_leader() or self._stopping:
-                # Lost the Lease, or shutting down: start nothing more; the (next) leader
-                # picks the run up.
+            if not self.e.leadership.leads(run_key(run)) or self._stopping:
+                # Lost the run's Lease, or shutting down: start nothing more; the (next)
+                # holder picks the run up.
                 return "wait"
             attempts += 1
             ctx = replace(ctx, deadline=self.e.clock.now() + timedelta(seconds=step.timeout))
@@ -297,7 +298,9 @@ class Executor:
             ctx = replace(ctx, started_at=state.started_at)
             await self.record.started(run, step, state, actor=ctx.actor)
             try:
-                output = await self._action(spec.run(ctx, params), limit=step.timeout)
+                output = await self._action(
+                    spec.run(ctx, params), limit=step.timeout, key=run_key(run)
+                )
                 self.gate.returned(run, spec, params)
             except _Interrupted:
                 interrupted = {"attempt": attempts}
@@ -321,7 +324,7 @@ class Executor:
                         f"retrying in {delay:g}s"
                     )
                     try:
-                        await self._action(self.e.clock.sleep(delay), limit=None)
+                        await self._action(self.e.clock.sleep(delay), limit=None, key=run_key(run))
                     except _Interrupted:
                         return "wait"  # as above: RUNNING, resumed by the next leader
                     continue
@@ -349,16 +352,17 @@ class Executor:
                 return await self._fail(run, step, state, f"unexpected error: {exc!r}")
             return await self._succeed(run, step, state, output, ctx)
 
-    async def _action(self, work: Awaitable[T], *, limit: float | None) -> T:
+    async def _action(self, work: Awaitable[T], *, limit: float | None, key: str) -> T:
         """Run an action (or a retry's wait) in a task of its own, so that shutdown, or the
-        loss of the Lease, can interrupt it, and only it; _Interrupted when that happened.
-        A replica that lost the Lease must not go on evicting beside the new leader."""
+        loss of the Lease of the run's key, can interrupt it, and only it; _Interrupted when
+        that happened. A replica that lost the Lease must not go on evicting beside the new
+        holder."""
         task: asyncio.Task[Any] = asyncio.ensure_future(asyncio.wait_for(work, timeout=limit))
         self._actions.add(task)
         try:
             while not task.done():
                 await asyncio.wait({task}, timeout=self.leader_check_seconds)
-                if not task.done() and not self.e.leadership.is_leader():
+                if not task.done() and not self.e.leadership.leads(key):
                     log.warning("lost the Lease: interrupting a running step for the new leader")
                     task.cancel()
                     await asyncio.wait({task})

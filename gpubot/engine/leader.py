@@ -9,6 +9,12 @@ class AlwaysLeader:
     def is_leader(self) -> bool:
         return True
 
+    def leads(self, key: str) -> bool:
+        return True
+
+    def term(self) -> int | None:
+        return 0
+
 
 class NeverLeader:
     """A process that records decisions in the store but never starts a step itself (the
@@ -16,3 +22,9 @@ class NeverLeader:
 
     def is_leader(self) -> bool:
         return False
+
+    def leads(self, key: str) -> bool:
+        return False
+
+    def term(self) -> int | None:
+        return None

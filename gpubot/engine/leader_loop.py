@@ -16,6 +16,7 @@ from gpubot.domain.control.audit import AuditTrailError
 from gpubot.domain.control.pools import policy_changes
 from gpubot.domain.incidents.correlation import Incident, IncidentStatus
 from gpubot.domain.runbooks.runs import RunStatus
+from gpubot.domain.runbooks.shards import run_key
 from gpubot.engine.interventions import CANCELLED_KIND, RESUMED_KIND, Interventions
 from gpubot.engine.signed_votes import SUBMITTED_KIND
 
@@ -46,6 +47,7 @@ class LeaderLoop:
         self.e = service.e
         self._waking = False
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
+        self._term: int | None = None  # the leadership term follow() last looked at
         self.warming = False  # the clusters' node caches are filling (warm): not ready yet
 
     async def warm(self, *, timeout_s: float = 10.0) -> None:
@@ -149,8 +151,8 @@ class LeaderLoop:
         for run in await self.e.store.list_runs(
             statuses=(RunStatus.WAITING_APPROVAL, RunStatus.HELD, RunStatus.RUNNING)
         ):
-            if self.s.executor.busy(run.id):
-                continue
+            if self.s.executor.busy(run.id) or not self.e.leadership.leads(run_key(run)):
+                continue  # advancing here, or another replica's shard
             # A held step sleeps until something it waits on changed (no LIST per tick).
             if run.status is RunStatus.HELD and not await self.s.gate.due(run):
                 continue
@@ -165,18 +167,20 @@ class LeaderLoop:
     async def follow(self) -> None:
         """Often (every second): the leader's look at what other replicas recorded for it.
 
-        Every replica takes webhooks, votes and commands, but only the leader starts steps:
-        a run created on another replica, or an approval clicked there, is advanced here as
-        soon as the audit trail shows it, not at the next tick. Becoming the leader is a full
-        tick at once (the runs the last leader left). Costs one read of the audit head when
-        nothing changed, and nothing on a replica that does not lead."""
-        if not self.e.leadership.is_leader():
-            self._followed = None
+        Every replica takes webhooks, votes and commands, but only the leader (with shards:
+        the holder of the run's shard) starts steps: a run created on another replica, or an
+        approval clicked there, is advanced here as soon as the audit trail shows it, not at
+        the next tick. Becoming the leader, or taking another shard, is a full tick at once
+        (the runs the last holder left). Costs one read of the audit head when nothing
+        changed, and nothing on a replica that leads nothing."""
+        term = self.e.leadership.term()
+        if term is None:
+            self._followed = self._term = None
             return
         head = await self.e.store.head()
         seq = head.seq if head is not None else 0
-        if self._followed is None:
-            self._followed = seq
+        if self._followed is None or term != self._term:
+            self._followed, self._term = seq, term
             # The last leader's cordons may still be landing: count them before any new one.
             await self.s.gate.adopt_cordons_in_flight()
             await self.tick()
@@ -218,6 +222,8 @@ class LeaderLoop:
         if not len(self.s.gate.holds):
             return
         for run in await self.e.store.list_runs(statuses=(RunStatus.HELD,)):
+            if not self.e.leadership.leads(run_key(run)):
+                continue  # another replica's shard
             if not self.s.executor.busy(run.id) and await self.s.gate.due(run):
                 self.s.spawn(self.s.executor.advance(run.id))
 

@@ -36,8 +36,10 @@ class LeaseLeadership:
         lease_seconds: float = 15.0,
         renew_seconds: float = 5.0,
         clock: Clock | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.api = client.CoordinationV1Api(api_client)
+        self.labels = dict(labels or {})  # set when this replica creates the Lease
         self.identity = identity
         self.namespace, self.name = namespace, name
         self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
@@ -46,9 +48,17 @@ class LeaseLeadership:
         self._renewed_at: float | None = None  # when our last write landed
         self._observed: tuple[str, float] | None = None  # (resourceVersion, when first seen)
         self._task: asyncio.Task[None] | None = None
+        self._terms = 0  # how many times this replica took the Lease
 
     def is_leader(self) -> bool:
         return self._renewed_at is not None and self._mono() - self._renewed_at < self.lease_seconds
+
+    def leads(self, key: str) -> bool:
+        """One Lease for everything: the holder starts every run's steps."""
+        return self.is_leader()
+
+    def term(self) -> int | None:
+        return self._terms if self.is_leader() else None
 
     async def start(self) -> None:
         if self._task is None:
@@ -102,14 +112,20 @@ class LeaseLeadership:
             await self._clock.sleep(self.renew_seconds)
             await self.try_acquire_or_renew()
 
-    async def try_acquire_or_renew(self) -> bool:
+    async def try_acquire_or_renew(self, *, take: bool = True) -> bool:
+        """One round: renew the Lease we hold, or take it when it is free or expired (only
+        with `take`; without, a Lease someone else holds or held is only observed, so that
+        its expiry is judged from then on). True when we hold it now."""
+        held = self.is_leader()
         try:
-            won = await asyncio.to_thread(self._round)
+            won = await asyncio.to_thread(self._round, take)
         except (ApiException, HTTPError) as exc:
             log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
             won = False
         if won:
             self._renewed_at = self._mono()
+            if not held:
+                self._terms += 1
         else:
             self._renewed_at = None  # stop starting steps at once
         return won
@@ -124,15 +140,19 @@ class LeaseLeadership:
             lease_transitions=transitions,
         )
 
-    def _round(self) -> bool:
+    def _round(self, take: bool = True) -> bool:
         """One election round (blocking; runs in a thread). True when we hold the Lease."""
         try:
             lease = self.api.read_namespaced_lease(name=self.name, namespace=self.namespace)
         except ApiException as exc:
-            if exc.status != 404:
+            if exc.status != 404 or not take:
+                if exc.status == 404:
+                    return False
                 raise
             body = client.V1Lease(
-                metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
+                metadata=client.V1ObjectMeta(
+                    name=self.name, namespace=self.namespace, labels=self.labels or None
+                ),
                 spec=self._spec(transitions=0, acquired=None),
             )
             try:
@@ -150,7 +170,7 @@ class LeaseLeadership:
         mine = spec.holder_identity == self.identity
         duration = float(spec.lease_duration_seconds or self.lease_seconds)
         expired = not spec.holder_identity or now - self._observed[1] >= duration
-        if not mine and not expired:
+        if not mine and (not expired or not take):
             return False
         transitions = int(spec.lease_transitions or 0) + (0 if mine else 1)
         lease.spec = self._spec(

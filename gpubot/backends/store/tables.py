@@ -273,3 +273,16 @@ evidence = Table(
     Index("ix_evidence_created", "created_at"),
     sqlite_autoincrement=True,
 )
+
+# Cordon slots reserved by replicas that execute side by side (leader_election.shards): one row
+# per (cluster, node, replica), written under one advisory lock per cluster, so that the
+# fleet's cordon cap counts the cordons other replicas have in flight or just made.
+cordon_reservations = Table(
+    "cordon_reservations",
+    metadata,
+    Column("cluster", String(255), primary_key=True),
+    Column("node", String(255), primary_key=True),
+    Column("holder", String(255), primary_key=True),
+    Column("reserved_at", UtcDateTime, nullable=False),
+    Column("returned_at", UtcDateTime),
+)

@@ -137,11 +137,13 @@ def make_bot(
     blast: BlastRadius | None = None,
     leadership: Leadership | None = None,
     runbooks: tuple[Path, ...] = (REPO / "runbooks" / "xid79.yaml",),
+    **engine: Any,
 ) -> KubeBot:
+    """`engine`: more of the Engine's fields (shared_caps and identity for a sharded replica)."""
     kube = KubernetesKubeApi(api_client)
     agent = agent or FakeAgent()
     metrics = SimulatedCluster()  # no Prometheus in these tests
-    engine = Engine(
+    built = Engine(
         store=store,
         registry=builtin_registry(),
         runbooks={(rb := load_file(p).runbook).name: rb for p in runbooks},
@@ -155,8 +157,8 @@ def make_bot(
         ),
     )
     if leadership is not None:
-        engine = replace(engine, leadership=leadership)
-    return KubeBot(GpubotService(engine), store, notifier, kube, agent)
+        engine["leadership"] = leadership
+    return KubeBot(GpubotService(replace(built, **engine)), store, notifier, kube, agent)
 
 
 def cluster_bot(c: Cluster, store: SqlStore, *, token: str | None = None, **kw: Any) -> KubeBot:

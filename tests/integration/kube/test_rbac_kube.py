@@ -14,6 +14,7 @@ from kube_engine import cluster_bot
 from xid79_flow import quarantine_drain_reset_release, xid_scene
 
 from gpubot.backends.kube import LeaseLeadership
+from gpubot.backends.kube.shards import ShardedLeadership
 from gpubot.backends.store import SqlStore, open_store
 
 
@@ -51,3 +52,28 @@ async def test_the_shipped_clusterrole_runs_the_xid79_runbook_without_a_403(
         ("PUT", f"/apis/coordination.k8s.io/v1/namespaces/{bot_ns}/leases/gpubot-leader"),
     ]:
         assert c.calls_of(method, fragment), (method, fragment)
+
+
+async def test_the_shipped_role_lets_sharded_replicas_lead_their_shards(
+    rbac_cluster: Cluster,
+) -> None:
+    """With leader_election.shards, each replica also lists the member Leases and takes,
+    renews and gives back shard Leases: all allowed by the shipped leader-election Role."""
+    c = rbac_cluster
+    bot_ns = c.namespace("gpubot")
+    cluster_rules, lease_rules = shipped_rules()
+    token = c.service_account(bot_ns, "gpubot", cluster_rules=cluster_rules, rules=lease_rules)
+    replicas = [
+        ShardedLeadership(c.client(token), identity=f"replica-{n}", shards=4, namespace=bot_ns)
+        for n in "ab"
+    ]
+    for _ in range(3):
+        for r in replicas:
+            await r.round()
+    assert sorted(len(r.held()) for r in replicas) == [2, 2]
+    await replicas[0].stop()  # gives its shards and its member Lease back
+    await replicas[1].round()
+    assert len(replicas[1].held()) == 4
+    denied = [f"{call.method} {call.path}" for call in c.calls if call.status in (401, 403)]
+    assert denied == [], "the shipped Role does not allow: " + "; ".join(denied)
+    assert c.calls_of("GET", f"/apis/coordination.k8s.io/v1/namespaces/{bot_ns}/leases?")

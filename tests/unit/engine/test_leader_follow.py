@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from leadership import Flag
+
 from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.engine.service import GpubotService
 
@@ -24,16 +26,6 @@ triggers: [{command: probe-approved}]
 steps:
   - {id: act, action: test.probe, args: {key: approved}, approval: required}
 """
-
-
-class Flag:
-    """The Leadership port, switched by the test (as the Lease is won or lost)."""
-
-    def __init__(self, leader: bool) -> None:
-        self.leader = leader
-
-    def is_leader(self) -> bool:
-        return self.leader
 
 
 def replica(base: GpubotService, *, leader: bool) -> tuple[GpubotService, Flag]:

@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from leadership import Flag
+
 from gpubot.backends.simulated.scenarios import stop_kubelet
 from gpubot.domain.runbooks.runs import RunStatus, StepStatus
 from gpubot.engine.clock import FakeClock
@@ -125,16 +127,6 @@ async def test_after_shutdown_no_run_advances(harness: MakeHarness) -> None:
     await h.service.wait_idle()
     steps = await h.store.steps(run.id)
     assert {s.status for s in steps} == {StepStatus.PENDING}
-
-
-class Flag:
-    """The Leadership port, switched by the test (as a failed Lease renewal switches it)."""
-
-    def __init__(self) -> None:
-        self.leader = True
-
-    def is_leader(self) -> bool:
-        return self.leader
 
 
 async def test_a_replica_that_loses_the_lease_stops_its_running_drain(

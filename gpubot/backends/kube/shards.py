@@ -1,0 +1,197 @@
+"""Execution spread over replicas: the runs' nodes fall into shards, each on a Lease of its own.
+
+Every replica renews a member Lease of its own, so each knows how many replicas are alive.
+Each takes free or expired shard Leases up to its fair share (the shards divided by the live
+members, rounded up) and gives back any above it, so a new replica gets work at once and the
+shards of one that died move to the others once their Leases expire. A shard's runs are
+advanced only by the replica whose renewal of that shard's Lease landed within the lease
+duration (judged as LeaseLeadership judges it), so no two replicas run a shard's steps at once.
+
+One more Lease, the leader's, keeps the duties that one replica does for all: the scheduled
+report, pruning, counting votes the CLI stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import math
+import re
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from gpubot.backends.kube.lease import LeaseLeadership
+from gpubot.clock import SystemClock
+from gpubot.domain.runbooks.shards import shard_of
+from gpubot.ports import Clock
+
+log = logging.getLogger(__name__)
+GROUP_LABEL = "gpubot.io/lease-group"
+ROLE_LABEL = "gpubot.io/lease-role"
+
+
+def member_lease_name(group: str, identity: str) -> str:
+    """A Lease name for a replica's identity: a DNS label of the identity's safe characters and
+    a hash of the whole identity, so two identities never share one."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", identity.lower()).strip("-")[:30].strip("-") or "x"
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{group}-member-{slug}-{digest}"
+
+
+class ShardedLeadership:
+    """The Leadership port over `shards` shard Leases, a member Lease per replica and the
+    leader's Lease."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        identity: str,
+        shards: int,
+        namespace: str = "gpubot",
+        name: str = "gpubot-leader",
+        lease_seconds: float = 15.0,
+        renew_seconds: float = 5.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if shards < 2:
+            raise ValueError("ShardedLeadership needs at least 2 shards")
+        self.api = client.CoordinationV1Api(api_client)
+        self.identity, self.namespace, self.name = identity, namespace, name
+        self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
+        self._clock: Clock = clock or SystemClock()
+
+        def lease(lease_name: str, role: str) -> LeaseLeadership:
+            return LeaseLeadership(
+                api_client,
+                identity=identity,
+                namespace=namespace,
+                name=lease_name,
+                lease_seconds=lease_seconds,
+                renew_seconds=renew_seconds,
+                clock=self._clock,
+                labels={GROUP_LABEL: name, ROLE_LABEL: role},
+            )
+
+        self.leader = lease(name, "leader")
+        self.shards = [lease(f"{name}-shard-{i}", "shard") for i in range(shards)]
+        self.member = lease(member_lease_name(name, identity), "member")
+        self._members: dict[str, tuple[str, float]] = {}  # name → (resourceVersion, first seen)
+        self._epoch = 0  # bumped each time this replica gains a shard
+        self._task: asyncio.Task[None] | None = None
+
+    # -- the Leadership port ----------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return self.leader.is_leader()
+
+    def leads(self, key: str) -> bool:
+        return self.shards[shard_of(key, len(self.shards))].is_leader()
+
+    def term(self) -> int | None:
+        return self._epoch if self.held() else None
+
+    # -- what it holds ----------------------------------------------------------------------
+
+    def held(self) -> list[int]:
+        """The shards this replica leads now."""
+        return [i for i, lease in enumerate(self.shards) if lease.is_leader()]
+
+    def fair_share(self, members: int) -> int:
+        return math.ceil(len(self.shards) / max(1, members))
+
+    # -- the rounds -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._task is None:
+            await self.leader.start()
+            await self.round()
+            self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        """Stop renewing and give every Lease back, so the other replicas take its shards at
+        once rather than after the lease duration."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for lease in self.shards:
+            if lease.is_leader():
+                await lease.release()
+        await self.leader.stop()
+        await self.member.release()
+
+    async def _loop(self) -> None:
+        while True:
+            await self._clock.sleep(self.renew_seconds)
+            await self.round()
+
+    async def round(self) -> None:
+        """Renew this replica's member Lease, count the live members, then renew, give back or
+        take shards so this replica holds its fair share."""
+        await self.member.try_acquire_or_renew()
+        members = await self.live_members()
+        fair = self.fair_share(members)
+        held = self.held()
+        for i in held[fair:]:  # above the fair share: the highest shards go back
+            await self.shards[i].release()
+            log.info(
+                "shard %d given back (%d replica(s): %d shards each at most)",
+                i,
+                members,
+                fair,
+                extra={"event": "shard.released"},
+            )
+        count = min(len(held), fair)
+        # Shards are looked at from a different start in each replica, so that replicas
+        # starting together reach for different ones.
+        first = int(hashlib.sha256(self.identity.encode()).hexdigest(), 16) % len(self.shards)
+        for step in range(len(self.shards)):
+            i = (first + step) % len(self.shards)
+            lease = self.shards[i]
+            if i in held[fair:]:
+                continue
+            had = lease.is_leader()
+            if await lease.try_acquire_or_renew(take=count < fair or had) and not had:
+                count += 1
+                self._epoch += 1
+                log.info(
+                    "shard %d taken (%d of %d here)",
+                    i,
+                    count,
+                    fair,
+                    extra={"event": "shard.taken"},
+                )
+
+    async def live_members(self) -> int:
+        """How many replicas renewed their member Lease within the lease duration, as this
+        replica observed it (a member Lease first seen counts as alive). At least 1: this one."""
+        try:
+            listed = await asyncio.to_thread(
+                self.api.list_namespaced_lease,
+                namespace=self.namespace,
+                label_selector=f"{GROUP_LABEL}={self.name},{ROLE_LABEL}=member",
+            )
+        except (ApiException, HTTPError) as exc:
+            log.warning("lease members of %s: %s", self.name, exc)
+            return max(1, len(self._members))
+        now = self._clock.monotonic()
+        seen: dict[str, tuple[str, float]] = {}
+        alive = 0
+        for item in listed.items:
+            meta, spec = item.metadata, item.spec
+            if meta is None or spec is None or not spec.holder_identity or not meta.name:
+                continue
+            name, version = str(meta.name), str(meta.resource_version)
+            earlier = self._members.get(name)
+            seen[name] = earlier if earlier and earlier[0] == version else (version, now)
+            duration = float(spec.lease_duration_seconds or self.lease_seconds)
+            if name == self.member.name or now - seen[name][1] < duration:
+                alive += 1
+        self._members = seen
+        return max(1, alive)
