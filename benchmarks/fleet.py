@@ -496,6 +496,48 @@ def traffic(
 # -- main -----------------------------------------------------------------------------------
 
 
+def replica_storms(
+    plane: Any, admin: Any, nodes: list[str], *, args: argparse.Namespace, runbooks: Path
+) -> list[dict[str, Any]]:
+    """The single-alert storm over 1, 2 and 3 `gpubot serve` replicas (fleet_replicas.py),
+    after the nodes are uncordoned; [] with --replicas ''."""
+    counts = [int(c) for c in args.replicas.split(",") if c.strip()]
+    if not counts:
+        return []
+    import fleet_replicas
+
+    parallel(
+        [
+            lambda n=n: admin.patch_node(
+                n, {"spec": {"unschedulable": None}}, _preload_content=False
+            )
+            for n in nodes
+        ]
+    )
+    admin.create_namespace({"metadata": {"name": fleet_replicas.NAMESPACE}})
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, n in enumerate(counts):
+            note(f"storm over {n} replica(s)")
+            first = 20_000_000 + i * 1_000_000
+            bodies = [payload([alert(node, first + k)]) for k, node in enumerate(nodes)]
+            results.append(
+                fleet_replicas.run_count(
+                    n,
+                    plane=plane,
+                    admin=admin,
+                    nodes=nodes,
+                    bodies=bodies,
+                    runbooks=runbooks,
+                    tmp=Path(tmp),
+                    qps=args.qps,
+                    burst=args.burst,
+                )
+            )
+            note(f"{n} replica(s): {results[-1]['cordon_nodes_per_s']} nodes/s")
+    return results
+
+
 async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
     api = CountingApiClient(configuration(plane))
     admin_api = client.ApiClient(configuration(plane))
@@ -572,6 +614,11 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
     finally:
         await app.aclose()
         kube.close()
+    try:
+        replicas = await asyncio.to_thread(
+            replica_storms, plane, admin, storm_nodes, args=args, runbooks=tmp / "runbooks"
+        )
+    finally:
         admin_api.close()
     single = percentiles(one)
     emit(
@@ -584,6 +631,8 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
         single_alert_storm_requests=single_traffic,
         drain=drained,
         drain_requests=drain_traffic,
+        # The single-alert storm executed by 1, 2 and 3 replicas side by side (shards).
+        replicas=replicas,
         baseline={
             "bare_cordon_patch": percentiles(bare),
             "list_every_node_per_check": percentiles(listed),
@@ -603,6 +652,9 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
                 + single_traffic["server_errors_5xx"]
                 + drain_traffic["server_errors_5xx"],
                 0,
+            ),
+            "replica_steps_started_twice": at_most(
+                sum(r["steps_started_twice"] for r in replicas), 0
             ),
             "peak_requests_over_bucket": at_most(
                 max(
@@ -626,6 +678,11 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=15)
     parser.add_argument("--qps", type=float, default=300.0, help="as clusters[*].kube_qps")
     parser.add_argument("--burst", type=int, default=300, help="as clusters[*].kube_burst")
+    parser.add_argument(
+        "--replicas",
+        default="1,2,3",
+        help="replica counts for the sharded storm on PostgreSQL ('' to leave it out)",
+    )
     args = parser.parse_args()
     if args.storm + args.singles > args.nodes or args.drain_nodes > args.storm:
         parser.error("need storm + singles <= nodes and drain-nodes <= storm")
@@ -635,7 +692,7 @@ def main() -> None:
         # import sniffio on every request; without it each try searches sys.path, a few ms
         # per alert charged to gpubot's CPU here. Marked absent, the import fails at once.
         sys.modules["sniffio"] = None  # type: ignore[assignment]
-    use_test_helpers("integration/kube")
+    use_test_helpers("integration/kube", "reliability")
     import control_plane
 
     with tempfile.TemporaryDirectory() as tmp:
