@@ -326,7 +326,9 @@ def metrics_page() -> str:
             return StateCounts()
 
     # Every state gauge shows: a store that answered, a leader flag and an outbox.
-    bot.watch(Watched(store=_Store(), is_leader=lambda: True, outbox=OutboxReading))
+    bot.watch(
+        Watched(store=_Store(), is_leader=lambda: True, shards=lambda: 0, outbox=OutboxReading)
+    )
     bot.state.counts = StateCounts()
     agent = AgentMetrics()
     out = [

@@ -71,6 +71,7 @@ class Watched:
 
     store: StateSource | None = None
     is_leader: Callable[[], bool] | None = None
+    shards: Callable[[], int] | None = None  # shards held, when replicas execute by shard
     now: Callable[[], datetime] | None = None
     outbox: Callable[[], OutboxReading] | None = None
 
@@ -110,6 +111,12 @@ class StateCollector(Collector):
         if w.is_leader is not None:
             leading = 1.0 if w.is_leader() else 0.0
             yield _gauge("gpubot_leader", "1 if this replica leads (starts steps)", leading)
+        if w.shards is not None:
+            yield _gauge(
+                "gpubot_shards_held",
+                "shards whose steps this replica executes (leader_election.shards)",
+                w.shards(),
+            )
         reading = w.outbox() if w.outbox is not None else OutboxReading()
         yield _gauge(
             "gpubot_slack_outbox_messages",

@@ -22,6 +22,7 @@ from gpubot.config import load_settings
 from gpubot.engine.clock import FakeClock
 from gpubot.errors import InputError
 from gpubot.web.app import create_app
+from gpubot.web.metrics import StateCollector, Watched
 from gpubot.wiring import App, build_app
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "alertmanager"
@@ -262,3 +263,15 @@ async def test_a_refusal_retried_by_the_tick_is_not_counted_again(make_bot: Make
     key = ("gpubot_attempt_cap_refusals_total", (("runbook", "xid79"),))
     assert first[key] == 1
     assert later[key] == 1
+
+
+def test_a_sharded_replica_reports_the_shards_it_executes() -> None:
+    """gpubot_shards_held: read at each scrape, only where replicas execute by shard."""
+    held = [3]
+    sharded = {m.name: m for m in StateCollector(Watched(shards=lambda: held[0])).collect()}
+    assert sharded["gpubot_shards_held"].samples[0].value == 3
+    held[0] = 0  # its shards moved to the other replicas
+    sharded = {m.name: m for m in StateCollector(Watched(shards=lambda: held[0])).collect()}
+    assert sharded["gpubot_shards_held"].samples[0].value == 0
+    alone = {m.name for m in StateCollector(Watched(is_leader=lambda: True)).collect()}
+    assert "gpubot_shards_held" not in alone
