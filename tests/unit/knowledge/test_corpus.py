@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind9` entries they miss are listed in HOLDOUT_MISSES … BLIND9_MISSES
+`blind3` to `blind10` entries they miss are listed in HOLDOUT_MISSES … BLIND10_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -49,6 +49,36 @@ BLIND8B_MISSES: dict[str, str] = {
 # The ninth part's 9 misses before its rules (85.9 %) are listed by family in the fixtures'
 # README; none is left.
 BLIND9_MISSES: dict[str, str] = {}
+# The tenth part, measured before any rule was changed for it (80.0 %): its misses, by family.
+BLIND10_MISSES: dict[str, str] = {
+    "y-010": "Paddle's GPU out-of-memory message in Chinese (内存不足 on GPU 0) is not read: "
+    "not_oom",
+    "y-033": "a CUDA out-of-memory check machine-translated into Chinese (CUDA:没有记忆) is "
+    "not read",
+    "y-023": "'virtual memory exhausted' with ENOMEM's text in Chinese (无法分配内存) gives "
+    "cannot_tell",
+    "y-028": "Kaggle's 'notebook tried to allocate more memory than is available' is not read",
+    "y-032": "a vGPU shim's 'Device 0 OOM used / limit' is not read; the unrecognized CUDA error "
+    "after it is taken for a launch failure (not_oom, medium)",
+    "y-044": "the raylet's report of workers it killed, seen only by its tail (kill threshold, "
+    "RAY_memory_usage_threshold), gives cannot_tell",
+    "y-046": "exit code 137 told in a sentence ('exits with a code of 137', OOM 'False') "
+    "gives cannot_tell",
+    "y-049": "a memory cgroup's OOM report without its kill line (cgroup stats, the task table "
+    "with oom_score_adj) is not read: not_oom",
+    "y-051": "sacct's OUT_OF_MEMORY state truncated to OUT_OF_ME+ is not read: not_oom",
+    "y-053": "the kernel's OOM report without its kill line (Free swap = 0kB, 'Tasks state', "
+    "the task table), one blank line after each line, is not read: not_oom",
+    "y-057": "ENOSPC with /dev/shm named as full in the same post is taken for a full disk "
+    "(not_oom, high)",
+    "y-058": "ENOSPC from filling /run/shm (the same tmpfs) is taken for a full disk "
+    "(not_oom, high)",
+    "y-026": "slurmstepd's 'Exceeded step memory limit at some point' after a step that finished "
+    "its work is read as a kill (host_oom_killed, medium)",
+    "y-035": "systemd-oomd that failed to kill anything (Invalid argument) gives cannot_tell",
+    "y-038": "a Triton shared-memory key that could not be created because /dev/shm was missing "
+    "(No such file or directory) gives cannot_tell",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -62,6 +92,7 @@ KNOWN_MISSES = {
     **BLIND8_MISSES,
     **BLIND8B_MISSES,
     **BLIND9_MISSES,
+    **BLIND10_MISSES,
 }
 
 
@@ -84,7 +115,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 10)), "blind8b")
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 11)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -100,6 +131,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind8" for key in BLIND8_MISSES)
     assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
+    assert all(split[key] == "blind10" for key in BLIND10_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
