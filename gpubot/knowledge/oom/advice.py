@@ -292,6 +292,11 @@ OTHER: dict[str, tuple[str, ...]] = {
         "The language runtime hit its own heap cap (V8's --max-old-space-size): raise it "
         "(NODE_OPTIONS=--max-old-space-size=N); the container was not OOM-killed.",
     ),
+    "oom_killer_failed": (
+        "A userspace OOM killer (systemd-oomd) tried to kill and could not: nothing was killed "
+        "for memory. If the workload died, look for what else stopped it; if memory pressure "
+        "persists, check the unit's ManagedOOM settings and the kernel log for its own OOM kill.",
+    ),
     "shared_memory_not_full": (
         "Shared memory failed for a reason other than space: too many open descriptors "
         "(raise ulimit -n, or torch.multiprocessing.set_sharing_strategy('file_system')), a "

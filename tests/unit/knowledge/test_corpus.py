@@ -49,35 +49,11 @@ BLIND8B_MISSES: dict[str, str] = {
 # The ninth part's 9 misses before its rules (85.9 %) are listed by family in the fixtures'
 # README; none is left.
 BLIND9_MISSES: dict[str, str] = {}
-# The tenth part, measured before any rule was changed for it (80.0 %): its misses, by family.
+# The tenth part's 15 misses before its rules (80.0 %) are listed by family in the fixtures'
+# README; this one is left.
 BLIND10_MISSES: dict[str, str] = {
-    "y-010": "Paddle's GPU out-of-memory message in Chinese (内存不足 on GPU 0) is not read: "
-    "not_oom",
-    "y-033": "a CUDA out-of-memory check machine-translated into Chinese (CUDA:没有记忆) is "
-    "not read",
-    "y-023": "'virtual memory exhausted' with ENOMEM's text in Chinese (无法分配内存) gives "
-    "cannot_tell",
-    "y-028": "Kaggle's 'notebook tried to allocate more memory than is available' is not read",
-    "y-032": "a vGPU shim's 'Device 0 OOM used / limit' is not read; the unrecognized CUDA error "
-    "after it is taken for a launch failure (not_oom, medium)",
-    "y-044": "the raylet's report of workers it killed, seen only by its tail (kill threshold, "
-    "RAY_memory_usage_threshold), gives cannot_tell",
-    "y-046": "exit code 137 told in a sentence ('exits with a code of 137', OOM 'False') "
-    "gives cannot_tell",
-    "y-049": "a memory cgroup's OOM report without its kill line (cgroup stats, the task table "
-    "with oom_score_adj) is not read: not_oom",
-    "y-051": "sacct's OUT_OF_MEMORY state truncated to OUT_OF_ME+ is not read: not_oom",
-    "y-053": "the kernel's OOM report without its kill line (Free swap = 0kB, 'Tasks state', "
-    "the task table), one blank line after each line, is not read: not_oom",
-    "y-057": "ENOSPC with /dev/shm named as full in the same post is taken for a full disk "
-    "(not_oom, high)",
-    "y-058": "ENOSPC from filling /run/shm (the same tmpfs) is taken for a full disk "
-    "(not_oom, high)",
     "y-026": "slurmstepd's 'Exceeded step memory limit at some point' after a step that finished "
-    "its work is read as a kill (host_oom_killed, medium)",
-    "y-035": "systemd-oomd that failed to kill anything (Invalid argument) gives cannot_tell",
-    "y-038": "a Triton shared-memory key that could not be created because /dev/shm was missing "
-    "(No such file or directory) gives cannot_tell",
+    "its work is read as a kill (host_oom_killed, medium); alone, the same line is one (v-017)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
