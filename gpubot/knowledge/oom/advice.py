@@ -247,6 +247,13 @@ CANNOT_TELL = (
     "(DCGM_FI_DEV_FB_USED) just before the death; the pod's /dev/shm size.",
 )
 
+UNEXPLAINED_BESIDE = (
+    "The log also speaks of memory (the lines cited after this failure's) in words this "
+    "failure does not account for: it may not be the whole story, so this is not a confident "
+    "'not an OOM'.",
+    *CANNOT_TELL[1:],
+)
+
 OTHER: dict[str, tuple[str, ...]] = {
     "device_side_assert": (
         "A kernel assertion failed, almost always an index out of range: a class label >= "
@@ -390,4 +397,7 @@ def advice_for(
         return CANNOT_TELL
     if verdict.family == "absurd_request":
         return _absurd(facts)
+    if verdict.unexplained:
+        # It names its cause, but memory words elsewhere in the log are not that cause's.
+        return (*OTHER.get(verdict.family, ()), *UNEXPLAINED_BESIDE)
     return OTHER.get(verdict.family, ())

@@ -265,6 +265,9 @@ NEGATIVE: tuple[Family, ...] = (
             r"|too many resources requested for launch|cudaErrorLaunchOutOfResources"
             r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
         ),
+        # An error CUDA could not name is not known to be a launch failure: a GPU-sharing
+        # layer's refused allocation reaches the framework as one, for instance.
+        unless=_p(r"CUDA error: (?:unknown error|unrecognized error code)\b"),
     ),
 )
 
