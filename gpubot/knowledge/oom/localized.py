@@ -27,8 +27,12 @@ _SHORT_OF_MEMORY = (
 )
 # Video memory by name: the card's memory, whatever the sentence says of it.
 _VIDEO_MEMORY_SHORT = r"(?:显存|顯存|显卡内存)(?:不足|溢出|耗尽|用尽|用完)"
-# Host memory named on the line: the same words then speak of RAM, not the GPU's memory.
-_HOST_NAMED = r"\bCPU\b|\bRAM\b|主机内存|系统内存|物理内存|虚拟内存|主記憶體|システムメモリ"
+# Host memory named on the line, or the card's memory said to be enough: the same words then
+# speak of RAM, not the GPU's memory.
+_HOST_NAMED = (
+    r"\bCPU\b|\bRAM\b|主机内存|系统内存|物理内存|虚拟内存|主記憶體|システムメモリ"
+    r"|(?:显存|顯存)(?:够|足够|充足|还有|還有)"
+)
 
 LOCALIZED_GPU_OOM: tuple[Family, ...] = (
     Family(

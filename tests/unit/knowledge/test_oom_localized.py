@@ -51,6 +51,7 @@ def test_memory_failures_in_other_languages_are_read(text: str, cls: str, family
         "显存充足\uff0c显存使用率 40%",  # video memory is plentiful
         "CPU内存不足\uff0cGPU空闲",  # the host's memory, not the GPU's
         "GPU 训练使用 RAM 时内存不足",  # RAM named: the host's memory
+        "GPU显存够\uff0c但内存不足",  # the card's memory is enough, the host's is short
         "mlock: 无法分配内存 (memlock limit)",  # locked memory, not RAM exhausted
     ],
 )
