@@ -247,6 +247,13 @@ CANNOT_TELL = (
     "(DCGM_FI_DEV_FB_USED) just before the death; the pod's /dev/shm size.",
 )
 
+UNEXPLAINED_BESIDE = (
+    "The log also speaks of memory (the lines cited after this failure's) in words this "
+    "failure does not account for: it may not be the whole story, so this is not a confident "
+    "'not an OOM'.",
+    *CANNOT_TELL[1:],
+)
+
 OTHER: dict[str, tuple[str, ...]] = {
     "device_side_assert": (
         "A kernel assertion failed, almost always an index out of range: a class label >= "
@@ -291,6 +298,11 @@ OTHER: dict[str, tuple[str, ...]] = {
     "runtime_heap_limit": (
         "The language runtime hit its own heap cap (V8's --max-old-space-size): raise it "
         "(NODE_OPTIONS=--max-old-space-size=N); the container was not OOM-killed.",
+    ),
+    "oom_killer_failed": (
+        "A userspace OOM killer (systemd-oomd) tried to kill and could not: nothing was killed "
+        "for memory. If the workload died, look for what else stopped it; if memory pressure "
+        "persists, check the unit's ManagedOOM settings and the kernel log for its own OOM kill.",
     ),
     "shared_memory_not_full": (
         "Shared memory failed for a reason other than space: too many open descriptors "
@@ -385,4 +397,7 @@ def advice_for(
         return CANNOT_TELL
     if verdict.family == "absurd_request":
         return _absurd(facts)
+    if verdict.unexplained:
+        # It names its cause, but memory words elsewhere in the log are not that cause's.
+        return (*OTHER.get(verdict.family, ()), *UNEXPLAINED_BESIDE)
     return OTHER.get(verdict.family, ())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from gpubot.knowledge.oom.libraries import LIBRARY_GPU_OOM, LIBRARY_HOST_OOM
+from gpubot.knowledge.oom.localized import LOCALIZED_GPU_OOM, LOCALIZED_HOST_OOM
 from gpubot.knowledge.oom.reported import REPORTED_GPU_OOM, REPORTED_HOST_OOM, REPORTED_SHM
 from gpubot.knowledge.oom.scan import Family
 
@@ -134,6 +135,7 @@ GPU_OOM: tuple[Family, ...] = (
     ),
     *LIBRARY_GPU_OOM,
     *REPORTED_GPU_OOM,
+    *LOCALIZED_GPU_OOM,
     # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
     # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
     Family(
@@ -167,6 +169,8 @@ GPU_OOM: tuple[Family, ...] = (
     ),
 )
 
+# Shared memory's tmpfs: /dev/shm, or /run/shm where /dev/shm links to it.
+_SHM_DIR = r"/(?:dev|run)/shm"
 _MULTIPROCESSING = _p(
     r"SemLock|multiprocessing|joblib|/dev/shm|\btorch_\d|shared[ _]?memory|ctx\.Lock|\bshm\b",
     _I,
@@ -210,16 +214,43 @@ SHM: tuple[Family, ...] = (
             r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
         ),
     ),
+    # /dev/shm, or /run/shm (the same tmpfs on Debian-based systems), out of space.
     Family(
         "dev_shm_full",
         "shm_exhausted",
         "high",
         _p(
-            r"/dev/shm\S{0,200}[^\n]{0,200}No space left on device"  # noqa: S108 (a pattern)
-            r"|\b(?:running out of|ran out of|out of|no) space (?:in|on) /dev/shm"
-            r"|/dev/shm (?:is|was) full",
+            _SHM_DIR + r"\S{0,200}[^\n]{0,200}No space left on device"
+            r"|\b(?:running out of|ran out of|out of|no) space (?:in|on) "
+            + _SHM_DIR
+            + r"|"
+            + _SHM_DIR
+            + r" (?:is|was) full",
             _I,
         ),
+    ),
+    # ENOSPC on a line of its own, and the same post saying /dev/shm filled up: the failed
+    # write was to shared memory, not to a disk.
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "medium",
+        _p(r"No space left on device|\bENOSPC\b|\[Errno 28\]", _I),
+        near=_p(
+            r"\bfill\w{0,3} (?:up )?(?:all |the )?(?:of )?"
+            + _SHM_DIR
+            + r"|"
+            + _SHM_DIR
+            + r"\s{0,4}(?:is |was |gets |got )?(?:full\b|filled\b|100%)"
+            + r"|"
+            + _SHM_DIR
+            + r"[^\n]{0,12}(?:如果满|满了|已满|占满|がいっぱい)",
+            _I,
+        ),
+        span=4,
+        # A write that names its path names where it failed: a file outside shared memory
+        # is on a disk, whatever else the post says of /dev/shm.
+        unless=_p(r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"),
     ),
     # ENOSPC from a semaphore or shared array: multiprocessing keeps those in /dev/shm.
     Family(
@@ -386,6 +417,7 @@ HOST: tuple[Family, ...] = (
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
             r"|\bC error: out of memory"  # pandas' C parser
+            r"|\bvirtual memory exhausted\b"  # GCC and other tools, on a refused allocation
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
@@ -395,4 +427,5 @@ HOST: tuple[Family, ...] = (
     ),
     *LIBRARY_HOST_OOM,
     *REPORTED_HOST_OOM,
+    *LOCALIZED_HOST_OOM,
 )

@@ -85,7 +85,10 @@ SIGKILL = Family(
         rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
-        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python" + REPORTED_SIGKILL,
+        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        # The exit status told in a sentence: "exits with a code of 137".
+        r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
+        r"|\bexit (?:code|status) of (?:137|-9)\b" + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),
 )
@@ -190,9 +193,21 @@ NEGATIVE: tuple[Family, ...] = (
         _p(
             r"unable to open shared memory (?:obje\w{0,3}|region)\b"
             r"|attaching to shared memory segment[^\n]{0,200}?No such file or directory"
+            # A key, region or segment that could not be made because the directory for it
+            # (/dev/shm) is not there: shared memory missing, not full.
+            r"|shared memory (?:key|region|segment|pool)\b[^\n]{0,300}?"
+            r"(?:No such file or directory|\bENOENT\b)"
             r"|shared memory[^\n]{0,200}?Interrupted system call",
             _I,
         ),
+    ),
+    # A userspace OOM killer that tried and could not kill anything: nothing was killed for
+    # memory, whatever its candidate list says.
+    Family(
+        "oom_killer_failed",
+        "not_oom",
+        "medium",
+        _p(r"\bFailed to kill any cgroups?\b", _I),
     ),
     # A System V segment larger than the kernel allows (SHMMAX) is refused as an invalid
     # argument: a setting to raise, not shared memory that ran out.
@@ -250,6 +265,9 @@ NEGATIVE: tuple[Family, ...] = (
             r"|too many resources requested for launch|cudaErrorLaunchOutOfResources"
             r"|CUDNN_STATUS_\w{1,40}|CUDA error: \w",
         ),
+        # An error CUDA could not name is not known to be a launch failure: a GPU-sharing
+        # layer's refused allocation reaches the framework as one, for instance.
+        unless=_p(r"CUDA error: (?:unknown error|unrecognized error code)\b"),
     ),
 )
 

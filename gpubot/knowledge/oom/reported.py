@@ -59,6 +59,15 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A GPU-sharing layer (a vGPU shim such as HAMi's) refusing an allocation past the share
+    # of device memory it gives the container: "Device 0 OOM 3171158016 / 3145728000". The
+    # framework above it often sees only an unrecognized CUDA error.
+    Family(
+        "gpu_memory_quota",
+        "cuda_oom",
+        "high",
+        _p(r"\bDevice \d{1,3} OOM \d{1,20} ?/ ?\d{1,20}\b"),
+    ),
     # A framework's check that the chunk it needs fits in what the GPU has free (Paddle's
     # "enforce allocating <= available failed, A > B"), or its allocator saying it failed
     # for want of memory.
@@ -148,6 +157,29 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # Slurm's job state for a job its memory cgroup killed, as sacct, squeue or scontrol print
+    # it (sacct cuts it to its column: OUT_OF_ME+). A token of its own, not part of a longer
+    # name (CUDA_ERROR_OUT_OF_MEMORY is the GPU's).
+    Family(
+        "batch_scheduler_memory_kill",
+        "host_oom_killed",
+        "medium",
+        _p(r"(?:JobState=|State=|^|[\s|`])OUT_OF_ME(?:MORY|\+)(?=[\s|`]|$)", re.MULTILINE),
+    ),
+    # The OOM killer's report without its kill line: the task table it prints (the only one
+    # with an oom_score_adj column), its heading, and a memory cgroup's stats, which the
+    # kernel prints only when that cgroup ran out.
+    Family(
+        "kernel_oom_report",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\[\s{0,4}pid\s{0,4}\]\s{1,8}uid\s{1,8}tgid\s{1,8}total_vm\s{1,8}rss\b"
+            r"[^\n]{0,80}?\boom_score_adj\b"
+            r"|\bTasks state \(memory values in pages\)"
+            r"|\bMemory cgroup stats for /"
+        ),
+    ),
     # The memory cgroup's own count of OOM kills (cgroup v2's memory.events, or vmstat's).
     Family(
         "memcg_oom_kill_count",
@@ -160,7 +192,21 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "notebook_memory_limit",
         "host_oom_killed",
         "high",
-        _p(r"\bcrashed after using all available RAM\b|\bused all available RAM\b", _I),
+        _p(
+            r"\bcrashed after using all available RAM\b|\bused all available RAM\b"
+            # Kaggle: "Your notebook tried to allocate more memory than is available."
+            r"|\b(?:notebook|kernel|session)\b[^\n]{0,20}\btried to allocate more memory than"
+            r" is available\b",
+            _I,
+        ),
+    ),
+    # Ray's report of the workers its memory monitor killed, when only its end is in the
+    # log: how to move the kill threshold. Printed only after such kills.
+    Family(
+        "ray_memory_monitor",
+        "host_oom_killed",
+        "medium",
+        _p(r"\bTo adjust the kill threshold, set the environment variable `?RAY_memory_usage_"),
     ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,9 @@ _SIGKILL_EXIT = 137  # 128 + SIGKILL
 # with no GPU evidence, of the log's tail: a number reader never sees a megabyte.
 NUMBERS_CHARS = 16 * 1024
 NUMBERS_TAIL_CHARS = 64 * 1024
+# Memory words this close to a named failure's own lines (its message, the traceback and
+# hints printed around it) are taken as part of it.
+EXPLAINED_SPAN = 6
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ class Facts:
     reason: str | None  # the container's last termination reason
     alert_reason: str | None  # the alert's own `reason` label
     numbers: AllocatorNumbers
+    # The log's lines, stripped as evidence lines are: where each piece of evidence sits.
+    stripped: tuple[str, ...] = ()
 
     @property
     def oomkilled(self) -> bool:
@@ -70,6 +76,24 @@ class Facts:
     @property
     def killed(self) -> bool:
         return self.exit_code == _SIGKILL_EXIT or self.sigkill is not None
+
+    def memory_words_away_from(self, lines: tuple[str, ...]) -> tuple[str, ...]:
+        """The lines with memory words more than EXPLAINED_SPAN lines from every one of
+        `lines`: words that a failure told by `lines` does not account for. Linear in the
+        log: each memory line is checked against its nearest anchor only."""
+        if self.memory_words is None:
+            return ()
+        words, anchors = set(self.memory_words.lines), set(lines)
+        near = [i for i, line in enumerate(self.stripped) if line in anchors]
+        far: dict[str, None] = {}
+        for i, line in enumerate(self.stripped):
+            if line not in words or line in anchors:
+                continue
+            k = bisect_left(near, i)
+            gaps = [abs(near[j] - i) for j in (k - 1, k) if 0 <= j < len(near)]
+            if not gaps or min(gaps) > EXPLAINED_SPAN:
+                far[line] = None
+        return tuple(far)
 
     def status_lines(self) -> tuple[str, ...]:
         out: list[str] = []
@@ -129,6 +153,7 @@ def gather(
             evidence_text or scanned[-NUMBERS_TAIL_CHARS:],
             device_bytes=device_bytes or (device_capacity(scanned) if gpu else None),
         ),
+        stripped=tuple(line.strip() for line in lines),
     )
 
 
@@ -147,6 +172,8 @@ class Verdict:
     family: str
     confidence: Confidence
     lines: tuple[str, ...]
+    # Memory words the failure it names does not account for (then never a confident answer).
+    unexplained: tuple[str, ...] = ()
 
 
 VerdictFn = Callable[[Facts], Verdict | None]
@@ -199,30 +226,40 @@ def _host(f: Facts) -> Verdict | None:
     return None
 
 
+def _not_memory(f: Facts, family: str, confidence: Confidence, lines: tuple[str, ...]) -> Verdict:
+    """A failure with a cause of its own. When the log also holds memory words far from its
+    lines (not its own message or what was printed around it), nothing explains those: the
+    answer is then not sure (low confidence), and it cites them beside its own lines."""
+    unexplained = f.memory_words_away_from(lines)
+    if not unexplained:
+        return Verdict("not_oom", family, confidence, lines)
+    return Verdict("not_oom", family, "low", (*lines, *unexplained), unexplained)
+
+
 def _liveness(f: Facts) -> Verdict | None:
     if f.liveness is None:
         return None
-    return Verdict("not_oom", "liveness_probe_kill", "high", f.liveness.lines)
+    return _not_memory(f, "liveness_probe_kill", "high", f.liveness.lines)
 
 
 def _evicted_not_memory(f: Facts) -> Verdict | None:
     if f.evicted_not_memory is None:
         return None
     found = f.evicted_not_memory
-    return Verdict("not_oom", found.family.name, found.family.confidence, found.lines)
+    return _not_memory(f, found.family.name, found.family.confidence, found.lines)
 
 
 def _stopped(f: Facts) -> Verdict | None:
     if f.stop_requested is None or not f.killed:
         return None
-    return Verdict("not_oom", "stop_requested", "medium", f.stop_requested.lines)
+    return _not_memory(f, "stop_requested", "medium", f.stop_requested.lines)
 
 
 def _launcher_child_exit(f: Facts) -> Verdict | None:
     if f.launcher_child_exit is None:
         return None
     found = f.launcher_child_exit
-    return Verdict("not_oom", found.family.name, found.family.confidence, found.lines)
+    return _not_memory(f, found.family.name, found.family.confidence, found.lines)
 
 
 def _sigkill(f: Facts) -> Verdict | None:
@@ -236,7 +273,7 @@ def _negative(f: Facts) -> Verdict | None:
     if not f.negatives:
         return None
     first = f.negatives[0]
-    return Verdict("not_oom", first.family.name, first.family.confidence, first.lines)
+    return _not_memory(f, first.family.name, first.family.confidence, first.lines)
 
 
 def _cannot_tell(f: Facts) -> Verdict | None:

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind9` entries they miss are listed in HOLDOUT_MISSES … BLIND9_MISSES
+`blind3` to `blind10` entries they miss are listed in HOLDOUT_MISSES … BLIND10_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -49,6 +49,12 @@ BLIND8B_MISSES: dict[str, str] = {
 # The ninth part's 9 misses before its rules (85.9 %) are listed by family in the fixtures'
 # README; none is left.
 BLIND9_MISSES: dict[str, str] = {}
+# The tenth part's 15 misses before its rules (80.0 %) are listed by family in the fixtures'
+# README; this one is left.
+BLIND10_MISSES: dict[str, str] = {
+    "y-026": "slurmstepd's 'Exceeded step memory limit at some point' after a step that finished "
+    "its work is read as a kill (host_oom_killed, medium); alone, the same line is one (v-017)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -62,6 +68,7 @@ KNOWN_MISSES = {
     **BLIND8_MISSES,
     **BLIND8B_MISSES,
     **BLIND9_MISSES,
+    **BLIND10_MISSES,
 }
 
 
@@ -84,7 +91,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 10)), "blind8b")
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 11)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -100,6 +107,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind8" for key in BLIND8_MISSES)
     assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
+    assert all(split[key] == "blind10" for key in BLIND10_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())

@@ -167,3 +167,114 @@ def test_a_shared_memory_pool_out_of_space_is_not_a_full_disk() -> None:
 )
 def test_failures_near_memory_words_are_named_not_doubted(text: str, family: str) -> None:
     assert (classify(text).cls, classify(text).family) == ("not_oom", family)
+
+
+@pytest.mark.parametrize(
+    ("text", "cls", "family"),
+    [
+        # A GPU-sharing layer refusing an allocation past the container's share.
+        (
+            "[vgpu ERROR (pid:12 allocator.c:61)]: Device 1 OOM 8589934592 / 8000000000",
+            "cuda_oom",
+            "gpu_memory_quota",
+        ),
+        # The OOM killer's report without its kill line.
+        (
+            "kernel: [ 812.1] [  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents "
+            "oom_score_adj name",
+            "host_oom_killed",
+            "kernel_oom_report",
+        ),
+        ("kernel: Tasks state (memory values in pages):", "host_oom_killed", "kernel_oom_report"),
+        (
+            "kernel: Memory cgroup stats for /kubepods/besteffort/pod42: anon 1048576",
+            "host_oom_killed",
+            "kernel_oom_report",
+        ),
+        # Slurm's job state, whole or cut to sacct's column.
+        (
+            "424242       train      gpu   OUT_OF_ME+    0:125",
+            "host_oom_killed",
+            "batch_scheduler_memory_kill",
+        ),
+        ("424242|train|OUT_OF_MEMORY|0:125", "host_oom_killed", "batch_scheduler_memory_kill"),
+        (
+            "JobState=OUT_OF_MEMORY Reason=OutOfMemory",
+            "host_oom_killed",
+            "batch_scheduler_memory_kill",
+        ),
+        # A notebook service restarting the kernel for its memory.
+        (
+            "Your notebook tried to allocate more memory than is available. It has restarted.",
+            "host_oom_killed",
+            "notebook_memory_limit",
+        ),
+        # Ray's report of killed workers, only its end in the log.
+        (
+            "(raylet) To adjust the kill threshold, set the environment variable "
+            "`RAY_memory_usage_threshold` when starting Ray.",
+            "host_oom_killed",
+            "ray_memory_monitor",
+        ),
+    ],
+)
+def test_a_reports_own_words_are_read_without_its_headline(
+    text: str, cls: str, family: str
+) -> None:
+    triage = classify(text)
+    assert (triage.cls, triage.family) == (cls, family)
+    assert triage.evidence
+
+
+@pytest.mark.parametrize(
+    ("text", "cls"),
+    [
+        # CUDA's and RMM's error names hold OUT_OF_MEMORY: the GPU's, not Slurm's job state.
+        ("CUDA_ERROR_OUT_OF_MEMORY: out of memory", "cuda_oom"),
+        ("status = ErrorCode.OUT_OF_MEMORY", "not_oom"),
+        # top's and ps's headings are not the OOM killer's task table.
+        ("  PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND", "not_oom"),
+        ("[ pid ] uid tgid total_vm rss name", "not_oom"),
+        # A score or a setting, not a quota refused (the word OOM alone: cannot tell).
+        ("Device 0 OOM score adj 0 / 1000", "cannot_tell"),
+        ("export RAY_memory_usage_threshold=0.9", "not_oom"),
+        ("the notebook tried to allocate a GPU", "not_oom"),
+    ],
+)
+def test_lookalikes_of_reports_without_their_headline(text: str, cls: str) -> None:
+    assert classify(text).cls == cls
+
+
+@pytest.mark.parametrize(
+    ("text", "family"),
+    [
+        (
+            "systemd-oomd[412]: Failed to kill any cgroups based on memory pressure: Invalid "
+            "argument",
+            "oom_killer_failed",
+        ),
+        (
+            "Unable to initialize shared memory key 'shm_region_7' to requested size (64 bytes). "
+            "Error: No such file or directory",
+            "shared_memory_not_full",
+        ),
+    ],
+)
+def test_memory_machinery_that_failed_for_another_reason_is_named(text: str, family: str) -> None:
+    assert (classify(text).cls, classify(text).family) == ("not_oom", family)
+
+
+def test_an_oom_killer_that_killed_wins_over_one_that_failed() -> None:
+    text = (
+        "systemd-oomd[412]: Failed to kill any cgroups based on swap: Invalid argument\n"
+        "systemd-oomd[412]: Killed /user.slice/app.scope due to memory pressure for /user.slice"
+    )
+    assert classify(text).cls == "host_oom_killed"
+
+
+def test_a_shared_memory_key_out_of_space_stays_shared_memory() -> None:
+    text = (
+        "Unable to initialize shared memory key 'shm_region_7' to requested size (64 bytes). "
+        "Error: No space left on device"
+    )
+    assert classify(text).cls == "shm_exhausted"

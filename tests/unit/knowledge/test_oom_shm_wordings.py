@@ -68,3 +68,26 @@ def test_postgres_dynamic_shared_memory_full_is_shared_memory() -> None:
         "bytes: No space left on device\n"
     )
     assert classify(text).cls == "shm_exhausted"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # /run/shm is the same tmpfs as /dev/shm on Debian-based systems.
+        "RuntimeError: unable to extend /run/shm/pool-3: No space left on device",
+        "worker: out of space on /run/shm",
+        # ENOSPC on its own line, and the post says /dev/shm (or /run/shm) filled up.
+        "OSError: [Errno 28] No space left on device\nchecked df: /dev/shm is full (100%)",
+        "each epoch seems to fill up /run/shm\nthen: IOError: No space left on device",
+        "No space left on device\n/dev/shm 已满",
+    ],
+)
+def test_enospc_where_the_post_says_shared_memory_filled_up_is_shared_memory(text: str) -> None:
+    assert classify(text).cls == "shm_exhausted"
+
+
+def test_enospc_that_names_a_file_on_a_disk_is_a_disk_whatever_the_post_says() -> None:
+    # The write names where it failed; the post's words about /run/shm are not about it.
+    text = "No space left on device: /data/ckpt/epoch3.pt\nthe job seems to fill up /run/shm too"
+    triage = classify(text)
+    assert (triage.cls, triage.family) == ("not_oom", "disk_full")

@@ -58,3 +58,27 @@ def test_sigkill_in_other_words_is_killed_with_the_cause_unknown(text: str) -> N
 )
 def test_sigkill_in_brackets_or_after_a_progress_bar(text: str) -> None:
     assert classify(text).cls == "killed_unknown"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "After a few minutes the container exits with a code of 137 and restarts.",
+        "the job exited with exit status of 137, nothing in its log",
+        "It stops with an exit code of 137 every night.",
+    ],
+)
+def test_sigkill_told_in_a_sentence_is_killed_with_the_cause_unknown(text: str) -> None:
+    triage = classify(text)
+    assert (triage.cls, triage.family) == ("killed_unknown", "sigkill_cause_unknown")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the container exits with a code of 1 after a config error",
+        "exit code of 1370 is not a signal",
+    ],
+)
+def test_other_statuses_told_in_a_sentence_are_not_sigkill(text: str) -> None:
+    assert classify(text).cls != "killed_unknown"

@@ -1,0 +1,70 @@
+"""Memory failures in the words of other languages: a translated message or a localized libc.
+
+People paste errors as their tools print them in their locale, or translate them for the
+thread: a GPU out of memory in Chinese, Japanese or Korean ("显存不足", "GPU 0上出现内存不足",
+a machine-translated "CUDA:没有记忆"), and ENOMEM as glibc words it in other locales
+("无法分配内存", "メモリを確保できません", "Невозможно выделить память"). These families read
+those words; the English ones are in oom_families. Patterns follow the same bounds: literals
+and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+# "Memory is short" and "out of memory", as Chinese (simplified and traditional), Japanese
+# and Korean write it, and the literal machine translation of "out of memory" ("no memory").
+_SHORT_OF_MEMORY = (
+    r"(?:内存|記憶體|显存|顯存)(?:不足|溢出|耗尽|用尽|用完)|没有(?:内存|记忆|显存)"
+    r"|メモリ(?:不足|が不足)|메모리\s?부족"
+)
+# Video memory by name: the card's memory, whatever the sentence says of it.
+_VIDEO_MEMORY_SHORT = r"(?:显存|顯存|显卡内存)(?:不足|溢出|耗尽|用尽|用完)"
+# Host memory named on the line, or the card's memory said to be enough: the same words then
+# speak of RAM, not the GPU's memory.
+_HOST_NAMED = (
+    r"\bCPU\b|\bRAM\b|主机内存|系统内存|物理内存|虚拟内存|主記憶體|システムメモリ"
+    r"|(?:显存|顯存)(?:够|足够|充足|还有|還有)"
+)
+
+LOCALIZED_GPU_OOM: tuple[Family, ...] = (
+    Family(
+        "gpu_oom_localized",
+        "cuda_oom",
+        "medium",
+        _p(
+            _VIDEO_MEMORY_SHORT
+            + r"|\b(?:GPU|CUDA|cuda|gpu)\b[^\n]{0,40}?(?:"
+            + _SHORT_OF_MEMORY
+            + ")"
+            # Paddle's "Cannot allocate … on GPU 0", as its reporters translate it.
+            r"|无法在\s?(?:GPU|gpu)\s?\d{1,3}\s?上分配"
+        ),
+        unless=_p(_HOST_NAMED, re.IGNORECASE),
+    ),
+)
+
+# glibc's strerror(ENOMEM) in common locales: the kernel refused a host allocation.
+LOCALIZED_HOST_OOM: tuple[Family, ...] = (
+    Family(
+        "host_allocation_refused",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"无法分配内存|無法配置記憶體|メモリを確保できません|메모리를 할당할 수 없습니다"
+            r"|Невозможно выделить память|Nicht genügend Hauptspeicher verfügbar"
+            r"|Ne peut allouer de la mémoire|Impossible d'allouer de la mémoire"
+            r"|No se puede asignar memoria|Impossibile allocare memoria"
+            r"|Não foi possível alocar memória"
+        ),
+        # Memory locked for RDMA or pinned for the GPU fails with the same words.
+        unless=_p(r"\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock|pinned", re.IGNORECASE),
+    ),
+)
