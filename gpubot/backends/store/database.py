@@ -65,10 +65,14 @@ class StoreMissingError(ConfigError):
     """The database, or its tables, is not there, and the command must not create it."""
 
 
-def create_store_engine(url: str, *, schema: str | None = None, create: bool = True) -> Engine:
+def create_store_engine(
+    url: str, *, schema: str | None = None, create: bool = True, pre_ping: bool = True
+) -> Engine:
     """An engine for a SQLite file (or memory) or PostgreSQL through psycopg 3.
 
     `create=False`: a SQLite file that does not exist is a StoreMissingError, not created.
+    `pre_ping=False` (the store, whose transactions are redone on a connection found dead):
+    no round trip to test each PostgreSQL connection taken from the pool.
     """
     try:
         parsed = make_url(url)
@@ -76,7 +80,7 @@ def create_store_engine(url: str, *, schema: str | None = None, create: bool = T
         raise ConfigError(f"store.url: not a database URL: {url!r}") from exc
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
-        return _postgres_engine(parsed, schema=schema)
+        return _postgres_engine(parsed, schema=schema, pre_ping=pre_ping)
     if backend == "sqlite":
         if schema is not None:
             raise ConfigError("store: a schema applies to PostgreSQL only, not SQLite")
@@ -84,7 +88,7 @@ def create_store_engine(url: str, *, schema: str | None = None, create: bool = T
     raise ConfigError(f"store.url: unsupported database {backend!r} (use sqlite or postgresql)")
 
 
-def _postgres_engine(parsed: URL, *, schema: str | None) -> Engine:
+def _postgres_engine(parsed: URL, *, schema: str | None, pre_ping: bool) -> Engine:
     # psycopg 3 is the driver we ship; a bare postgresql:// would ask for psycopg2.
     parsed = parsed.set(drivername="postgresql+psycopg")
     connect_args: dict[str, Any] = {}
@@ -95,7 +99,7 @@ def _postgres_engine(parsed: URL, *, schema: str | None) -> Engine:
     return create_engine(
         parsed,
         connect_args=connect_args,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
         json_serializer=dumps,
     )
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, and_, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import DBAPIError
 
 from gpubot.backends.store.database import SqlDatabase, lock_id
 from gpubot.backends.store.tables import cordon_reservations as cr
@@ -89,7 +90,15 @@ class SqlSharedCaps:
         key = lock_id("gpubot.exclusive:" + name)
         conn = await asyncio.to_thread(self._db._engine.connect)
         try:
-            await asyncio.to_thread(_locked, conn, key)
+            try:
+                await asyncio.to_thread(_locked, conn, key)
+            except DBAPIError as exc:
+                if not exc.connection_invalidated:
+                    raise
+                # A pooled connection the database had dropped (a restart): once more, anew.
+                await asyncio.to_thread(conn.close)
+                conn = await asyncio.to_thread(self._db._engine.connect)
+                await asyncio.to_thread(_locked, conn, key)
             try:
                 yield
             finally:

@@ -141,7 +141,9 @@ def open_store(
     database can then hold several bots, or one schema per test. `create=False` (commands
     that only read) creates and changes nothing: StoreMissingError if there is no database.
     """
-    engine = create_store_engine(url, schema=schema, create=create)
+    # Every store call is one transaction that is redone on a new connection when its
+    # connection turns out dead (SqlDatabase._transact): no ping before each one.
+    engine = create_store_engine(url, schema=schema, create=create, pre_ping=False)
     store = SqlStore(engine=engine, audit_key=audit_key)
     try:
         if create:
