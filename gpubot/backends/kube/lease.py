@@ -15,6 +15,7 @@ from gpubot.clock import SystemClock
 from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
+READ = object()  # try_acquire_or_renew's `seen` when the round reads the Lease itself
 
 
 class LeaseLeadership:
@@ -112,13 +113,16 @@ class LeaseLeadership:
             await self._clock.sleep(self.renew_seconds)
             await self.try_acquire_or_renew()
 
-    async def try_acquire_or_renew(self, *, take: bool = True) -> bool:
+    async def try_acquire_or_renew(
+        self, *, take: bool = True, seen: client.V1Lease | object | None = READ
+    ) -> bool:
         """One round: renew the Lease we hold, or take it when it is free or expired (only
         with `take`; without, a Lease someone else holds or held is only observed, so that
-        its expiry is judged from then on). True when we hold it now."""
+        its expiry is judged from then on). True when we hold it now. `seen`: the Lease as
+        a LIST just returned it (None: not there), instead of reading it here."""
         held = self.is_leader()
         try:
-            won = await asyncio.to_thread(self._round, take)
+            won = await asyncio.to_thread(self._round, take, seen)
         except (ApiException, HTTPError) as exc:
             log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
             won = False
@@ -140,15 +144,12 @@ class LeaseLeadership:
             lease_transitions=transitions,
         )
 
-    def _round(self, take: bool = True) -> bool:
+    def _round(self, take: bool = True, seen: client.V1Lease | object | None = READ) -> bool:
         """One election round (blocking; runs in a thread). True when we hold the Lease."""
-        try:
-            lease = self.api.read_namespaced_lease(name=self.name, namespace=self.namespace)
-        except ApiException as exc:
-            if exc.status != 404 or not take:
-                if exc.status == 404:
-                    return False
-                raise
+        lease = self._read() if seen is READ else seen
+        if not isinstance(lease, client.V1Lease):  # not there yet
+            if not take:
+                return False
             body = client.V1Lease(
                 metadata=client.V1ObjectMeta(
                     name=self.name, namespace=self.namespace, labels=self.labels or None
@@ -177,6 +178,17 @@ class LeaseLeadership:
             transitions=transitions, acquired=spec.acquire_time if mine else None
         )
         return self._replace(lease)
+
+    def _read(self) -> client.V1Lease | None:
+        try:
+            lease: client.V1Lease = self.api.read_namespaced_lease(
+                name=self.name, namespace=self.namespace
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return lease
 
     def _replace(self, lease: client.V1Lease) -> bool:
         """Write the Lease as read: False when anyone wrote it since (409 on its

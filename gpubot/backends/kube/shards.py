@@ -132,10 +132,28 @@ class ShardedLeadership:
             await self.round()
 
     async def round(self) -> None:
-        """Renew this replica's member Lease, count the live members, then renew, give back or
-        take shards so this replica holds its fair share."""
+        """Renew this replica's member Lease, then, from one LIST of the group's Leases, count
+        the live members and renew, give back or take shards so this replica holds its fair
+        share. Costs one LIST and a write per Lease held or taken, whatever the shard count."""
         await self.member.try_acquire_or_renew()
-        members = await self.live_members()
+        try:
+            listed = await asyncio.to_thread(
+                self.api.list_namespaced_lease,
+                namespace=self.namespace,
+                label_selector=f"{GROUP_LABEL}={self.name}",
+            )
+        except (ApiException, HTTPError) as exc:
+            log.warning("leases of %s: %s", self.name, exc)
+            for lease in self.shards:  # renew what is held (each read on its own); take none
+                if lease.is_leader():
+                    await lease.try_acquire_or_renew(take=False)
+            return
+        found: dict[str, client.V1Lease] = {}
+        for item in listed.items:
+            if item.metadata is not None and item.metadata.name:
+                item.api_version, item.kind = "coordination.k8s.io/v1", "Lease"
+                found[str(item.metadata.name)] = item
+        members = self.live_members(list(found.values()))
         fair = self.fair_share(members)
         held = self.held()
         for i in held[fair:]:  # above the fair share: the highest shards go back
@@ -157,7 +175,11 @@ class ShardedLeadership:
             if i in held[fair:]:
                 continue
             had = lease.is_leader()
-            if await lease.try_acquire_or_renew(take=count < fair or had) and not had:
+            seen = found.get(lease.name)
+            if not had and count >= fair:
+                await lease.try_acquire_or_renew(take=False, seen=seen)  # observed only
+                continue
+            if await lease.try_acquire_or_renew(take=True, seen=seen) and not had:
                 count += 1
                 self._epoch += 1
                 log.info(
@@ -168,23 +190,17 @@ class ShardedLeadership:
                     extra={"event": "shard.taken"},
                 )
 
-    async def live_members(self) -> int:
+    def live_members(self, leases: list[client.V1Lease]) -> int:
         """How many replicas renewed their member Lease within the lease duration, as this
         replica observed it (a member Lease first seen counts as alive). At least 1: this one."""
-        try:
-            listed = await asyncio.to_thread(
-                self.api.list_namespaced_lease,
-                namespace=self.namespace,
-                label_selector=f"{GROUP_LABEL}={self.name},{ROLE_LABEL}=member",
-            )
-        except (ApiException, HTTPError) as exc:
-            log.warning("lease members of %s: %s", self.name, exc)
-            return max(1, len(self._members))
         now = self._clock.monotonic()
         seen: dict[str, tuple[str, float]] = {}
         alive = 0
-        for item in listed.items:
+        for item in leases:
             meta, spec = item.metadata, item.spec
+            labels = (meta.labels or {}) if meta is not None else {}
+            if labels.get(ROLE_LABEL) != "member":
+                continue
             if meta is None or spec is None or not spec.holder_identity or not meta.name:
                 continue
             name, version = str(meta.name), str(meta.resource_version)

@@ -90,6 +90,14 @@ async def test_three_replicas_share_the_shards_and_take_over_a_dead_ones(
     holders = _holders(replicas)
     assert all(len(h) == 1 for h in holders.values()), holders  # every shard, once
     assert sorted(len(r.held()) for r in replicas.values()) == [2, 2, 2]
+    # A round costs one LIST and a write per Lease held (its shards', its member Lease's),
+    # however many shards there are: no read of each shard Lease.
+    before = len(cluster.calls)
+    await replicas["a"].round()
+    calls = [(c.method, c.path.split("?")[0].rsplit("/", 1)[-1]) for c in cluster.calls[before:]]
+    assert [m for m, _ in calls].count("GET") == 2, calls  # the LIST, the member Lease
+    assert [m for m, _ in calls].count("PUT") == 1 + len(a.held()), calls
+    assert not [n for m, n in calls if m == "GET" and "-shard-" in n], calls
     # Every key is led by exactly one replica.
     keys = [f"sim/gpu-node-{i:04d}" for i in range(300)]
     assert all(sum(r.leads(k) for r in replicas.values()) == 1 for k in keys)
