@@ -50,6 +50,10 @@ class ActionContext:
     # Where evidence bundles are kept (the store), and the step that gathers one.
     evidence: EvidenceStore | None = None
     step_id: str | None = None
+    # A plan asks the API server to dry-run its writes, so a refusal (RBAC, an admission
+    # webhook) shows before anyone approves; False for a step that runs right after its plan,
+    # whose real write is refused the same way.
+    probe: bool = True
 
     async def progress(self, text: str, *, mentions: tuple[str, ...] = ()) -> None:
         """`mentions`: the `<@U…>` / `<!subteam^S…>` in `text` built from a config or Slack

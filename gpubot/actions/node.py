@@ -64,11 +64,12 @@ async def plan_cordon(ctx: ActionContext, p: NodeParams) -> PlanNote:
         by = node.annotations.get(CORDON_BY_ANNOTATION, "someone else")
         return PlanNote(f"{p.node} is already cordoned (by {by}); nothing to do", changes=False)
     pods, gpus = await _gpu_pods(ctx, p.node)
-    # Server-side dry-run: RBAC or an admission webhook that would refuse the cordon shows
-    # up in the plan (as a problem), not only when the step runs.
-    await ctx.cluster.nodes.set_unschedulable(
-        node=p.node, value=True, actor=ctx.actor, reason=ctx.reason, dry_run=True
-    )
+    if ctx.probe:
+        # Server-side dry-run: RBAC or an admission webhook that would refuse the cordon
+        # shows up in the plan (as a problem), not only when the step runs.
+        await ctx.cluster.nodes.set_unschedulable(
+            node=p.node, value=True, actor=ctx.actor, reason=ctx.reason, dry_run=True
+        )
     if is_slurm(node):
         summary = (
             f"drain {p.node} in Slurm (State=DRAIN, the reason naming this run): no new job "
@@ -192,7 +193,8 @@ async def plan_taint(ctx: ActionContext, p: TaintParams) -> PlanNote:
     node = await ctx.cluster.nodes.get_node(node=p.node)
     if p.taint in node.taints:
         return PlanNote(f"{p.node} already has taint {p.taint}; nothing to do", changes=False)
-    await ctx.cluster.nodes.set_taint(node=p.node, taint=p.taint, present=True, dry_run=True)
+    if ctx.probe:  # as for the cordon: a refusal shows in the plan
+        await ctx.cluster.nodes.set_taint(node=p.node, taint=p.taint, present=True, dry_run=True)
     if is_slurm(node):
         return PlanNote(
             f"note {p.taint} in gpubot's drain reason on {p.node} (Slurm has no taints)"

@@ -38,9 +38,13 @@ async def make_plan(
     ledger: GpuLedger | None = None,
     escalation: EscalationPolicy | None = None,
     diag_level: int | None = None,
+    run_now: bool = False,
 ) -> Plan:
     """Describe every step; read-only steps' live results feed later `when` conditions.
-    `ledger` and `escalation`: GPU history steps plan from the ledger (they write nothing)."""
+    `ledger` and `escalation`: GPU history steps plan from the ledger (they write nothing).
+    `run_now`: the run starts as soon as it is planned, so the automatic steps before the
+    first one that waits for approval write for real at once: their plans skip the API
+    server's dry run of that write (the write itself is refused the same way)."""
     ctx = ActionContext(
         cluster=cluster,
         clock=clock,
@@ -56,8 +60,10 @@ async def make_plan(
     planned: list[PlannedStep] = []
     problems: list[str] = []
     warnings: list[str] = []
+    waits = False  # a step before this one waits for approval
     for step in runbook.steps:
         spec = registry.get(step.action)
+        waits = waits or step.approval != "auto"
         variables = {**base, "params": dict(params), "steps": outputs}
         will_run: bool | None = True
         if step.when:
@@ -70,7 +76,7 @@ async def make_plan(
         try:
             args = render_value(step.args, variables)
             typed = spec.params.model_validate(args)
-            note = await spec.plan(ctx, typed)
+            note = await spec.plan(replace(ctx, probe=waits or not run_now), typed)
             summary = note.summary
             if note.warning:
                 warnings.append(f"step {step.id}: {note.warning}")
@@ -157,10 +163,12 @@ def run_inputs(
     return RunInputs(runbook, ports, base, params, target)
 
 
-async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = None) -> Plan:
+async def plan_run(
+    e: Engine, inputs: RunInputs, *, incident_id: str | None = None, run_now: bool = False
+) -> Plan:
     """The plan of a run from live state, with the engine's registry, clock, ledger and
     escalation policy (the target node's pool's, where it sets its own); it names the target
-    node's pool and mode, and why."""
+    node's pool and mode, and why. `run_now`: see make_plan."""
     choice = await node_pool(e, inputs)
     pool = choice.pool.name if choice is not None else None
     plan = await make_plan(
@@ -174,6 +182,8 @@ async def plan_run(e: Engine, inputs: RunInputs, *, incident_id: str | None = No
         ledger=e.store,
         escalation=e.policy.escalation_of(pool),
         diag_level=e.policy.pool_diag_level.get(pool or ""),
+        # A pool that only observes writes nothing: its plans keep the dry run.
+        run_now=run_now and (choice is None or choice.pool.mode != "observe"),
     )
     return replace(plan, pool=choice) if choice is not None else plan
 

@@ -253,7 +253,9 @@ class GpubotService:
                 raise InputError(refusal)
         if incident is not None and target and not dry_run:
             self._check_node_free(rb, incident=incident, node=target, active=active)
-        plan = await plan_run(self.e, inputs, incident_id=incident.id if incident else None)
+        plan = await plan_run(
+            self.e, inputs, incident_id=incident.id if incident else None, run_now=not dry_run
+        )
         run = Run(
             id=new_run_id(),
             runbook=rb.name,
