@@ -78,8 +78,11 @@ steps:
 """
 
 
-def xid_alert(node: str, *, cluster: str = "lab") -> dict[str, Any]:
-    """An Alertmanager v4 webhook body for XID 79 on GPU 3 of `node`, as DCGM labels it."""
+def xid_alert(
+    node: str, *, cluster: str = "lab", fingerprint: str = "7c0a5e21f4b3d9a1"
+) -> dict[str, Any]:
+    """An Alertmanager v4 webhook body for XID 79 on GPU 3 of `node`, as DCGM labels it
+    (each node's alert needs a fingerprint of its own, as Alertmanager gives it)."""
     labels = {
         "alertname": "GPUXidError",
         "cluster": cluster,
@@ -108,7 +111,7 @@ def xid_alert(node: str, *, cluster: str = "lab") -> dict[str, Any]:
                 "startsAt": "2026-11-25T10:00:00Z",
                 "endsAt": "0001-01-01T00:00:00Z",
                 "generatorURL": "http://127.0.0.1:9090/graph",
-                "fingerprint": "7c0a5e21f4b3d9a1",
+                "fingerprint": fingerprint,
             }
         ],
     }
@@ -162,6 +165,7 @@ class Replicas:
     lease_seconds: float
     renew_seconds: float = 0.25
     grace_seconds: float = 6.0
+    shards: int = 1  # leader_election.shards: more than 1, each replica executes its shards
     replicas: list[Replica] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -193,6 +197,7 @@ class Replicas:
                     "identity": name,
                     "lease_seconds": self.lease_seconds,
                     "renew_seconds": self.renew_seconds,
+                    "shards": self.shards,
                 },
                 web={"shutdown_grace_seconds": self.grace_seconds},
                 policy={

@@ -15,9 +15,11 @@ import contextlib
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from kube_cluster import Cluster
 from kube_replicas import (
@@ -235,3 +237,62 @@ def test_sigterm_of_the_leader_mid_drain_releases_the_lease_and_the_other_finish
     assert len(seen.kinds("step.finished", "drain")) == 1
     assert heir.executed("drain"), heir.output()
     assert not leader.executed("drain")
+
+
+def test_sharded_replicas_split_the_nodes_and_a_killed_ones_shards_move(
+    cluster: Cluster, pg: PgSchema, procs: Procs, tmp_path: Path
+) -> None:
+    """leader_election.shards: 4. Both replicas execute (each the nodes of its shards), every
+    alert sent to both; after one is SIGKILLed the other takes its shards once their Leases
+    expire and quarantines the next nodes too. Each node is cordoned and tainted once."""
+    nodes = [cluster.add_node(f"gpu-node-{i:02d}") for i in range(1, 13)]
+    bots = Replicas(cluster, pg, procs, tmp_path, lease_seconds=3, shards=4)
+    bots.start()
+    bots.wait(lambda: len(shard_holders(cluster, bots)) == 4, "the shards to be taken")
+    bots.wait(
+        lambda: sorted(Counter(shard_holders(cluster, bots).values()).values()) == [2, 2],
+        "each replica to hold two shards",
+    )
+    before = request_counts(cluster)
+
+    def quarantined(count: int) -> Callable[[], bool]:
+        return lambda: len(bots.stored().kinds("approval.requested", "drain")) == count
+
+    for i, node in enumerate(nodes[:6]):
+        assert bots.post_alert_to_both(xid_alert(node, fingerprint=f"{i:016x}")) == [200, 200]
+    bots.wait(quarantined(6), "six drains waiting for approval")
+    executors = {r.name for r in bots.replicas if r.executed("cordon")}
+    assert executors == {"replica-a", "replica-b"}, bots.procs.tail()
+
+    victim = bots.named("replica-a")
+    heir = bots.other(victim.name)
+    procs.kill(victim.proc)  # SIGKILL: its Leases are neither renewed nor released
+    bots.wait(
+        lambda: set(shard_holders(cluster, bots).values()) == {heir.name},
+        "the survivor to take every shard",
+    )
+    for i, node in enumerate(nodes[6:], start=6):  # the Service now sends only to the heir
+        body = xid_alert(node, fingerprint=f"{i:016x}")
+        assert httpx.post(f"{heir.url}/alertmanager", json=body, timeout=10).status_code == 200
+    bots.wait(quarantined(12), "all twelve drains waiting for approval")
+
+    seen = bots.stored()
+    assert len(seen.runs) == 12
+    for step in ("cordon", "taint"):
+        started = Counter(e.run_id for e in seen.kinds("step.started", step))
+        assert sorted(started.values()) == [1] * 12, dump(seen.events)
+    sent = delta(before, request_counts(cluster))
+    assert quarantine_writes(sent) == 24, dump(sent)  # one cordon and one taint per node
+    assert all(cluster.node(n)["spec"]["unschedulable"] is True for n in nodes)
+
+
+def shard_holders(cluster: Cluster, bots: Replicas) -> dict[str, str]:
+    """Shard Lease → its holder now."""
+    leases = cluster.coordination.list_namespaced_lease(
+        bots.namespace, label_selector="gpubot.io/lease-role=shard"
+    )
+    return {
+        lease.metadata.name: lease.spec.holder_identity
+        for lease in leases.items
+        if lease.spec.holder_identity
+    }
