@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind10` entries they miss are listed in HOLDOUT_MISSES … BLIND10_MISSES
+`blind3` to `blind11` entries they miss are listed in HOLDOUT_MISSES … BLIND11_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -55,6 +55,33 @@ BLIND10_MISSES: dict[str, str] = {
     "y-026": "slurmstepd's 'Exceeded step memory limit at some point' after a step that finished "
     "its work is read as a kill (host_oom_killed, medium); alone, the same line is one (v-017)",
 }
+# The eleventh part, measured before any rule was changed for it (77.8 %): its misses, by family
+# in the fixtures' README.
+BLIND11_MISSES: dict[str, str] = {
+    "z-015": "Ray's newer list of guesses ('Some common causes include: (1) the process was "
+    "killed by the OOM killer') is read as an OOM kill (host_oom_killed, high)",
+    "z-016": "a Ray worker that 'exits with an exit code None' (Ray's hedge about K8s memory "
+    "limits) is not read as a worker death (not_oom, low)",
+    "z-017": "4- to 24-byte 'Resource exhausted: Out of memory' requests in a broken ARM build's "
+    "tests are read as XLA running out of GPU memory (cuda_oom, high)",
+    "z-018": "a container 'exiting due to 137' told in prose is not read as a SIGKILL "
+    "(not_oom, low)",
+    "z-026": "Dask's worker warnings (unmanaged memory high, 'Pausing worker') give cannot_tell",
+    "z-028": "Jupyter's KernelRestarter restarting a dead kernel is not read as a death of unknown "
+    "cause (not_oom, low)",
+    "z-030": "a FailedScheduling event's 'Insufficient memory' gives cannot_tell",
+    "z-031": "Ollama's 'model requires more system memory (X GiB) than is available (Y GiB)' "
+    "is not read (not_oom, low)",
+    "z-032": "Ollama's refusal inside a client's JSON error is not read (not_oom, low)",
+    "z-036": "'bus error' with 'insufficient shared memery (shm)' (misspelt) is not read (not_oom)",
+    "z-038": "a 'Bus error (core dumped)' fixed by raising the container's shm is not read "
+    "(not_oom)",
+    "z-040": "the DataLoader's bus-error hint is read as /dev/shm full although the post shows "
+    "/dev/shm never above 1 GB of 254 GB (shm_exhausted, high)",
+    "z-061": "TF's BFC allocator notice that 'the caller indicates that this is not a failure' "
+    "gives cannot_tell",
+    "z-062": "old FailedScheduling predicates ('Insufficient memory (15)') give cannot_tell",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -69,6 +96,7 @@ KNOWN_MISSES = {
     **BLIND8B_MISSES,
     **BLIND9_MISSES,
     **BLIND10_MISSES,
+    **BLIND11_MISSES,
 }
 
 
@@ -91,7 +119,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 11)), "blind8b")
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -108,6 +136,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
     assert all(split[key] == "blind10" for key in BLIND10_MISSES)
+    assert all(split[key] == "blind11" for key in BLIND11_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
