@@ -1,5 +1,5 @@
 """benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
-recall on each split (train, holdout, fresh, blind, blind2 to blind10), overall and held-out
+recall on each split (train, holdout, fresh, blind, blind2 to blind11), overall and held-out
 accuracy, targets per held-out split, and the time taken on hostile inputs of 1 MB (values not
 asserted here)."""
 
@@ -45,7 +45,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
         answers = ("confident_wrong", "oom_said_not_oom", "oom_said_confident_not_oom")
         assert all(0 <= split[key] <= split["n"] for key in (*answers, "cannot_tell"))
         assert split["oom_said_confident_not_oom"] <= split["oom_said_not_oom"]
-    for part in ("blind8", "blind9", "blind10"):
+    for part in ("blind8", "blind9", "blind10", "blind11"):
         per_family = record["splits"][part]["per_family"]
         assert sum(f["n"] for f in per_family.values()) == record["splits"][part]["n"]
     assert 0 <= record["overall_accuracy"] <= 1
@@ -60,6 +60,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
             "blind8b",
             "blind9",
             "blind10",
+            "blind11",
         )
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}

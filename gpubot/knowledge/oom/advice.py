@@ -360,6 +360,16 @@ OTHER: dict[str, tuple[str, ...]] = {
         "The process was asked to stop (SIGTERM: a deletion, a node shutdown, a preemption, a "
         "deadline, or its own pool shutting down): look at who asked, not at memory.",
     ),
+    "memory_notice": (
+        "A notice about memory use, not a failure: TensorFlow warning of a large allocation or "
+        "taking a slower path, Dask pausing or spilling a worker. If the job failed, its cause "
+        "is elsewhere in the log; if it is slow, give it more memory or smaller batches.",
+    ),
+    "scheduling_failed": (
+        "The scheduler found no node with enough unrequested memory, CPU or GPUs, so nothing "
+        "ran: lower the pod's or job's requests (--mem), free or add capacity, or check node "
+        "selectors and taints. Nothing ran out of memory.",
+    ),
     "cuda_launch_failure": (
         "A CUDA library or kernel failed for a reason other than memory: rerun with "
         "CUDA_LAUNCH_BLOCKING=1 to find the op; check the node's kernel log for XIDs.",

@@ -27,7 +27,11 @@ _OTHER_CUDA_ERROR = (
     r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
     r"|unspecified launch failure|misaligned address"
 )
-_HEDGED = r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
+_HEDGED = (
+    r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
+    # Ray's newer wording of the same list: "Some common causes include: (1) ... OOM killer".
+    r"|\b(?:common|likely|usual|typical) causes? (?:include|are)\b"
+)
 # TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
 # pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
 _HOST_DEVICE = (
@@ -291,7 +295,8 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "medium",
         _p(r"\bBus error\b", _I),
-        near=_p(r"DataLoader|dataloader|num_workers|shared memory|/dev/shm|shm-size", _I),
+        # shm named on its own counts too: "(shm)", "increase `shm`", "--shm-size".
+        near=_p(r"DataLoader|dataloader|num_workers|shared memory|/dev/shm|shm-size|\bshm\b", _I),
         span=6,
     ),
 )

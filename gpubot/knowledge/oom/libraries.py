@@ -128,4 +128,19 @@ LIBRARY_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(r"\bCpu(?:SplitAnd)?RetryOOM\b|\bCPU OutOfMemory\b"),
     ),
+    # An inference server's check before it loads a model, that the host's memory can hold
+    # it (Ollama: "model requires more system memory (X GiB) than is available (Y GiB)"): host
+    # memory short, as vLLM's start-up check on free GPU memory is the GPU's. Memory of the
+    # GPU (VRAM) named instead is not the host's.
+    Family(
+        "host_memory_precheck",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:requires|needs|required|needed) more (?:system |host |CPU )?(?:memory|RAM)"
+            r"\b[^\n]{0,60}? than (?:is )?(?:available|free)\b",
+            re.IGNORECASE,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|video memory|device memory|CUDA)\b", re.IGNORECASE),
+    ),
 )

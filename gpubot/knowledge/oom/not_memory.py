@@ -88,9 +88,33 @@ SIGKILL = Family(
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         # The exit status told in a sentence: "exits with a code of 137".
         r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
-        r"|\bexit (?:code|status) of (?:137|-9)\b" + REPORTED_SIGKILL,
+        r"|\bexit (?:code|status) of (?:137|-9)\b"
+        # ... or as the reason in a sentence: "the container keeps exiting due to 137".
+        r"|\b(?:exit(?:s|ed|ing)?|die[sd]|dying|crash(?:es|ed|ing)?|terminat(?:es|ed|ing))"
+        r" (?:due to|because of) (?:an? )?(?:exit )?(?:code |status )?(?:137|-9)\b"
+        + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),
+)
+
+# A supervisor's report that the worker it watched died, with nothing about why: Ray's
+# worker and actor deaths ("Worker exits unexpectedly", "worker process has died"), Jupyter's
+# restarter bringing a dead kernel back. Read after the failures that name a cause (a crash
+# signal, an NCCL error), so it only speaks when nothing else does.
+WORKER_DIED = Family(
+    "worker_died_unknown",
+    "killed_unknown",
+    "medium",
+    _p(
+        r"\bWorker (?:exits|exited) unexpectedly\b|\bWorker unexpectedly exit(?:s|ed)\b"
+        r"|\bworker process has died\b|\bA worker died or was killed\b"
+        r"|\bdied unexpectedly before finishing\b"
+        r"|KernelRestarter: restarting kernel\b|\bkernel\b[^\n]{0,80}?\bappears to have died\b",
+        _I,
+    ),
+    # A worker that exited with a status of its own (1, an ordinary error) was not killed;
+    # "exit code None" is how Ray reports a process that ended on a signal.
+    unless=_p(r"\bexit code (?!None\b)-?\d", _I),
 )
 
 # A launcher tearing its workers down reports the exit status of the one that failed first:
@@ -174,6 +198,13 @@ NEGATIVE: tuple[Family, ...] = (
         _p(
             r"Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bsignal 11\b"
             r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6)\b",
+            _I,
+        ),
+        # One item of a list of what might have happened ("Some common causes include: ...
+        # (3) the worker crashed unexpectedly due to SIGSEGV") is not a crash that did.
+        unless=_p(
+            r"\b(?:potential|possible|probable|common|likely) (?:root )?causes?\b"
+            r"|\bcauses? include\b",
             _I,
         ),
     ),
@@ -268,6 +299,35 @@ NEGATIVE: tuple[Family, ...] = (
         # An error CUDA could not name is not known to be a launch failure: a GPU-sharing
         # layer's refused allocation reaches the framework as one, for instance.
         unless=_p(r"CUDA error: (?:unknown error|unrecognized error code)\b"),
+    ),
+    # Last, so that a failure named above wins over them. Notices about memory that report a
+    # use, not a failure: TensorFlow's warning about a large allocation, its BFC allocator
+    # taking a slower path, Dask pausing or warning about a worker's memory. A memory failure
+    # or a kill anywhere in the log is read before these.
+    Family(
+        "memory_notice",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bAllocation of \d{1,20} exceeds \d{1,3}% of (?:free )?system memory\b"
+            r"|\bThe caller indicates that this is not a failure\b"
+            r"|\bPausing worker\b|\bUnmanaged memory use is high\b"
+            r"|\bMemory use is high but worker has no data to store to disk\b",
+            _I,
+        ),
+    ),
+    # A scheduler that found nowhere to run the work (too little unrequested memory, CPU or
+    # GPU on every node): nothing started, so nothing ran out of memory.
+    Family(
+        "scheduling_failed",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bFailedScheduling\b|\b\d{1,6}/\d{1,6} nodes are available:"
+            r"|\bNo nodes are available that match all of the\b"
+            r"|\bMemory specification can not be satisfied\b"
+            r"|\bRequested node configuration is not available\b",
+        ),
     ),
 )
 

@@ -143,7 +143,13 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "high",
         _p(r"\b(?:has been|was|were|got) killed by the (?:kernel(?:'s)? )?OOM[- ]killer\b", _I),
-        unless=_p(r"\b(?:may|might|could|possibl\w{1,4}|probabl\w{1,4}|perhaps|if|whether)\b", _I),
+        # Not a guess, nor one item of a list of causes ("Some common causes include: (1) the
+        # process was killed by the OOM killer ... (2) ray stop --force ...").
+        unless=_p(
+            r"\b(?:may|might|could|possibl\w{1,4}|probabl\w{1,4}|perhaps|if|whether)\b"
+            r"|\bcauses? (?:include|are)\b",
+            _I,
+        ),
     ),
     # A batch scheduler or job runner that stopped the job for its memory: Slurm's and PBS's
     # wordings, and Moab's (TORQUE) hard limit, which it enforces by deleting the job.

@@ -22,6 +22,7 @@ from gpubot.knowledge.oom.not_memory import (
     NON_MEMORY_EVICTION,
     SIGKILL,
     STOP_REQUESTED,
+    WORKER_DIED,
 )
 from gpubot.knowledge.oom.reported import MEMCG_FILES, memcg_files_at_limit
 from gpubot.knowledge.oom.scan import (
@@ -61,6 +62,7 @@ class Facts:
     stop_requested: Match | None
     launcher_child_exit: Match | None
     sigkill: Match | None
+    worker_died: Match | None  # a supervisor saw the worker die, and says not why
     memory_words: Match | None  # memory words no family may explain
     exit_code: int | None
     reason: str | None  # the container's last termination reason
@@ -145,6 +147,7 @@ def gather(
         stop_requested=find(STOP_REQUESTED, lines),
         launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
+        worker_died=find(WORKER_DIED, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
@@ -276,6 +279,12 @@ def _negative(f: Facts) -> Verdict | None:
     return _not_memory(f, first.family.name, first.family.confidence, first.lines)
 
 
+def _worker_died(f: Facts) -> Verdict | None:
+    if f.worker_died is None:
+        return None
+    return Verdict("killed_unknown", f.worker_died.family.name, "medium", f.worker_died.lines)
+
+
 def _cannot_tell(f: Facts) -> Verdict | None:
     if f.memory_words is None:
         return None
@@ -310,6 +319,8 @@ RULES: tuple[Rule, ...] = (
     Rule("sigkill", _sigkill),
     # A known failure that is not about memory: name it, so its own advice can follow.
     Rule("other_failure", _negative),
+    # A supervisor (Ray, Jupyter) saw its worker die and names no cause: died, cause unknown.
+    Rule("worker_died", _worker_died),
     # Memory words and no family that explains them: say so, never "not an OOM".
     Rule("cannot_tell", _cannot_tell),
     Rule("nothing", _nothing),

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind10` entries they miss are listed in HOLDOUT_MISSES … BLIND10_MISSES
+`blind3` to `blind11` entries they miss are listed in HOLDOUT_MISSES … BLIND11_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -55,6 +55,15 @@ BLIND10_MISSES: dict[str, str] = {
     "y-026": "slurmstepd's 'Exceeded step memory limit at some point' after a step that finished "
     "its work is read as a kill (host_oom_killed, medium); alone, the same line is one (v-017)",
 }
+# The eleventh part's 14 misses before its rules (77.8 %) are listed by family in the fixtures'
+# README; these two are left.
+BLIND11_MISSES: dict[str, str] = {
+    "z-017": "4- to 24-byte 'Resource exhausted: Out of memory' requests in a broken ARM build's "
+    "tests are read as XLA running out of GPU memory (cuda_oom, high); a full device refuses "
+    "small requests too (x-009, 256 bytes), so the request alone cannot tell",
+    "z-040": "the DataLoader's bus-error hint is read as /dev/shm full (shm_exhausted, high); "
+    "only the post's prose says /dev/shm never went above 1 GB of 254 GB",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -69,6 +78,7 @@ KNOWN_MISSES = {
     **BLIND8B_MISSES,
     **BLIND9_MISSES,
     **BLIND10_MISSES,
+    **BLIND11_MISSES,
 }
 
 
@@ -91,7 +101,7 @@ def test_the_corpus_is_well_formed() -> None:
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
-    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 11)), "blind8b")
+    splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -108,6 +118,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind8b" for key in BLIND8B_MISSES)
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
     assert all(split[key] == "blind10" for key in BLIND10_MISSES)
+    assert all(split[key] == "blind11" for key in BLIND11_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
