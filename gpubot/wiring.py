@@ -335,6 +335,7 @@ def build_app(
         **shared_caps(settings, store, lease),
     )
     service = GpubotService(engine, dry_run=settings.dry_run)
+    _hand_over_when_idle(lease, service)
     reporter, scheduler = build_reports(settings, engine=engine, notifier=notifier)
     slack = None
     if slack_on:
@@ -366,6 +367,18 @@ def build_app(
         scheduler=scheduler,
         metrics=metrics,
     )
+
+
+def _hand_over_when_idle(lease: Any, service: GpubotService) -> None:
+    """A sharded replica gives a shard back when no step of it runs here (ShardedLeadership)."""
+    from gpubot.backends.kube.shards import ShardedLeadership
+    from gpubot.domain.runbooks.shards import shard_of
+
+    if isinstance(lease, ShardedLeadership):
+        count = len(lease.shards)
+        lease.busy = lambda shard: any(
+            shard_of(key, count) == shard for key in service.executor.acting_on()
+        )
 
 
 def shared_caps(settings: Settings, store: Store, lease: Any) -> dict[str, Any]:

@@ -61,7 +61,7 @@ class Executor:
         self.on_finished: Callable[[Run], None] | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._stopping = False
-        self._actions: set[asyncio.Task[Any]] = set()  # actions running now
+        self._actions: dict[asyncio.Task[Any], str] = {}  # actions running now → run key
 
     def stop_starting(self) -> None:
         """Shutdown: start no step (nor attempt) from now on."""
@@ -75,6 +75,10 @@ class Executor:
         for task in self._actions:
             task.cancel()
         return len(self._actions)
+
+    def acting_on(self) -> set[str]:
+        """The run keys (gpubot.domain.runbooks.shards.run_key) of the actions running now."""
+        return set(self._actions.values())
 
     def busy(self, run_id: str) -> bool:
         """Whether this process is advancing the run right now."""
@@ -358,7 +362,7 @@ class Executor:
         that happened. A replica that lost the Lease must not go on evicting beside the new
         holder."""
         task: asyncio.Task[Any] = asyncio.ensure_future(asyncio.wait_for(work, timeout=limit))
-        self._actions.add(task)
+        self._actions[task] = key
         try:
             while not task.done():
                 await asyncio.wait({task}, timeout=self.leader_check_seconds)
@@ -377,7 +381,7 @@ class Executor:
                 raise _Interrupted from None
             raise
         finally:
-            self._actions.discard(task)
+            self._actions.pop(task, None)
         return result
 
     async def _recover(

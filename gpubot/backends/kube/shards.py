@@ -19,6 +19,7 @@ import hashlib
 import logging
 import math
 import re
+from collections.abc import Callable
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -31,6 +32,8 @@ from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
 GROUP_LABEL = "gpubot.io/lease-group"
+# Rounds a shard above the fair share is kept while a step of it runs here, at most.
+HANDOVER_ROUNDS = 12
 ROLE_LABEL = "gpubot.io/lease-role"
 
 
@@ -83,6 +86,11 @@ class ShardedLeadership:
         self._members: dict[str, tuple[str, float]] = {}  # name → (resourceVersion, first seen)
         self._epoch = 0  # bumped each time this replica gains a shard
         self._task: asyncio.Task[None] | None = None
+        # Whether a step of the shard is running here now (set by the service): a shard
+        # above the fair share is given back once none is, or after HANDOVER_ROUNDS rounds,
+        # so that a rebalance rarely interrupts a step.
+        self.busy: Callable[[int], bool] = lambda shard: False
+        self._waited: dict[int, int] = {}  # shard → rounds its handover has waited
 
     # -- the Leadership port ----------------------------------------------------------------
 
@@ -155,8 +163,16 @@ class ShardedLeadership:
                 found[str(item.metadata.name)] = item
         members = self.live_members(list(found.values()))
         fair = self.fair_share(members)
-        held = self.held()
-        for i in held[fair:]:  # above the fair share: the highest shards go back
+        # Above the fair share, the shards with no step running here go back first.
+        held = sorted(self.held(), key=lambda i: (not self.busy(i), i))
+        kept: list[int] = []
+        for i in held[fair:]:
+            waited = self._waited.get(i, 0)
+            if self.busy(i) and waited < HANDOVER_ROUNDS:
+                self._waited[i] = waited + 1  # a step of it runs here: next round
+                kept.append(i)
+                continue
+            self._waited.pop(i, None)
             await self.shards[i].release()
             log.info(
                 "shard %d given back (%d replica(s): %d shards each at most)",
@@ -165,14 +181,16 @@ class ShardedLeadership:
                 fair,
                 extra={"event": "shard.released"},
             )
-        count = min(len(held), fair)
+        for i in set(self._waited) - set(kept):
+            del self._waited[i]
+        count = min(len(held), fair) + len(kept)
         # Shards are looked at from a different start in each replica, so that replicas
         # starting together reach for different ones.
         first = int(hashlib.sha256(self.identity.encode()).hexdigest(), 16) % len(self.shards)
         for step in range(len(self.shards)):
             i = (first + step) % len(self.shards)
             lease = self.shards[i]
-            if i in held[fair:]:
+            if i in held[fair:] and i not in kept:
                 continue
             had = lease.is_leader()
             seen = found.get(lease.name)

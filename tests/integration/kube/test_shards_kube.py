@@ -17,7 +17,7 @@ from control_plane import REPO
 from kube_cluster import Cluster
 from kube_engine import cluster_bot
 
-from gpubot.backends.kube.shards import ShardedLeadership, member_lease_name
+from gpubot.backends.kube.shards import HANDOVER_ROUNDS, ShardedLeadership, member_lease_name
 from gpubot.backends.store.shared_caps import SqlSharedCaps
 from gpubot.clock import FakeClock
 from gpubot.domain.control.safety_caps import BlastRadius
@@ -191,3 +191,31 @@ async def test_a_storm_over_three_replicas_cordons_each_node_once_within_the_cap
         for s in stores.values():
             await s.close()
         schema.drop()
+
+
+async def test_a_rebalance_gives_back_idle_shards_first_and_a_busy_one_only_after_waiting(
+    cluster: Cluster,
+) -> None:
+    """A replica above its fair share keeps the shards with a step running here and gives
+    back idle ones; when more are busy than its share, the extra busy ones go back after
+    HANDOVER_ROUNDS rounds at most (a step may then be interrupted, and resumed by the
+    next holder from live state)."""
+    ns = cluster.namespace("gpubot")
+    clock = FakeClock(auto_advance=False)
+    a = _replica(cluster, "replica-a", ns, clock)
+    await _rounds({"a": a}, clock, 1)
+    assert len(a.held()) == SHARDS
+    running = {0, 5}
+    a.busy = lambda shard: shard in running
+    replicas = {"a": a, "b": _replica(cluster, "replica-b", ns, clock)}
+    await _rounds(replicas, clock, 3)
+    assert set(a.held()) >= running  # its two running shards stayed here
+    assert sorted(len(r.held()) for r in replicas.values()) == [3, 3]
+
+    running = set(a.held())  # every shard it holds is busy now, and a third replica comes
+    replicas["c"] = _replica(cluster, "replica-c", ns, clock)
+    await _rounds(replicas, clock, 2)
+    assert len(a.held()) == 3  # above its share of 2, waiting for a step to end
+    await _rounds(replicas, clock, HANDOVER_ROUNDS)
+    assert sorted(len(r.held()) for r in replicas.values()) == [2, 2, 2]
+    assert all(len(h) == 1 for h in _holders(replicas).values())
