@@ -15,6 +15,7 @@ from gpubot.actions.base import (
     PlanNote,
     nothing_to_check,
 )
+from gpubot.domain.fleet.slurm import is_job
 from gpubot.domain.k8s_names import Namespace, PodName
 from gpubot.domain.runbooks.action_names import Action
 from gpubot.domain.runbooks.durations import parse_duration
@@ -96,9 +97,15 @@ async def gather_oom(ctx: ActionContext, p: OomParams) -> Output:
     # Warning events carry evidence of their own (Evicted for memory, OOMKilling, Unhealthy).
     warnings = "\n".join(f"{e.reason}: {e.message}" for e in events if e.type == "Warning")
     text = "\n".join(x for x in (logs, last.message if last else "", warnings) if x)
+    own_reason = last.reason if last else None
+    if is_job(pod):
+        # A Slurm job's reason, message and events are all its accounting state, which is a
+        # source of its own (job_accounting): judged here too, they would make its output
+        # file look decisive when it only says "Killed".
+        text, own_reason = logs, None
     device = await _device_bytes(ctx, pod.node)
 
-    def judge(log: str, reason: str | None = last.reason if last else None) -> Triage:
+    def judge(log: str, reason: str | None = own_reason) -> Triage:
         return classify(
             log,
             exit_code=last.exit_code if last else None,

@@ -41,6 +41,10 @@ _TERMINATION = {
     "BOOT_FAIL": "BootFail",
     "DEADLINE": "DeadlineExceeded",
 }
+# slurm.h's SIG_OOM (253) as a wait status: the dummy signal 125 (with the core-dump bit) that
+# slurmstepd reports for a step its memory cgroup OOM-killed; sacct prints it as 0:125.
+_SIG_OOM = 253 & 0x7F
+_SIGKILL = 9
 
 
 def _instant(seconds: int) -> datetime | None:
@@ -134,14 +138,19 @@ def _phase(state: str) -> str:
 
 
 def _terminated(job: SlurmJob) -> ContainerTermination | None:
+    """Slurm's exit_code is the batch script's wait status: an exit status in the high byte,
+    or the signal that killed it in the low seven bits. A signal reads as a container
+    runtime reports it, 128 + the signal (137 for SIGKILL), not as an exit status of 9."""
     reason = _TERMINATION.get(job.job_state)
     if reason is None:
         return None
-    signal = job.exit_code & 0x7F if job.exit_code & 0x7F else None
+    signal = job.exit_code & 0x7F if job.exit_code <= 0xFF else 0
+    if signal == _SIG_OOM:
+        signal = _SIGKILL  # the kernel's OOM killer sent SIGKILL; Slurm reports a dummy
     return ContainerTermination(
         container=job.name,
         reason=reason,
-        exit_code=job.exit_code >> 8 if job.exit_code > 0xFF else job.exit_code,
-        signal=signal if job.exit_code <= 0xFF else None,
+        exit_code=128 + signal if signal else job.exit_code >> 8,
+        signal=signal or None,
         message=f"Slurm job {job.job_ref} ended {job.job_state}",
     )

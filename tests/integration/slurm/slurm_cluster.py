@@ -144,7 +144,27 @@ class SlurmCluster:
             self.log.close()
 
 
-def _config(root: Path, nodes: tuple[str, ...], ctld_port: int, ports: list[int]) -> str:
+# Memory enforced by the job's cgroup (cgroup v1's memory controller): --mem is the job's
+# memory.limit_in_bytes, the kernel's OOM killer ends whatever passes it, and slurmctld records
+# the job OUT_OF_MEMORY. Only where asked: the default cluster constrains nothing.
+_PLAIN = {
+    "ProctrackType": "proctrack/linuxproc",
+    "TaskPlugin": "task/none",
+    "JobAcctGatherType": "jobacct_gather/none",
+    "SelectTypeParameters": "CR_Core",
+}
+_MEMORY = {
+    "ProctrackType": "proctrack/cgroup",
+    "TaskPlugin": "task/cgroup",
+    "JobAcctGatherType": "jobacct_gather/cgroup",
+    "SelectTypeParameters": "CR_Core_Memory",
+}
+
+
+def _config(
+    root: Path, nodes: tuple[str, ...], ctld_port: int, ports: list[int], *, memory: bool
+) -> str:
+    plugins = "\n".join(f"{k}={v}" for k, v in (_MEMORY if memory else _PLAIN).items())
     node_lines = "\n".join(
         f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} CPUs=2 "
         f"RealMemory=2000 Gres=gpu:h100:{GPUS_PER_NODE} State=UNKNOWN"
@@ -167,13 +187,10 @@ SlurmctldLogFile={root}/slurmctld.log
 SlurmdLogFile={root}/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
+{plugins}
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
 GresTypes=gpu
 MpiDefault=none
 SlurmdParameters=config_overrides
@@ -191,8 +208,12 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def start(root: Path, nodes: tuple[str, ...] = ("gpu001", "gpu002")) -> SlurmCluster:
-    """munged, slurmctld and one slurmd per node; every node idle before it returns."""
+def start(
+    root: Path, nodes: tuple[str, ...] = ("gpu001", "gpu002"), *, memory: bool = False
+) -> SlurmCluster:
+    """munged, slurmctld and one slurmd per node; every node idle before it returns.
+    `memory`: jobs run in cgroups whose memory limit is their --mem (task/cgroup on cgroup
+    v1), so a job that passes it is OOM-killed and ends OUT_OF_MEMORY."""
     absent = [b for b in BINARIES if shutil.which(b) is None]
     if absent:
         missing(f"real Slurm needs the Debian packages {PACKAGES} (missing: {', '.join(absent)})")
@@ -206,7 +227,7 @@ def start(root: Path, nodes: tuple[str, ...] = ("gpu001", "gpu002")) -> SlurmClu
     os.chmod(root / "munge", 0o700)
     conf = root / "slurm.conf"
     ports = [_free_port() for _ in nodes]
-    conf.write_text(_config(root, nodes, _free_port(), ports))
+    conf.write_text(_config(root, nodes, _free_port(), ports, memory=memory))
     # Stand-ins for /dev/nvidia*: plain files, which no task constrains or opens.
     (root / "dev").mkdir(exist_ok=True)
     for i in range(GPUS_PER_NODE):
@@ -216,7 +237,11 @@ def start(root: Path, nodes: tuple[str, ...] = ("gpu001", "gpu002")) -> SlurmClu
         "AutoDetect=off\n"
         + "".join(f"NodeName={n} Name=gpu Type=h100 File={devices}\n" for n in nodes)
     )
-    (root / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
+    (root / "cgroup.conf").write_text(
+        "CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainRAMSpace=yes\n"
+        if memory
+        else "CgroupPlugin=autodetect\n"
+    )
     cluster = SlurmCluster(root=root, conf=conf, nodes=nodes)
     log = cluster.log = (root / "daemons.out").open("ab")
     try:

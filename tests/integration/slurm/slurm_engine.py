@@ -97,8 +97,11 @@ class SlurmBot:
         raise AssertionError(f"run {run_id} stayed {run.status.value}: {run.note}")
 
 
-def make_bot(slurm: SlurmCluster, store: SqlStore, *runbooks: str) -> SlurmBot:
-    api = SlurmKubeApi(
+def make_bot(
+    slurm: SlurmCluster, store: SqlStore, *runbooks: str, api: SlurmKubeApi | None = None
+) -> SlurmBot:
+    """`api`: the cluster's Slurm ports, if not the real commands' over `slurm`'s daemons."""
+    api = api or SlurmKubeApi(
         SlurmCommands(conf=slurm.conf, timeout_seconds=20),
         job_output=JobOutput(roots=(slurm.root / "out",)),
     )

@@ -117,3 +117,53 @@ async def test_a_slurm_jobs_accounting_state_gives_its_sigkill_a_cause() -> None
     assert (out["class"], out["family"]) == ("not_oom", "slurm_job_ended_for_cause")
     assert "job_accounting" in out["sources_agreed"]
     assert out["advice"][0].startswith("Slurm recorded the job TIMEOUT")
+
+
+class SlurmJobOutOfMemory(SimulatedKube):
+    """The pod is a Slurm job recorded OUT_OF_MEMORY, shaped as SlurmKubeApi shapes one: the
+    state is also its last state's reason and message and a warning event; its output file
+    says only "Killed"."""
+
+    async def get_pod(self, *, namespace: str, name: str) -> Any:
+        from dataclasses import replace
+
+        from gpubot.domain.fleet.cluster import ContainerTermination
+        from gpubot.domain.fleet.slurm import JOB_KIND, STATE_ANNOTATION
+
+        pod = await super().get_pod(namespace=namespace, name=name)
+        last = ContainerTermination(
+            container=pod.container,
+            reason="OOMKilled",
+            exit_code=137,
+            signal=9,
+            message="Slurm job 7 ended OUT_OF_MEMORY",
+        )
+        annotations = {STATE_ANNOTATION: "OUT_OF_MEMORY"}
+        return replace(pod, owner_kind=JOB_KIND, annotations=annotations, last_terminated=last)
+
+    async def pod_logs(self, **kwargs: Any) -> str:
+        return "epoch 1 step 10 loss 2.31\nKilled\n"
+
+    async def pod_events(self, *, namespace: str, name: str) -> list[Any]:
+        from gpubot.domain.fleet.cluster import PodEvent
+
+        message = "Slurm job 7 state OUT_OF_MEMORY (OutOfMemory)"
+        return [PodEvent(type="Warning", reason="OUT_OF_MEMORY", message=message)]
+
+
+async def test_a_slurm_jobs_state_is_judged_once_as_its_accounting_not_as_its_log() -> None:
+    """The reason, message and event a Slurm job carries are its accounting state: the log
+    source is its output file ("Killed": cause unknown), and job_accounting decides. They
+    used to be read as the log too, which then "agreed" from the state's own words."""
+    cluster = SimulatedCluster.default()
+    cluster.kube = SlurmJobOutOfMemory(cluster)
+    out = await gather_oom(_ctx(cluster), OomParams(namespace=NS, pod=POD))
+    assert (out["class"], out["family"], out["confidence"]) == (
+        "host_oom_killed",
+        "slurm_out_of_memory",
+        "high",
+    )
+    [log] = [s for s in out["sources"] if s["source"] == "log"]
+    assert log["says"].startswith("killed_unknown")
+    [accounting] = [s for s in out["sources"] if s["source"] == "job_accounting"]
+    assert accounting["status"] == "decides"

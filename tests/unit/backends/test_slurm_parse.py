@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from gpubot.backends.slurm.api import clean_reason
-from gpubot.backends.slurm.convert import node_info, on_drain_of
+from gpubot.backends.slurm.convert import job_pod, node_info, on_drain_of
 from gpubot.backends.slurm.joblog import JobOutput, output_path
 from gpubot.backends.slurm.jobs import job_id
 from gpubot.backends.slurm.models import (
@@ -150,3 +151,26 @@ def test_what_a_drain_does_to_a_job() -> None:
     assert on_drain_of(_job(requeue=False), "requeue_or_cancel") == "cancel"
     assert on_drain_of(_job(batch_flag=False), "requeue") == "refuse (cannot be requeued)"
     assert on_drain_of(_job(), "cancel") == "cancel"
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "exit_code", "signal"),
+    [
+        ("COMPLETED", 0, 0, None),
+        ("FAILED", 137 << 8, 137, None),  # the script itself exited 137
+        ("CANCELLED", 9, 137, 9),  # SIGKILLed after KillWait: as a container runtime says it
+        ("CANCELLED", 15, 143, 15),
+        ("OUT_OF_MEMORY", 253, 137, 9),  # slurm.h's SIG_OOM (sacct's 0:125): the kernel's kill
+    ],
+)
+def test_a_jobs_wait_status_as_a_containers_exit(
+    state: str, status: int, exit_code: int, signal: int | None
+) -> None:
+    """squeue's exit_code is the batch script's wait status: a signal in the low bits reads
+    as 128 + the signal, not as an exit status of 9 (which no SIGKILL rule knows)."""
+    job = SlurmJob.model_validate(
+        {"job_id": 7, "job_state": state, "exit_code": status, "nodes": "gpu001"}
+    )
+    last = job_pod(job, "gpu001", now=datetime.now(UTC)).last_terminated
+    assert last is not None
+    assert (last.exit_code, last.signal) == (exit_code, signal)
