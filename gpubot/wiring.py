@@ -465,6 +465,11 @@ def build_leadership(settings: Settings) -> Any:
             "leader_election.enabled needs a kubernetes cluster to hold the Lease "
             f"(leader_election.cluster: {le.cluster or 'unset'})"
         )
+    if le.shards > 1 and not settings.store.url.startswith("postgresql"):
+        raise ConfigError(
+            f"leader_election.shards: {le.shards} needs a PostgreSQL store, which the "
+            "replicas share (store.url is not postgresql)"
+        )
     import socket
 
     from gpubot.backends.kube import api_client_for
@@ -477,29 +482,16 @@ def build_leadership(settings: Settings) -> Any:
         kubeconfig=chosen.kubeconfig,
         in_cluster=chosen.in_cluster,
     )
-    if le.shards > 1:
-        if not settings.store.url.startswith("postgresql"):
-            raise ConfigError(
-                f"leader_election.shards: {le.shards} needs a PostgreSQL store, which the "
-                "replicas share (store.url is not postgresql)"
-            )
-        return ShardedLeadership(
-            api,
-            identity=le.identity or socket.gethostname(),
-            shards=le.shards,
-            namespace=le.namespace,
-            name=le.lease_name,
-            lease_seconds=le.lease_seconds,
-            renew_seconds=le.renew_seconds,
-        )
-    return LeaseLeadership(
-        api,
-        identity=le.identity or socket.gethostname(),
-        namespace=le.namespace,
-        name=le.lease_name,
-        lease_seconds=le.lease_seconds,
-        renew_seconds=le.renew_seconds,
-    )
+    lease: dict[str, Any] = {
+        "identity": le.identity or socket.gethostname(),
+        "namespace": le.namespace,
+        "name": le.lease_name,
+        "lease_seconds": le.lease_seconds,
+        "renew_seconds": le.renew_seconds,
+    }
+    if le.shards == 1:
+        return LeaseLeadership(api, **lease)
+    return ShardedLeadership(api, shards=le.shards, **lease)
 
 
 def open_existing_store(settings: Settings) -> SqlStore:

@@ -129,6 +129,19 @@ class KubeBot:
         raise AssertionError(f"run {run_id} stayed {run.status.value}: {run.note}")
 
 
+# One automatic cordon of the node named on the command: the smallest runbook that counts
+# against the blast-radius cap.
+CORDON_ONLY = """
+name: cordon-only
+description: cordon a node
+triggers: [{command: cordon-only}]
+params: {node: {type: node}}
+target: node
+steps:
+  - {id: cordon, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
+"""
+
+
 def make_bot(
     api_client: client.ApiClient,
     store: SqlStore,
@@ -184,4 +197,12 @@ def xid_payload(nodes: list[str]) -> AlertmanagerPayload:
     return AlertmanagerPayload.model_validate(data)
 
 
-__all__ = ["FakeAgent", "KubeBot", "PermanentStepError", "cluster_bot", "make_bot", "xid_payload"]
+__all__ = [
+    "CORDON_ONLY",
+    "FakeAgent",
+    "KubeBot",
+    "PermanentStepError",
+    "cluster_bot",
+    "make_bot",
+    "xid_payload",
+]

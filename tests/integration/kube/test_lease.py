@@ -8,21 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from kube_cluster import Cluster
-from kube_engine import cluster_bot
+from kube_engine import CORDON_ONLY, cluster_bot
 
 from gpubot.backends.kube import LeaseLeadership
 from gpubot.backends.store import open_store
 from gpubot.clock import FakeClock
 
-RUNBOOK = """
-name: cordon-only
-description: cordon a node
-triggers: [{command: cordon-only}]
-params: {node: {type: node}}
-target: node
-steps:
-  - {id: cordon, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
-"""
+RUNBOOK = CORDON_ONLY
 
 
 def _lease(c: Cluster, identity: str, ns: str, **kw: Any) -> LeaseLeadership:

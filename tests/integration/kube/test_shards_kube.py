@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from control_plane import REPO
 from kube_cluster import Cluster
-from kube_engine import cluster_bot
+from kube_engine import CORDON_ONLY, cluster_bot
 
 from gpubot.backends.kube.shards import HANDOVER_ROUNDS, ShardedLeadership, member_lease_name
 from gpubot.backends.store.shared_caps import SqlSharedCaps
@@ -29,15 +29,7 @@ if str(REPO / "tests" / "reliability") not in sys.path:
 from reliability_procs import pg_schema
 
 SHARDS = 6
-RUNBOOK = """
-name: cordon-only
-description: cordon a node
-triggers: [{command: cordon-only}]
-params: {node: {type: node}}
-target: node
-steps:
-  - {id: cordon, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
-"""
+RUNBOOK = CORDON_ONLY
 
 
 def _replica(c: Cluster, identity: str, ns: str, clock: FakeClock, **kw: Any) -> ShardedLeadership:
