@@ -403,11 +403,12 @@ def watched(engine: Engine) -> Watched:
     from gpubot.backends.store.stats import SqlStats
 
     store = engine.store
-    held = getattr(engine.leadership, "held", None)  # ShardedLeadership
+    lease_of: Any = engine.leadership
+    held = getattr(lease_of, "held", None)  # ShardedLeadership
     parts = Watched(
         store=SqlStats(store) if isinstance(store, SqlStore) else None,
         is_leader=engine.leadership.is_leader,
-        shards=(lambda: len(held())) if callable(held) else None,
+        shards=(lambda: (len(held()), len(lease_of.shards))) if callable(held) else None,
         now=engine.clock.now,
     )
     if not hasattr(engine.notifier, "outbox"):  # the console notifier: no Slack to count

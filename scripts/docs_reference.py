@@ -327,7 +327,7 @@ def metrics_page() -> str:
 
     # Every state gauge shows: a store that answered, a leader flag and an outbox.
     bot.watch(
-        Watched(store=_Store(), is_leader=lambda: True, shards=lambda: 0, outbox=OutboxReading)
+        Watched(store=_Store(), is_leader=lambda: True, shards=lambda: (0, 0), outbox=OutboxReading)
     )
     bot.state.counts = StateCounts()
     agent = AgentMetrics()

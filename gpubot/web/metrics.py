@@ -71,7 +71,8 @@ class Watched:
 
     store: StateSource | None = None
     is_leader: Callable[[], bool] | None = None
-    shards: Callable[[], int] | None = None  # shards held, when replicas execute by shard
+    # (shards held here, shards in all), when replicas execute by shard
+    shards: Callable[[], tuple[int, int]] | None = None
     now: Callable[[], datetime] | None = None
     outbox: Callable[[], OutboxReading] | None = None
 
@@ -112,10 +113,12 @@ class StateCollector(Collector):
             leading = 1.0 if w.is_leader() else 0.0
             yield _gauge("gpubot_leader", "1 if this replica leads (starts steps)", leading)
         if w.shards is not None:
+            held, total = w.shards()
+            yield _gauge("gpubot_shards_held", "shards whose steps this replica executes", held)
             yield _gauge(
-                "gpubot_shards_held",
-                "shards whose steps this replica executes (leader_election.shards)",
-                w.shards(),
+                "gpubot_shards",
+                "shards the replicas split the nodes into (leader_election.shards)",
+                total,
             )
         reading = w.outbox() if w.outbox is not None else OutboxReading()
         yield _gauge(

@@ -268,10 +268,12 @@ async def test_a_refusal_retried_by_the_tick_is_not_counted_again(make_bot: Make
 def test_a_sharded_replica_reports_the_shards_it_executes() -> None:
     """gpubot_shards_held: read at each scrape, only where replicas execute by shard."""
     held = [3]
-    sharded = {m.name: m for m in StateCollector(Watched(shards=lambda: held[0])).collect()}
+    watched = Watched(shards=lambda: (held[0], 6))
+    sharded = {m.name: m for m in StateCollector(watched).collect()}
     assert sharded["gpubot_shards_held"].samples[0].value == 3
+    assert sharded["gpubot_shards"].samples[0].value == 6
     held[0] = 0  # its shards moved to the other replicas
-    sharded = {m.name: m for m in StateCollector(Watched(shards=lambda: held[0])).collect()}
+    sharded = {m.name: m for m in StateCollector(watched).collect()}
     assert sharded["gpubot_shards_held"].samples[0].value == 0
     alone = {m.name for m in StateCollector(Watched(is_leader=lambda: True)).collect()}
     assert "gpubot_shards_held" not in alone
