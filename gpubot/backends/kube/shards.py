@@ -60,13 +60,18 @@ class ShardedLeadership:
         lease_seconds: float = 15.0,
         renew_seconds: float = 5.0,
         clock: Clock | None = None,
+        forget_after: float | None = None,
     ) -> None:
+        """`forget_after`: a member Lease of another replica unchanged this long (by this
+        replica's clock) is deleted: that replica is gone (default: 10 lease durations,
+        at least 5 minutes)."""
         if shards < 2:
             raise ValueError("ShardedLeadership needs at least 2 shards")
         self.api = client.CoordinationV1Api(api_client)
         self.identity, self.namespace, self.name = identity, namespace, name
         self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
         self._clock: Clock = clock or SystemClock()
+        self.forget_after = forget_after or max(10 * lease_seconds, 300.0)
 
         def lease(lease_name: str, role: str) -> LeaseLeadership:
             return LeaseLeadership(
@@ -162,6 +167,8 @@ class ShardedLeadership:
                 item.api_version, item.kind = "coordination.k8s.io/v1", "Lease"
                 found[str(item.metadata.name)] = item
         members = self.live_members(list(found.values()))
+        for name, version in self.gone_members():
+            await self._forget(name, version)
         fair = self.fair_share(members)
         # Above the fair share, the shards with no step running here go back first.
         held = sorted(self.held(), key=lambda i: (not self.busy(i), i))
@@ -219,13 +226,45 @@ class ShardedLeadership:
             labels = (meta.labels or {}) if meta is not None else {}
             if labels.get(ROLE_LABEL) != "member":
                 continue
-            if meta is None or spec is None or not spec.holder_identity or not meta.name:
+            if meta is None or spec is None or not meta.name:
                 continue
             name, version = str(meta.name), str(meta.resource_version)
             earlier = self._members.get(name)
             seen[name] = earlier if earlier and earlier[0] == version else (version, now)
             duration = float(spec.lease_duration_seconds or self.lease_seconds)
-            if name == self.member.name or now - seen[name][1] < duration:
+            if name == self.member.name or (
+                spec.holder_identity and now - seen[name][1] < duration
+            ):
                 alive += 1
         self._members = seen
         return max(1, alive)
+
+    def gone_members(self) -> list[tuple[str, str]]:
+        """(name, resourceVersion) of the other replicas' member Leases unchanged for
+        `forget_after`, as last listed."""
+        now = self._clock.monotonic()
+        return [
+            (name, version)
+            for name, (version, since) in sorted(self._members.items())
+            if name != self.member.name and now - since >= self.forget_after
+        ]
+
+    async def _forget(self, name: str, version: str) -> None:
+        """Delete a gone replica's member Lease, only as last seen: one that was renewed
+        since (the replica came back) is left alone (409)."""
+        options = client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(resource_version=version)
+        )
+        try:
+            await asyncio.to_thread(
+                self.api.delete_namespaced_lease, name, self.namespace, body=options
+            )
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                log.warning("lease %s/%s: not deleted: %s", self.namespace, name, exc)
+            return
+        except HTTPError as exc:
+            log.warning("lease %s/%s: not deleted: %s", self.namespace, name, exc)
+            return
+        self._members.pop(name, None)
+        log.info("lease %s/%s deleted: its replica is gone", self.namespace, name)

@@ -64,7 +64,13 @@ async def test_the_shipped_role_lets_sharded_replicas_lead_their_shards(
     cluster_rules, lease_rules = shipped_rules()
     token = c.service_account(bot_ns, "gpubot", cluster_rules=cluster_rules, rules=lease_rules)
     replicas = [
-        ShardedLeadership(c.client(token), identity=f"replica-{n}", shards=4, namespace=bot_ns)
+        ShardedLeadership(
+            c.client(token),
+            identity=f"replica-{n}",
+            shards=4,
+            namespace=bot_ns,
+            forget_after=0.001,  # a gone replica's member Lease is deleted at once
+        )
         for n in "ab"
     ]
     for _ in range(3):
@@ -74,6 +80,8 @@ async def test_the_shipped_role_lets_sharded_replicas_lead_their_shards(
     await replicas[0].stop()  # gives its shards and its member Lease back
     await replicas[1].round()
     assert len(replicas[1].held()) == 4
+    await replicas[1].round()  # replica a's member Lease, released and unchanged: deleted
+    assert c.calls_of("DELETE", f"/namespaces/{bot_ns}/leases/gpubot-leader-member-replica-a")
     denied = [f"{call.method} {call.path}" for call in c.calls if call.status in (401, 403)]
     assert denied == [], "the shipped Role does not allow: " + "; ".join(denied)
     assert c.calls_of("GET", f"/apis/coordination.k8s.io/v1/namespaces/{bot_ns}/leases?")

@@ -41,6 +41,7 @@ def _replica(c: Cluster, identity: str, ns: str, clock: FakeClock, **kw: Any) ->
         lease_seconds=kw.pop("lease_seconds", 3),
         renew_seconds=kw.pop("renew_seconds", 1),
         clock=clock,
+        forget_after=6,
     )
 
 
@@ -104,6 +105,16 @@ async def test_three_replicas_share_the_shards_and_take_over_a_dead_ones(
     holders = _holders(replicas)
     assert all(len(h) == 1 for h in holders.values()), holders
     assert sorted(len(r.held()) for r in replicas.values()) == [3, 3]
+    # Unchanged for forget_after (6 s here), the dead replica's member Lease is deleted.
+    await _rounds(replicas, clock, 2)
+    names = {
+        m.metadata.name
+        for m in cluster.coordination.list_namespaced_lease(
+            ns, label_selector="gpubot.io/lease-role=member"
+        ).items
+    }
+    assert member_lease_name("gpubot-leader", "gpubot-7d9f-c") not in names
+    assert member_lease_name("gpubot-leader", "gpubot-7d9f-a") in names
 
     # b stops (a rolling update): it gives its shards back, and a takes them at its next round.
     b = replicas.pop("b")
