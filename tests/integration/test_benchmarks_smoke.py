@@ -133,8 +133,10 @@ def test_module_hops_reads_the_flow_here_and_at_the_baseline(printed: Any) -> No
 
 def test_fleet_runs_against_a_real_api_server() -> None:
     """24 GPU nodes on a real kube-apiserver: 3 single alerts, a storm on 10 nodes, 2 of them
-    drained (3 pods each, behind budgets). Every figure is there, and nothing got a 5xx."""
+    drained (3 pods each, behind budgets), then the storm again over 2 sharded `serve`
+    replicas on PostgreSQL. Every figure is there, nothing got a 5xx, no step ran twice."""
     args = ["--nodes", "24", "--storm", "10", "--singles", "3", "--drain-nodes", "2", "--pods", "3"]
+    args += ["--replicas", "2"]
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "fleet.py"), *args],
         cwd=BENCHMARKS.parent,
@@ -159,6 +161,10 @@ def test_fleet_runs_against_a_real_api_server() -> None:
     for phase in ("storm_requests", "drain_requests"):
         assert record[phase]["server_errors_5xx"] == 0
         assert record[phase]["peak_requests_in_1s"] <= record[phase]["bucket_allows_in_1s"]
+    [sharded] = record["replicas"]
+    assert sharded["replicas"] == 2
+    assert sum(sharded["cordoned_by_replica"].values()) == 10
+    assert (sharded["steps_started"], sharded["steps_started_twice"]) == (10, 0)
     assert record["baseline"]["nvsentinel"]["cordon_nodes_per_s"] == 2.5
     storms = (record["storm"], record["single_alert_storm"])
     assert [s["alerts_per_webhook"] for s in storms] == [10, 1]
@@ -173,4 +179,5 @@ def test_fleet_runs_against_a_real_api_server() -> None:
         "single_event_to_cordon_p99_ms",
         "server_errors_5xx",
         "peak_requests_over_bucket",
+        "replica_steps_started_twice",
     }
