@@ -17,6 +17,7 @@ from test_metrics_state import NODE, XID79, MakeBot, make_bot
 from gpubot.backends.simulated import simulated_state
 from gpubot.backends.simulated.scenarios import inject_xid
 from gpubot.errors import InputError
+from gpubot.web.metrics import StateCollector, Watched
 
 __all__ = ["make_bot"]  # the fixture, used by name
 
@@ -91,7 +92,7 @@ def test_every_self_alert_links_its_section_of_the_alerts_page() -> None:
                 assert rule["annotations"]["runbook_url"] == url, rule["alert"]
                 assert f"\n### {rule['alert']}\n" in page, rule["alert"]
                 alerts += 1
-    assert alerts == 13
+    assert alerts == 14
 
 
 async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: MakeBot) -> None:
@@ -109,6 +110,11 @@ async def test_every_metric_the_dashboard_and_rules_use_is_exported(make_bot: Ma
     await bot.app.service.vote(approval_id=request.id, user="U1", decision="deny")
     await bot.app.service.wait_idle()
     exported = {name for name, _labels in await bot.metrics()}
+    # What only a replica that executes by shard exports (leader_election.shards).
+    alone = {m.name for m in StateCollector(Watched()).collect()}
+    sharded = {m.name for m in StateCollector(Watched(shards=lambda: (1, 2))).collect()}
+    assert sharded - alone == {"gpubot_shards", "gpubot_shards_held"}
+    exported |= sharded
 
     queries = dashboard_queries() + rule_queries()
     used = {name for q in queries for name in NAME.findall(q)}
