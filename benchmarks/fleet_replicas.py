@@ -49,7 +49,8 @@ def _holders(coordination: Any) -> dict[int, str]:
     for lease in leases.items:
         holder = lease.spec.holder_identity if lease.spec else None
         if holder:
-            found[int(lease.metadata.name.rsplit("-", 1)[1])] = holder
+            # <group>-shard-<i>-of-<count>
+            found[int(lease.metadata.name.rsplit("-shard-", 1)[1].split("-")[0])] = holder
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from kubernetes import client
@@ -38,9 +39,14 @@ class LeaseLeadership:
         renew_seconds: float = 5.0,
         clock: Clock | None = None,
         labels: dict[str, str] | None = None,
+        may_take: Callable[[], bool] | None = None,
     ) -> None:
+        """`may_take` (blocking, called in the round's thread): asked before taking the Lease
+        from no one or from an expired holder; False leaves it to the others for now."""
         self.api = client.CoordinationV1Api(api_client)
         self.labels = dict(labels or {})  # set when this replica creates the Lease
+        self.may_take = may_take
+        self.last_seen: client.V1Lease | None = None  # as the last round read it
         self.identity = identity
         self.namespace, self.name = namespace, name
         self.lease_seconds, self.renew_seconds = lease_seconds, renew_seconds
@@ -147,8 +153,9 @@ class LeaseLeadership:
     def _round(self, take: bool = True, seen: client.V1Lease | object | None = READ) -> bool:
         """One election round (blocking; runs in a thread). True when we hold the Lease."""
         lease = self._read() if seen is READ else seen
+        self.last_seen = lease if isinstance(lease, client.V1Lease) else None
         if not isinstance(lease, client.V1Lease):  # not there yet
-            if not take:
+            if not take or (self.may_take is not None and not self.may_take()):
                 return False
             body = client.V1Lease(
                 metadata=client.V1ObjectMeta(
@@ -172,6 +179,8 @@ class LeaseLeadership:
         duration = float(spec.lease_duration_seconds or self.lease_seconds)
         expired = not spec.holder_identity or now - self._observed[1] >= duration
         if not mine and (not expired or not take):
+            return False
+        if not mine and self.may_take is not None and not self.may_take():
             return False
         transitions = int(spec.lease_transitions or 0) + (0 if mine else 1)
         lease.spec = self._spec(

@@ -8,7 +8,12 @@ advanced only by the replica whose renewal of that shard's Lease landed within t
 duration (judged as LeaseLeadership judges it), so no two replicas run a shard's steps at once.
 
 One more Lease, the leader's, keeps the duties that one replica does for all: the scheduled
-report, pruning, counting votes the CLI stored.
+report, pruning, counting votes the CLI stored. It also says which setting executes while
+replicas of two settings run side by side (a rolling update that turns shards on or off, or
+changes their number): a replica takes shards only while the leader's Lease is held by a live
+replica with its own number of shards, and no shard Lease of another number is still fresh;
+an unsharded replica takes the leader's Lease only once no shard Lease is fresh
+(`shard_leases_held`). So the two settings never execute at once.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import logging
 import math
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -35,6 +41,7 @@ GROUP_LABEL = "gpubot.io/lease-group"
 # Rounds a shard above the fair share is kept while a step of it runs here, at most.
 HANDOVER_ROUNDS = 12
 ROLE_LABEL = "gpubot.io/lease-role"
+SHARDS_LABEL = "gpubot.io/shards"  # on member and shard Leases: the replica's shard count
 
 
 def member_lease_name(group: str, identity: str) -> str:
@@ -74,6 +81,9 @@ class ShardedLeadership:
         self.forget_after = forget_after or max(10 * lease_seconds, 300.0)
 
         def lease(lease_name: str, role: str) -> LeaseLeadership:
+            labels = {GROUP_LABEL: name, ROLE_LABEL: role}
+            if role != "leader":
+                labels[SHARDS_LABEL] = str(shards)
             return LeaseLeadership(
                 api_client,
                 identity=identity,
@@ -82,13 +92,16 @@ class ShardedLeadership:
                 lease_seconds=lease_seconds,
                 renew_seconds=renew_seconds,
                 clock=self._clock,
-                labels={GROUP_LABEL: name, ROLE_LABEL: role},
+                labels=labels,
             )
 
         self.leader = lease(name, "leader")
-        self.shards = [lease(f"{name}-shard-{i}", "shard") for i in range(shards)]
+        # The count is in the name: replicas set to another count use other Leases.
+        self.shards = [lease(f"{name}-shard-{i}-of-{shards}", "shard") for i in range(shards)]
         self.member = lease(member_lease_name(name, identity), "member")
         self._members: dict[str, tuple[str, float]] = {}  # name → (resourceVersion, first seen)
+        self._live: dict[str, str] = {}  # identity of a live member → its shard count
+        self.blocked: str | None = None  # why this replica executes nothing now
         self._epoch = 0  # bumped each time this replica gains a shard
         self._task: asyncio.Task[None] | None = None
         # Whether a step of the shard is running here now (set by the service): a shard
@@ -121,6 +134,9 @@ class ShardedLeadership:
 
     async def start(self) -> None:
         if self._task is None:
+            # The member Lease first: whoever sees this replica holding the leader's Lease
+            # also sees that it is a member, set to this shard count.
+            await self.member.try_acquire_or_renew()
             await self.leader.start()
             await self.round()
             self._task = asyncio.create_task(self._loop())
@@ -169,6 +185,8 @@ class ShardedLeadership:
         members = self.live_members(list(found.values()))
         for name, version in self.gone_members():
             await self._forget(name, version)
+        if await self._stand_aside(found):
+            return
         fair = self.fair_share(members)
         # Above the fair share, the shards with no step running here go back first.
         held = sorted(self.held(), key=lambda i: (not self.busy(i), i))
@@ -215,12 +233,61 @@ class ShardedLeadership:
                     extra={"event": "shard.taken"},
                 )
 
+    async def _stand_aside(self, found: dict[str, client.V1Lease]) -> bool:
+        """While replicas of another setting may still execute, hold no shard (give back any
+        held, take none; the shard Leases are still observed). Whether it stood aside."""
+        reason = self._other_setting(found)
+        if reason != self.blocked:
+            if reason:
+                log.warning("executing nothing: %s", reason, extra={"event": "shards.stand_aside"})
+            else:
+                log.info("shards: the other setting is gone; taking a fair share")
+            self.blocked = reason
+        if reason is None:
+            return False
+        for i in self.held():
+            await self.shards[i].release()
+        for lease in self.shards:
+            await lease.try_acquire_or_renew(take=False, seen=found.get(lease.name))
+        return True
+
+    def _other_setting(self, found: dict[str, client.V1Lease]) -> str | None:
+        """Why replicas set otherwise may be executing, or None."""
+        now = self._clock.now()
+        # Labelled only when a sharded replica created it: else as the leader's rounds read it.
+        leader = found.get(self.name) or self.leader.last_seen
+        holder = leader.spec.holder_identity if leader and leader.spec else None
+        mine = str(len(self.shards))
+        if (
+            holder
+            and holder != self.identity
+            and fresh(leader, now=now)
+            and (self._live.get(holder) != mine)
+        ):
+            return (
+                f"the leader's Lease {self.name} is held by {holder}, a replica not set "
+                f"to {len(self.shards)} shards"
+            )
+        others = [
+            name
+            for name, lease in found.items()
+            if _labels(lease).get(ROLE_LABEL) == "shard"
+            and _labels(lease).get(SHARDS_LABEL) != str(len(self.shards))
+            and fresh(lease, now=now)
+        ]
+        if others:
+            return (
+                f"shard Leases of another shard count are still held: {', '.join(sorted(others))}"
+            )
+        return None
+
     def live_members(self, leases: list[client.V1Lease]) -> int:
         """How many replicas renewed their member Lease within the lease duration, as this
         replica observed it (a member Lease first seen counts as alive). At least 1: this one."""
         now = self._clock.monotonic()
         seen: dict[str, tuple[str, float]] = {}
         alive = 0
+        self._live = {self.identity: str(len(self.shards))}
         for item in leases:
             meta, spec = item.metadata, item.spec
             labels = (meta.labels or {}) if meta is not None else {}
@@ -236,6 +303,8 @@ class ShardedLeadership:
                 spec.holder_identity and now - seen[name][1] < duration
             ):
                 alive += 1
+                if spec.holder_identity:
+                    self._live[str(spec.holder_identity)] = _labels(item).get(SHARDS_LABEL, "")
         self._members = seen
         return max(1, alive)
 
@@ -268,3 +337,40 @@ class ShardedLeadership:
             return
         self._members.pop(name, None)
         log.info("lease %s/%s deleted: its replica is gone", self.namespace, name)
+
+
+def _labels(lease: client.V1Lease) -> dict[str, str]:
+    return dict((lease.metadata.labels or {}) if lease.metadata else {})
+
+
+def fresh(lease: client.V1Lease | None, *, now: datetime) -> bool:
+    """Whether a Lease has a holder whose last renewal, by the time it records, is within its
+    duration of `now` (the holder's clock and ours: for telling settings apart, not for
+    taking the Lease, which LeaseLeadership judges by its own observation)."""
+    spec = lease.spec if lease is not None else None
+    if spec is None or not spec.holder_identity or spec.renew_time is None:
+        return False
+    renewed: datetime = spec.renew_time
+    if renewed.tzinfo is None:
+        renewed = renewed.replace(tzinfo=UTC)
+    duration = timedelta(seconds=float(spec.lease_duration_seconds or 0))
+    return bool(now < renewed + duration)
+
+
+def shard_leases_held(
+    api_client: client.ApiClient, *, namespace: str, group: str, now: datetime | None = None
+) -> list[str]:
+    """The shard Leases of `group` still fresh at `now` (blocking): an unsharded replica takes
+    the leader's Lease only once there are none, so it never executes beside sharded ones."""
+    now = now or datetime.now(UTC)
+    try:
+        listed = client.CoordinationV1Api(api_client).list_namespaced_lease(
+            namespace=namespace, label_selector=f"{GROUP_LABEL}={group},{ROLE_LABEL}=shard"
+        )
+    except ApiException as exc:
+        if exc.status == 403:  # a Role without `list`: no sharded replica could run with it
+            return []
+        raise
+    return sorted(
+        str(item.metadata.name) for item in listed.items if item.metadata and fresh(item, now=now)
+    )

@@ -17,7 +17,13 @@ from control_plane import REPO
 from kube_cluster import Cluster
 from kube_engine import CORDON_ONLY, cluster_bot
 
-from gpubot.backends.kube.shards import HANDOVER_ROUNDS, ShardedLeadership, member_lease_name
+from gpubot.backends.kube import LeaseLeadership
+from gpubot.backends.kube.shards import (
+    HANDOVER_ROUNDS,
+    ShardedLeadership,
+    member_lease_name,
+    shard_leases_held,
+)
 from gpubot.backends.store.shared_caps import SqlSharedCaps
 from gpubot.clock import FakeClock
 from gpubot.domain.control.safety_caps import BlastRadius
@@ -222,3 +228,63 @@ async def test_a_rebalance_gives_back_idle_shards_first_and_a_busy_one_only_afte
     await _rounds(replicas, clock, HANDOVER_ROUNDS)
     assert sorted(len(r.held()) for r in replicas.values()) == [2, 2, 2]
     assert all(len(h) == 1 for h in _holders(replicas).values())
+
+
+async def test_replicas_of_two_settings_never_execute_side_by_side(cluster: Cluster) -> None:
+    """A rolling update that turns shards on, off, or changes their number runs replicas of
+    both settings at once: the leader's Lease decides which setting executes, and the other
+    holds nothing until the first has gone."""
+    ns = cluster.namespace("gpubot")
+    clock = FakeClock(auto_advance=False)
+    api = cluster.client()
+
+    def unsharded(identity: str) -> LeaseLeadership:
+        return LeaseLeadership(
+            api,
+            identity=identity,
+            namespace=ns,
+            lease_seconds=3,
+            renew_seconds=1,
+            clock=clock,
+            may_take=lambda: (
+                not shard_leases_held(api, namespace=ns, group="gpubot-leader", now=clock.now())
+            ),
+        )
+
+    # Shards turned on: an unsharded replica leads; a sharded one executes nothing.
+    old = unsharded("old-0")
+    assert await old.try_acquire_or_renew()
+    new = _replica(cluster, "new-0", ns, clock)
+    await new.start()
+    try:
+        assert new.held() == []
+        assert new.blocked is not None
+        assert "old-0" in new.blocked
+        await old.stop()  # the old replica goes: it gives the leader's Lease back
+        await new.round()  # ... which the new replica's leader loop takes
+        await new.leader.try_acquire_or_renew()
+        await new.round()
+        assert sorted(new.held()) == list(range(SHARDS))
+        assert new.blocked is None
+
+        # Shards turned off again: the unsharded replica takes nothing while shards are
+        # fresh, even with the leader's Lease free.
+        await new.leader.release()
+        back = unsharded("back-0")
+        assert not await back.try_acquire_or_renew()
+        assert not back.is_leader()
+
+        # Another number of shards: a replica set to 4 takes none while 6 are held.
+        four = ShardedLeadership(
+            api, identity="four-0", shards=4, namespace=ns, lease_seconds=3, clock=clock
+        )
+        await four.round()
+        assert four.held() == []
+        assert four.blocked is not None
+        assert "another shard count" in four.blocked
+    finally:
+        await new.stop()  # its shard Leases released: the others may go on
+    assert await back.try_acquire_or_renew()
+    await back.stop()
+    await four.round()
+    assert four.blocked is None
