@@ -64,6 +64,20 @@ BLIND11_MISSES: dict[str, str] = {
     "z-040": "the DataLoader's bus-error hint is read as /dev/shm full (shm_exhausted, high); "
     "only the post's prose says /dev/shm never went above 1 GB of 254 GB",
 }
+# Part 12a (Kubernetes and HPC schedulers): measured before any rule, 40 of 45 (88.9 %); these
+# are its misses, each listed with why.
+BLIND12A_MISSES: dict[str, str] = {
+    "za-009": "a pod that 'runs out of memory ... and is killed with code 137' is read as a bare "
+    "SIGKILL (killed_unknown, medium): running out of memory said in a sentence is not read",
+    "za-015": "jobs that 'fail to allocate GPU memory' on a node whose nvidia-smi shows a stuck "
+    "process holding the card give cannot_tell: a GPU allocation failure said in prose is not read",
+    "za-032": "a device plugin's 'Allocate failed ... cannot allocate unhealthy devices' at pod "
+    "admission gives cannot_tell: a device admission failure is not named as a not-memory failure",
+    "za-035": "initdb's bus error in a pod, which the reporter traced to hugepages, is read as "
+    "/dev/shm full (shm_exhausted, medium): the hugepages cause beside it is not read",
+    "za-037": "an admission webhook refusing a pod for having no memory limit gives cannot_tell: "
+    "a pod refused at creation is not named as a not-memory failure",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -79,6 +93,7 @@ KNOWN_MISSES = {
     **BLIND9_MISSES,
     **BLIND10_MISSES,
     **BLIND11_MISSES,
+    **BLIND12A_MISSES,
 }
 
 
@@ -102,6 +117,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
+    splits = (*splits, "blind12a")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -119,6 +135,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
     assert all(split[key] == "blind10" for key in BLIND10_MISSES)
     assert all(split[key] == "blind11" for key in BLIND11_MISSES)
+    assert all(split[key] == "blind12a" for key in BLIND12A_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
