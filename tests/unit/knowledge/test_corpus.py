@@ -64,20 +64,9 @@ BLIND11_MISSES: dict[str, str] = {
     "z-040": "the DataLoader's bus-error hint is read as /dev/shm full (shm_exhausted, high); "
     "only the post's prose says /dev/shm never went above 1 GB of 254 GB",
 }
-# Part 12a (Kubernetes and HPC schedulers): measured before any rule, 40 of 45 (88.9 %); these
-# are its misses, each listed with why.
-BLIND12A_MISSES: dict[str, str] = {
-    "za-009": "a pod that 'runs out of memory ... and is killed with code 137' is read as a bare "
-    "SIGKILL (killed_unknown, medium): running out of memory said in a sentence is not read",
-    "za-015": "jobs that 'fail to allocate GPU memory' on a node whose nvidia-smi shows a stuck "
-    "process holding the card give cannot_tell: a GPU allocation failure said in prose is not read",
-    "za-032": "a device plugin's 'Allocate failed ... cannot allocate unhealthy devices' at pod "
-    "admission gives cannot_tell: a device admission failure is not named as a not-memory failure",
-    "za-035": "initdb's bus error in a pod, which the reporter traced to hugepages, is read as "
-    "/dev/shm full (shm_exhausted, medium): the hugepages cause beside it is not read",
-    "za-037": "an admission webhook refusing a pod for having no memory limit gives cannot_tell: "
-    "a pod refused at creation is not named as a not-memory failure",
-}
+# Part 12a (Kubernetes and HPC schedulers): its 5 misses before its rules (88.9 %) are listed by
+# family in the fixtures' README; none is left.
+BLIND12A_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
