@@ -55,6 +55,7 @@ HELD_OUT = (
     "blind9",
     "blind10",
     "blind11",
+    "blind12a",
 )
 # Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.
 OOM_LABELS = frozenset({"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted"})

@@ -370,6 +370,17 @@ OTHER: dict[str, tuple[str, ...]] = {
         "ran: lower the pod's or job's requests (--mem), free or add capacity, or check node "
         "selectors and taints. Nothing ran out of memory.",
     ),
+    "admission_refused": (
+        "The pod or job was refused before it ran (a device plugin that could not allocate a "
+        "GPU at admission, a quota or admission webhook, a batch submission): nothing ran out "
+        "of memory. Read the refusal: a lost or unhealthy GPU, the quota's limits, or the "
+        "resource fields the policy requires.",
+    ),
+    "hugepages_bus_error": (
+        "A bus error where the host's hugepages are named: the program mapped huge pages the "
+        "container may not use. Disable them in the program (PostgreSQL: huge_pages = off) or "
+        "give the pod a hugepages-2Mi/1Gi request and limit. Not /dev/shm.",
+    ),
     "cuda_launch_failure": (
         "A CUDA library or kernel failed for a reason other than memory: rerun with "
         "CUDA_LAUNCH_BLOCKING=1 to find the op; check the node's kernel log for XIDs.",

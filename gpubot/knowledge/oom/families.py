@@ -296,7 +296,13 @@ SHM: tuple[Family, ...] = (
         "medium",
         _p(r"\bBus error\b", _I),
         # shm named on its own counts too: "(shm)", "increase `shm`", "--shm-size".
-        near=_p(r"DataLoader|dataloader|num_workers|shared memory|/dev/shm|shm-size|\bshm\b", _I),
+        # PostgreSQL's initdb names its setting ("dynamic shared memory implementation"),
+        # which says nothing about /dev/shm's size.
+        near=_p(
+            r"DataLoader|dataloader|num_workers|shared memory(?! implementation)|/dev/shm"
+            r"|shm-size|\bshm\b",
+            _I,
+        ),
         span=6,
     ),
 )

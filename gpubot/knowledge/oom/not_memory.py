@@ -329,6 +329,30 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\bRequested node configuration is not available\b",
         ),
     ),
+    # A pod or job refused before it ran: the kubelet's device manager could not allocate a
+    # device at admission (lost, unhealthy, none free), a quota or an admission webhook
+    # refused the pod's resource fields, a batch scheduler refused the submission.
+    Family(
+        "admission_refused",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bUnexpectedAdmissionError\b|\bAllocate failed due to\b"
+            r"|\bis forbidden: (?:exceeded|failed) quota\b"
+            r"|\badmission webhook \"[^\"\n]{1,200}\" denied the request\b"
+            r"|\bqsub: submit error\b|\bBatch job submission failed\b",
+        ),
+    ),
+    # A bus error where the host's hugepages are named: PostgreSQL's initdb and other
+    # programs that map huge pages get SIGBUS when the container may not use them.
+    Family(
+        "hugepages_bus_error",
+        "not_oom",
+        "medium",
+        _p(r"\bBus error\b", _I),
+        near=_p(r"\bhuge ?pages?\b|\bhugetlb", _I),
+        span=8,
+    ),
 )
 
 # Words about memory running short that no family above explained: the verdict is then that

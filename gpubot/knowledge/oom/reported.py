@@ -82,6 +82,27 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A GPU allocation that failed, said in words rather than an API's status: "fails to
+    # allocate GPU memory", "a CUDA error about failing to allocate memory". Not pinned or
+    # host memory, not an allocation refused for another CUDA error, not a sized request.
+    Family(
+        "gpu_allocation_failed",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:fail(?:s|ed|ing)?|unable) to allocate (?:enough |any )?(?:GPU|CUDA|device|video)"
+            r" memory\b"
+            r"|\bCUDA error\b[^\n]{0,30}?\bfail(?:s|ed|ing)? to allocate (?:enough |any )?memory\b",
+            _I,
+        ),
+        unless=_p(
+            r"\binvalid argument\b|\billegal memory access\b|\bpinned\b|\bhost memory\b"
+            r"|cudaHostAlloc"
+            # A sized request in an allocator's own check is judged by its numbers elsewhere.
+            r"|\bmemory:?\s{0,2}\d{1,20}\s{0,2}(?:bytes|[KMGT]i?B)\b|\bCheck failed\b",
+            _I,
+        ),
+    ),
 )
 
 REPORTED_SHM: tuple[Family, ...] = (
@@ -213,6 +234,25 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(r"\bTo adjust the kill threshold, set the environment variable `?RAY_memory_usage_"),
+    ),
+    # An operator's sentence that a pod or process ran out of memory and was killed: "the
+    # exporter pod runs out of memory about every hour and is killed with code 137". Not when
+    # the GPU is what ran out, and not a conditional ("if the pod runs out of memory ...").
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:pod|container|process|job|task|worker)s?\b[^\n]{0,60}?"
+            r"\b(?:runs?|ran|running) out of memory\b[^\n]{0,120}?"
+            r"\b(?:killed|OOMKilled|exit(?:s|ed)? with (?:code |status )?137)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b[^\n]{0,20}?\bout of memory\b"
+            r"|\b(?:if|when|whenever|once|in case)\b[^\n]{0,40}?\b(?:runs?|ran) out of memory\b",
+            _I,
+        ),
     ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(

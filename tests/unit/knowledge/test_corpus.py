@@ -64,6 +64,9 @@ BLIND11_MISSES: dict[str, str] = {
     "z-040": "the DataLoader's bus-error hint is read as /dev/shm full (shm_exhausted, high); "
     "only the post's prose says /dev/shm never went above 1 GB of 254 GB",
 }
+# Part 12a (Kubernetes and HPC schedulers): its 5 misses before its rules (88.9 %) are listed by
+# family in the fixtures' README; none is left.
+BLIND12A_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -79,6 +82,7 @@ KNOWN_MISSES = {
     **BLIND9_MISSES,
     **BLIND10_MISSES,
     **BLIND11_MISSES,
+    **BLIND12A_MISSES,
 }
 
 
@@ -102,6 +106,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
+    splits = (*splits, "blind12a")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -119,6 +124,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
     assert all(split[key] == "blind10" for key in BLIND10_MISSES)
     assert all(split[key] == "blind11" for key in BLIND11_MISSES)
+    assert all(split[key] == "blind12a" for key in BLIND12A_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
