@@ -64,6 +64,21 @@ BLIND11_MISSES: dict[str, str] = {
     "z-040": "the DataLoader's bus-error hint is read as /dev/shm full (shm_exhausted, high); "
     "only the post's prose says /dev/shm never went above 1 GB of 254 GB",
 }
+# The twelfth part's second half (zb-), measured before any rule was changed for it.
+BLIND12B_MISSES: dict[str, str] = {
+    "zb-017": "vLLM's CUDA-graph notice 'If you are running out of memory, consider decreasing' "
+    "beside an illegal memory access is read as a GPU OOM (cuda_oom, medium); it only advises",
+    "zb-030": "ONNX Runtime's arena failing for an NCHWc node (a CPU-only layout) is read as the "
+    "GPU arena (cuda_oom, medium); it is the host's memory",
+    "zb-031": "ONNX Runtime's arena message cut off at 'Failed to alloc' (a title's length) is not "
+    "read (not_oom, low)",
+    "zb-032": "the OOM killer's task table in syslog lines without its header or kill line is "
+    "not read (cannot_tell)",
+    "zb-041": "'Some nodes were running low on memory and workers being killed' after an actor "
+    "died is read as a death with no cause (killed_unknown, medium)",
+    "zb-048": "NCCL's ncclShmOpen error and shared memory that 'wasn't able' to be allocated for "
+    "NCCL are not read (cannot_tell)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -79,6 +94,7 @@ KNOWN_MISSES = {
     **BLIND9_MISSES,
     **BLIND10_MISSES,
     **BLIND11_MISSES,
+    **BLIND12B_MISSES,
 }
 
 
@@ -102,6 +118,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
+    splits = (*splits, "blind12b")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -119,6 +136,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind9" for key in BLIND9_MISSES)
     assert all(split[key] == "blind10" for key in BLIND10_MISSES)
     assert all(split[key] == "blind11" for key in BLIND11_MISSES)
+    assert all(split[key] == "blind12b" for key in BLIND12B_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
