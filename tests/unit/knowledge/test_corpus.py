@@ -64,21 +64,9 @@ BLIND11_MISSES: dict[str, str] = {
     "z-040": "the DataLoader's bus-error hint is read as /dev/shm full (shm_exhausted, high); "
     "only the post's prose says /dev/shm never went above 1 GB of 254 GB",
 }
-# The twelfth part's second half (zb-), measured before any rule was changed for it.
-BLIND12B_MISSES: dict[str, str] = {
-    "zb-017": "vLLM's CUDA-graph notice 'If you are running out of memory, consider decreasing' "
-    "beside an illegal memory access is read as a GPU OOM (cuda_oom, medium); it only advises",
-    "zb-030": "ONNX Runtime's arena failing for an NCHWc node (a CPU-only layout) is read as the "
-    "GPU arena (cuda_oom, medium); it is the host's memory",
-    "zb-031": "ONNX Runtime's arena message cut off at 'Failed to alloc' (a title's length) is not "
-    "read (not_oom, low)",
-    "zb-032": "the OOM killer's task table in syslog lines without its header or kill line is "
-    "not read (cannot_tell)",
-    "zb-041": "'Some nodes were running low on memory and workers being killed' after an actor "
-    "died is read as a death with no cause (killed_unknown, medium)",
-    "zb-048": "NCCL's ncclShmOpen error and shared memory that 'wasn't able' to be allocated for "
-    "NCCL are not read (cannot_tell)",
-}
+# The twelfth part's second half (zb-): its 6 misses before its rules (89.1 %) are listed by
+# family in the fixtures' README; none is left.
+BLIND12B_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
