@@ -12,6 +12,7 @@ from gpubot.knowledge.oom.libraries import LIBRARY_GPU_OOM, LIBRARY_HOST_OOM
 from gpubot.knowledge.oom.localized import LOCALIZED_GPU_OOM, LOCALIZED_HOST_OOM
 from gpubot.knowledge.oom.reported import REPORTED_GPU_OOM, REPORTED_HOST_OOM, REPORTED_SHM
 from gpubot.knowledge.oom.scan import Family
+from gpubot.knowledge.oom.stacks import STACK_GPU_OOM, STACK_HOST_OOM, STACK_SHM
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -21,7 +22,10 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 # A line that only advises what to do if an OOM happens ("If you encounter CUDA out of memory,
 # try --tile") is not evidence that one did.
-_ADVICE = r"\b(?:if|when|in case) you (?:encounter|get|see|hit|run into|face|meet|have)\b"
+_ADVICE = (
+    r"\b(?:if|when|in case) you(?:'re| are)? (?:encounter|get|see|hit|run into|face|meet|have"
+    r"|run out|running out)\b"
+)
 # CUDA errors that are not a shortage of memory, as a failed call reports them.
 _OTHER_CUDA_ERROR = (
     r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
@@ -140,6 +144,7 @@ GPU_OOM: tuple[Family, ...] = (
     *LIBRARY_GPU_OOM,
     *REPORTED_GPU_OOM,
     *LOCALIZED_GPU_OOM,
+    *STACK_GPU_OOM,
     # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
     # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
     Family(
@@ -182,6 +187,7 @@ _MULTIPROCESSING = _p(
 
 SHM: tuple[Family, ...] = (
     *REPORTED_SHM,
+    *STACK_SHM,
     Family(
         "dataloader_bus_error",
         "shm_exhausted",
@@ -439,4 +445,5 @@ HOST: tuple[Family, ...] = (
     *LIBRARY_HOST_OOM,
     *REPORTED_HOST_OOM,
     *LOCALIZED_HOST_OOM,
+    *STACK_HOST_OOM,
 )

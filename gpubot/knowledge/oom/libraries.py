@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from gpubot.knowledge.oom.scan import Family
+from gpubot.knowledge.oom.stacks import ORT_CPU
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -86,7 +87,7 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
             r"BFCArena::AllocateRawInternal[^\n]{0,200}?Failed to allocate memory"
             r"|Failed to allocate memory for requested buffer of size \d"
         ),
-        unless=_p(r"BFCArena for Cpu|CPUExecutionProvider|\bCpu(?:Arena|Allocator)\b"),
+        unless=_p(ORT_CPU),
     ),
     # TensorRT's builder and runtime, old and new wordings.
     Family(
