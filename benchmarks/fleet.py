@@ -174,6 +174,18 @@ def parallel(work: list[Callable[[], Any]], threads: int = 16) -> None:
             future.result()
 
 
+def uncordon(admin: Any, nodes: list[str]) -> None:
+    """Put the nodes back in service, 16 at a time."""
+    parallel(
+        [
+            lambda n=n: admin.patch_node(
+                n, {"spec": {"unschedulable": None}}, _preload_content=False
+            )
+            for n in nodes
+        ]
+    )
+
+
 def alert(node: str, serial: int) -> dict[str, Any]:
     item = copy.deepcopy(TEMPLATE["alerts"][0])
     item["labels"]["Hostname"] = node
@@ -304,14 +316,7 @@ async def reset_storm(
         resolved = [alert(n, first_serial + start + k) for k, n in enumerate(chunk)]
         await post(web, payload(resolved, status="resolved"))
     await app.service.wait_idle()
-    parallel(
-        [
-            lambda n=n: admin.patch_node(
-                n, {"spec": {"unschedulable": None}}, _preload_content=False
-            )
-            for n in nodes
-        ]
-    )
+    uncordon(admin, nodes)
 
 
 def add_pods(admin: Any, policy: Any, nodes: list[str], per_node: int) -> list[str]:
@@ -506,14 +511,7 @@ def replica_storms(
         return []
     import fleet_replicas
 
-    parallel(
-        [
-            lambda n=n: admin.patch_node(
-                n, {"spec": {"unschedulable": None}}, _preload_content=False
-            )
-            for n in nodes
-        ]
-    )
+    uncordon(admin, nodes)
     admin.create_namespace({"metadata": {"name": fleet_replicas.NAMESPACE}})
     results = []
     with tempfile.TemporaryDirectory() as tmp:
