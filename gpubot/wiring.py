@@ -475,7 +475,7 @@ def build_leadership(settings: Settings) -> Any:
 
     from gpubot.backends.kube import api_client_for
     from gpubot.backends.kube.lease import LeaseLeadership
-    from gpubot.backends.kube.shards import ShardedLeadership, shard_leases_held
+    from gpubot.backends.kube.shards import ShardedLeadership, ShardLeases
 
     api = api_client_for(
         cluster=chosen.name,
@@ -493,10 +493,8 @@ def build_leadership(settings: Settings) -> Any:
     if le.shards == 1:
         # Never beside sharded replicas (a rolling update that turns shards off): the
         # leader's Lease is taken only once no shard Lease is fresh.
-        def no_shards_held() -> bool:
-            return not shard_leases_held(api, namespace=le.namespace, group=le.lease_name)
-
-        return LeaseLeadership(api, may_take=no_shards_held, **lease)
+        shards = ShardLeases(api, namespace=le.namespace, group=le.lease_name)
+        return LeaseLeadership(api, may_take=lambda: not shards.held(), **lease)
     return ShardedLeadership(api, shards=le.shards, **lease)
 
 

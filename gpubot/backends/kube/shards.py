@@ -13,7 +13,7 @@ replicas of two settings run side by side (a rolling update that turns shards on
 changes their number): a replica takes shards only while the leader's Lease is held by a live
 replica with its own number of shards, and no shard Lease of another number is still fresh;
 an unsharded replica takes the leader's Lease only once no shard Lease is fresh
-(`shard_leases_held`). So the two settings never execute at once.
+(`ShardLeases`). So the two settings never execute at once.
 """
 
 from __future__ import annotations
@@ -357,20 +357,30 @@ def fresh(lease: client.V1Lease | None, *, now: datetime) -> bool:
     return bool(now < renewed + duration)
 
 
-def shard_leases_held(
-    api_client: client.ApiClient, *, namespace: str, group: str, now: datetime | None = None
-) -> list[str]:
-    """The shard Leases of `group` still fresh at `now` (blocking): an unsharded replica takes
-    the leader's Lease only once there are none, so it never executes beside sharded ones."""
-    now = now or datetime.now(UTC)
-    try:
-        listed = client.CoordinationV1Api(api_client).list_namespaced_lease(
-            namespace=namespace, label_selector=f"{GROUP_LABEL}={group},{ROLE_LABEL}=shard"
+class ShardLeases:
+    """What an unsharded replica asks before it takes the leader's Lease: which shard Leases of
+    its group are still fresh. It takes that Lease only once there are none, so it never
+    executes beside sharded replicas."""
+
+    def __init__(self, api_client: client.ApiClient, *, namespace: str, group: str) -> None:
+        self.leases = client.CoordinationV1Api(api_client)
+        self.namespace, self.group = namespace, group
+
+    def held(self, now: datetime | None = None) -> list[str]:
+        """The names of the fresh shard Leases at `now` (blocking). A Role without `list` on
+        Leases answers none: no sharded replica could run with it."""
+        now = now or datetime.now(UTC)
+        try:
+            listed = self.leases.list_namespaced_lease(
+                namespace=self.namespace,
+                label_selector=f"{GROUP_LABEL}={self.group},{ROLE_LABEL}=shard",
+            )
+        except ApiException as exc:
+            if exc.status == 403:
+                return []
+            raise
+        return sorted(
+            str(item.metadata.name)
+            for item in listed.items
+            if item.metadata and fresh(item, now=now)
         )
-    except ApiException as exc:
-        if exc.status == 403:  # a Role without `list`: no sharded replica could run with it
-            return []
-        raise
-    return sorted(
-        str(item.metadata.name) for item in listed.items if item.metadata and fresh(item, now=now)
-    )

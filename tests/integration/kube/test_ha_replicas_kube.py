@@ -36,6 +36,8 @@ from kube_replicas import (
 )
 from kubernetes.client.exceptions import ApiException
 
+from gpubot.domain.runbooks.shards import shard_of
+
 # A new leader acts on what the last one left within about a second (its first look as
 # leader), well before the periodic tick of every 15 s.
 RESUME_LIMIT = 8.0
@@ -245,7 +247,7 @@ def test_sharded_replicas_split_the_nodes_and_a_killed_ones_shards_move(
     """leader_election.shards: 4. Both replicas execute (each the nodes of its shards), every
     alert sent to both; after one is SIGKILLed the other takes its shards once their Leases
     expire and quarantines the next nodes too. Each node is cordoned and tainted once."""
-    nodes = [cluster.add_node(f"gpu-node-{i:02d}") for i in range(1, 13)]
+    pool = [cluster.add_node(f"gpu-node-{i:02d}") for i in range(1, 41)]
     bots = Replicas(cluster, pg, procs, tmp_path, lease_seconds=3, shards=4)
     bots.start()
     bots.wait(lambda: len(shard_holders(cluster, bots)) == 4, "the shards to be taken")
@@ -253,6 +255,18 @@ def test_sharded_replicas_split_the_nodes_and_a_killed_ones_shards_move(
         lambda: sorted(Counter(shard_holders(cluster, bots).values()).values()) == [2, 2],
         "each replica to hold two shards",
     )
+    # Three nodes in each replica's shards first (which shard a node is in is a hash of
+    # its name), then six more.
+    holder = {
+        int(name.rsplit("-shard-", 1)[1].split("-")[0]): who
+        for name, who in shard_holders(cluster, bots).items()
+    }
+    on = {
+        r.name: [n for n in pool if holder[shard_of(f"lab/{n}", 4)] == r.name]
+        for r in bots.replicas
+    }
+    first = on["replica-a"][:3] + on["replica-b"][:3]
+    nodes = first + [n for n in pool if n not in first][:6]
     before = request_counts(cluster)
 
     def quarantined(count: int) -> Callable[[], bool]:

@@ -21,8 +21,8 @@ from gpubot.backends.kube import LeaseLeadership
 from gpubot.backends.kube.shards import (
     HANDOVER_ROUNDS,
     ShardedLeadership,
+    ShardLeases,
     member_lease_name,
-    shard_leases_held,
 )
 from gpubot.backends.store.shared_caps import SqlSharedCaps
 from gpubot.clock import FakeClock
@@ -237,6 +237,7 @@ async def test_replicas_of_two_settings_never_execute_side_by_side(cluster: Clus
     ns = cluster.namespace("gpubot")
     clock = FakeClock(auto_advance=False)
     api = cluster.client()
+    shards = ShardLeases(api, namespace=ns, group="gpubot-leader")
 
     def unsharded(identity: str) -> LeaseLeadership:
         return LeaseLeadership(
@@ -246,9 +247,7 @@ async def test_replicas_of_two_settings_never_execute_side_by_side(cluster: Clus
             lease_seconds=3,
             renew_seconds=1,
             clock=clock,
-            may_take=lambda: (
-                not shard_leases_held(api, namespace=ns, group="gpubot-leader", now=clock.now())
-            ),
+            may_take=lambda: not shards.held(clock.now()),
         )
 
     # Shards turned on: an unsharded replica leads; a sharded one executes nothing.
