@@ -35,8 +35,9 @@ from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.knowledge.oom.triage import classify
 
 MEMCG = Path("/sys/fs/cgroup/memory")
-# Allocates (and, zero-filling it, touches) 400 MiB: four times the jobs' --mem.
-HOG = "python3 -c 'b = bytearray(400 << 20)'"
+# Writes 400 MiB, four times the jobs' --mem: every byte is written (a zero-filled allocation
+# may be left untouched by the kernel, and such a job then ends COMPLETED under its limit).
+HOG = "python3 -c 'b = b\"x\" * (400 << 20)'"
 TRAINING = "echo 'epoch 1 step 10 loss 2.31'"
 
 
