@@ -35,6 +35,10 @@ from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.knowledge.oom.triage import classify
 
 MEMCG = Path("/sys/fs/cgroup/memory")
+# slurmd keeps its jobs' cgroups under slurm_<node name>/uid_<uid>/job_<id>: a name of this
+# process's own, so that two test processes' clusters (their job ids both start at 1) never
+# share, or remove, each other's cgroups.
+NODE = f"oomnode{os.getpid()}"
 # Writes 400 MiB, four times the jobs' --mem: every byte is written (a zero-filled allocation
 # may be left untouched by the kernel, and such a job then ends COMPLETED under its limit).
 HOG = "python3 -c 'b = b\"x\" * (400 << 20)'"
@@ -48,7 +52,7 @@ def memcg_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         # A real part missing (22.05's cgroup/v2 plugin wants systemd to make its scopes):
         # skipped on a laptop, a failure in CI, as every other real part.
         missing(f"Slurm's task/cgroup here needs cgroup v1's memory controller at {MEMCG}")
-    cluster = start(tmp_path_factory.mktemp("slurm-memcg"), ("gpu001",), memory=True)
+    cluster = start(tmp_path_factory.mktemp("slurm-memcg"), (NODE,), memory=True)
     try:
         yield cluster
     finally:
@@ -64,12 +68,12 @@ def slurm(memcg_daemons: SlurmCluster) -> Iterator[SlurmCluster]:
 
 
 def _submit(slurm: SlurmCluster, script: str, *args: str, stderr_apart: bool = True) -> str:
-    """A batch job on gpu001 whose --output lies under the bot's output root; `stderr_apart`:
+    """A batch job on the node whose --output lies under the bot's output root; `stderr_apart`:
     its stderr, where slurmstepd writes what it saw, goes to a file of its own (--error)."""
     error = (f"--error={slurm.root}/%x-%j.err",) if stderr_apart else ()
     return slurm.sbatch(
         "-w",
-        "gpu001",
+        NODE,
         "-J",
         "train-llm",
         f"--output={slurm.root}/out/%x-%j.out",
