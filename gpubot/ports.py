@@ -33,7 +33,7 @@ from gpubot.domain.incidents.correlation import (
 )
 from gpubot.domain.incidents.intake import IntakeOutcome
 from gpubot.domain.results import Message
-from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
+from gpubot.domain.runbooks.runs import Run, RunStatus, RunView, StepState
 from gpubot.knowledge.dcgm_diag import DiagReport
 
 T = TypeVar("T")
@@ -594,9 +594,27 @@ class Store(
 ):
     """Everything that must survive a restart, in one database."""
 
-    async def run_state(self, run_id: str) -> tuple[Run, list[StepState], bool | None]:
+    async def run_state(self, run_id: str) -> RunView:
         """A run, its steps and whether its incident is open (None: the run has no
         incident), read in one transaction."""
+        ...
+
+    async def create_run_read(
+        self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft
+    ) -> tuple[RunView, bool]:
+        """create_run with `audit`, and the run's view (the existing run's, with False,
+        when the incident had one) read in the same transaction."""
+        ...
+
+    async def save_step_read(self, state: StepState, *, audit: AuditDraft) -> RunView:
+        """save_step with `audit`, and the run's view after it, in one transaction."""
+        ...
+
+    async def end_run(
+        self, run_id: str, *, status: RunStatus, note: str, now: datetime, audit: AuditDraft
+    ) -> tuple[Run, list[AuditEvent], ChainHead | None]:
+        """update_run with `audit`, then the run's incident's events (none without an
+        incident) and the chain's head, in one transaction."""
         ...
 
     async def incident_with_runs(

@@ -20,7 +20,7 @@ from gpubot.domain.control.approvals import (
     new_approval_id,
 )
 from gpubot.domain.control.pools import PoolChoice
-from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus, RunView, StepState, StepStatus
 from gpubot.domain.runbooks.shards import run_key
 from gpubot.domain.runbooks.spec import Runbook, Step
 from gpubot.domain.runbooks.templating import evaluate, render_value
@@ -85,9 +85,12 @@ class Executor:
         lock = self._locks.get(run_id)
         return lock is not None and lock.locked()
 
-    async def advance(self, run_id: str) -> Run:
-        """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly."""
-        run = await self._advance(run_id)
+    async def advance(self, run_id: str, *, view: RunView | None = None) -> Run:
+        """Run steps until the run finishes or must wait. Safe to call at any time, repeatedly.
+
+        `view`: the run as read in the transaction that created it, used for the first step
+        when nothing else advances the run here at the time."""
+        run = await self._advance(run_id, view)
         if run.status.finished:
             self.pools.forget(run.id)
             if self.on_finished is not None:
@@ -96,21 +99,28 @@ class Executor:
             self.gate.released()
         return run
 
-    async def _advance(self, run_id: str) -> Run:
+    async def _advance(self, run_id: str, view: RunView | None) -> Run:
         lock = self._locks.setdefault(run_id, asyncio.Lock())
+        if lock.locked():
+            view = None  # read once the advance ahead of this one has moved the run on
         async with lock:
-            while True:
-                # One read for all three: this runs before every step (benchmarks/quarantine.py).
-                run, states, incident_open = await self.e.store.run_state(run_id)
-                if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
-                    return run
-                if not self.e.leadership.leads(run_key(run)) or self._stopping:
-                    return run  # another replica holds the run's Lease and advances it
-                current = next((s for s in states if not s.status.finished), None)
-                if current is None:
-                    return await self.record.finish(run, states)
-                if await self._step(run, current, states, incident_open) == "wait":
-                    return await self.e.store.get_run(run_id)
+            try:
+                while True:
+                    # One read for all three before every step (benchmarks/quarantine.py):
+                    # the one the last step's write made in its own transaction, if any.
+                    run, states, incident_open = view or await self.e.store.run_state(run_id)
+                    if run.status.finished or run.status is RunStatus.NEEDS_HUMAN:
+                        return run
+                    if not self.e.leadership.leads(run_key(run)) or self._stopping:
+                        return run  # another replica holds the run's Lease and advances it
+                    current = next((s for s in states if not s.status.finished), None)
+                    if current is None:
+                        return await self.record.finish(run, states)
+                    if await self._step(run, current, states, incident_open) == "wait":
+                        return await self.e.store.get_run(run_id)
+                    view = self.record.take_view(run_id)
+            finally:
+                self.record.drop_view(run_id)
 
     # -- one step -------------------------------------------------------------------------
 

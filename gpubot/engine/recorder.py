@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from gpubot.actions.base import ActionContext
 from gpubot.domain import messages
 from gpubot.domain.control.approvals import ApprovalStatus
-from gpubot.domain.control.audit import SYSTEM_ACTOR, AuditDraft, AuditEvent, anchor_line
+from gpubot.domain.control.audit import (
+    SYSTEM_ACTOR,
+    AuditDraft,
+    AuditEvent,
+    ChainHead,
+    anchor_line,
+)
 from gpubot.domain.results import Message
-from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
+from gpubot.domain.runbooks.runs import Run, RunStatus, RunView, StepState, StepStatus
 from gpubot.domain.runbooks.spec import Step
 from gpubot.engine.audit_trail import AuditTrail
 from gpubot.engine.chat import best_effort
@@ -21,6 +27,7 @@ from gpubot.engine.stop_report import standing_blocks
 from gpubot.engine.telemetry import run_finished, step_ended, step_recorded
 from gpubot.errors import GpubotError
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 anchor_log = logging.getLogger("gpubot.audit")  # `gpubot serve` sends it to stderr
 Wait = Literal["wait"]  # a run that ended or paused: the executor stops advancing it
@@ -35,6 +42,35 @@ class RunRecorder:
     def __init__(self, engine: Engine) -> None:
         self.e = engine
         self.trail = AuditTrail(engine.store, engine.clock, engine.tally)
+        # Run views read back by a step's write, for the executor's next look at the run;
+        # and, per run with writes in flight here, how many and the newest one's number.
+        self._views: dict[str, RunView] = {}
+        self._writing: dict[str, tuple[int, int]] = {}
+        self._serial = 0
+
+    def take_view(self, run_id: str) -> RunView | None:
+        """The run as this process's last write to it read it back, in that write's
+        transaction; None when some other write to the run began since (or none read)."""
+        return self._views.pop(run_id, None)
+
+    def drop_view(self, run_id: str) -> None:
+        self._views.pop(run_id, None)
+
+    async def _write(self, run_id: str, call: Awaitable[T]) -> tuple[T, bool]:
+        """Await a write to the run; True with it when it was the only write to the run in
+        flight here from its start to its end (so what it read back is still the newest)."""
+        self._views.pop(run_id, None)
+        self._serial += 1
+        mine = self._serial
+        before, _newest = self._writing.get(run_id, (0, 0))
+        self._writing[run_id] = (before + 1, mine)
+        try:
+            result = await call
+        finally:
+            count, newest = self._writing.pop(run_id)
+            if count > 1:
+                self._writing[run_id] = (count - 1, newest)
+        return result, before == 0 and count == 1 and newest == mine
 
     async def actor(self, run: Run, step: Step) -> str:
         """Who a step acts for: its approvers once approved, gpubot itself otherwise."""
@@ -200,9 +236,17 @@ class RunRecorder:
         await self.finish(*await self.e.store.run_with_steps(run.id))
 
     async def save(self, state: StepState, *, event: AuditDraft | None = None) -> None:
-        """Record a step's state; with `event`, its audit event in the same transaction."""
+        """Record a step's state; with `event`, its audit event in the same transaction,
+        and when the step has ended, the run read back for the executor's next look."""
         try:
-            await self.e.store.save_step(state, audit=event)
+            if event is None or not state.status.finished:
+                await self._write(state.run_id, self.e.store.save_step(state, audit=event))
+            else:
+                view, newest = await self._write(
+                    state.run_id, self.e.store.save_step_read(state, audit=event)
+                )
+                if newest:
+                    self._views[state.run_id] = view
         except Exception:
             if event is not None:  # the audit append failed with the state it records
                 self.e.tally.dependency_error(dependency="audit")
@@ -212,17 +256,37 @@ class RunRecorder:
         self, run: Run, status: RunStatus, note: str, *, event: AuditDraft | None = None
     ) -> Run:
         """Record a run's status; with `event`, its audit event in the same transaction."""
+        write = self.e.store.update_run(
+            run.id, status=status, note=note, now=self.e.clock.now(), audit=event
+        )
+        changed = await self._audited(run.id, write, audited=event is not None)
+        self._count_end(run, changed)
+        return changed
+
+    async def end(
+        self, run: Run, status: RunStatus, note: str, *, event: AuditDraft
+    ) -> tuple[Run, list[AuditEvent], ChainHead | None]:
+        """set_run with its event, and the incident's events and the chain's head read in
+        the same transaction (what the run's summary and its anchor show)."""
+        write = self.e.store.end_run(
+            run.id, status=status, note=note, now=self.e.clock.now(), audit=event
+        )
+        changed, events, head = await self._audited(run.id, write, audited=True)
+        self._count_end(run, changed)
+        return changed, events, head
+
+    async def _audited(self, run_id: str, write: Awaitable[T], *, audited: bool) -> T:
         try:
-            changed = await self.e.store.update_run(
-                run.id, status=status, note=note, now=self.e.clock.now(), audit=event
-            )
+            result, _newest = await self._write(run_id, write)
         except Exception:
-            if event is not None:  # the audit append failed with the state it records
+            if audited:  # the audit append failed with the state it records
                 self.e.tally.dependency_error(dependency="audit")
             raise
-        if status.finished and not run.status.finished:
-            run_finished(self.e.tally, changed)
-        return changed
+        return result
+
+    def _count_end(self, before: Run, after: Run) -> None:
+        if after.status.finished and not before.status.finished:
+            run_finished(self.e.tally, after)
 
     def event(
         self,
@@ -308,6 +372,7 @@ class RunRecorder:
         return "wait"
 
     async def finish(self, run: Run, states: list[StepState]) -> Run:
+        trail: tuple[list[AuditEvent], ChainHead | None] | None = None
         if not run.status.finished:
             failed = [s.step_id for s in states if s.status is StepStatus.FAILED]
             # An evidence gathering the node's pool did not require does not fail the run.
@@ -320,7 +385,8 @@ class RunRecorder:
                 note = f"{note}; {gone}" if note else gone
             # The end and its event in one transaction (as audit() would write it).
             finished = self.event(run, "run.finished", result={"status": status.value})
-            run = await self.set_run(run, status, note, event=finished)
+            run, events, head = await self.end(run, status, note, event=finished)
+            trail = (events, head)
         elif run.status is not RunStatus.CANCELLED:
             await self.audit(run, "run.finished", result={"status": run.status.value})
         actors = {
@@ -332,8 +398,11 @@ class RunRecorder:
         await self.say(run, messages.run_summary(run, states, actors, standing=left))
         # The head leaves the database here, in the log and the thread: an anchor that
         # `gpubot audit verify --expect-head/--min-seq` can later hold the trail to.
-        # The incident's events and the head in one read, so the summary and the anchor agree.
-        if run.incident_id:
+        # The incident's events and the head in one read, so the summary and the anchor agree:
+        # the read of the run's end when this call ended it.
+        if trail is not None:
+            events, head = trail
+        elif run.incident_id:
             events, head = await self.e.store.incident_trail(run.incident_id)
         else:
             head = await self.e.store.head()

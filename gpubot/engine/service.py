@@ -289,11 +289,12 @@ class GpubotService:
             dry_run=dry_run,
         )
         # The event goes in with the run, in one transaction, and only if the run did.
-        stored, created = await self.e.store.create_run(run, steps, audit=created_event)
+        view, created = await self.e.store.create_run_read(run, steps, audit=created_event)
         if not created:
             return plan, None  # this incident already has its run: never twice
+        stored = view.run
         await self._post(stored.incident_id, messages.plan_message(plan))
-        self.spawn(self.executor.advance(stored.id))
+        self.spawn(self.executor.advance(stored.id, view=view))
         return plan, stored
 
     # -- approvals ------------------------------------------------------------------------

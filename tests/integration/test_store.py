@@ -413,6 +413,59 @@ async def test_combined_reads_match_the_reads_they_replace(store: SqlStore) -> N
     assert head.seq == 2
 
 
+async def test_writes_that_read_back_answer_what_the_reads_after_them_answer(
+    store: SqlStore,
+) -> None:
+    """create_run_read, save_step_read and end_run each write as their plain form does and
+    read, in the same transaction, what run_state (or incident_trail) would read next."""
+    [opened] = await store.ingest([observation(fingerprint="a1")], now=NOW)
+    incident_id = opened.incident_id
+    assert incident_id is not None
+
+    def mine(n: int) -> AuditDraft:
+        return draft(n, incident_id=incident_id, run_id="run-a")
+
+    run = make_run(incident_id=incident_id, run_id="run-a")
+    view, created = await store.create_run_read(run, make_steps("run-a"), audit=mine(1))
+    assert created
+    assert view == await store.run_state("run-a") == (run, make_steps("run-a"), True)
+    # The incident's second run of the same runbook: nothing written, the first one's view.
+    twin = make_run(incident_id=incident_id, run_id="run-b")
+    again, created = await store.create_run_read(twin, make_steps("run-b"), audit=mine(2))
+    assert not created
+    assert again == view
+    assert [e.seq for e in await store.events()] == [1]
+
+    [first, *_] = await store.steps("run-a")
+    running = replace(first, status=StepStatus.RUNNING, attempts=1, started_at=NOW)
+    seen = await store.save_step_read(running, audit=mine(2))
+    assert seen == await store.run_state("run-a")
+    assert seen.steps[0] == running
+    # The incident resolves: the next write's view says so.
+    await store.ingest([observation(fingerprint="a1", status="resolved")], now=NOW)
+    done = replace(running, status=StepStatus.SUCCEEDED, finished_at=NOW)
+    seen = await store.save_step_read(done, audit=mine(3))
+    assert seen == await store.run_state("run-a")
+    assert seen.incident_open is False
+
+    ended, events, head = await store.end_run(
+        "run-a", status=RunStatus.SUCCEEDED, note="", now=NOW, audit=mine(4)
+    )
+    assert ended == await store.get_run("run-a")
+    assert ended.status is RunStatus.SUCCEEDED
+    assert (events, head) == await store.incident_trail(incident_id)
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert await store.verify() == []
+    # Without an incident: no events, the head still.
+    loose = make_run(incident_id=None, run_id="run-c")
+    await store.create_run(loose, make_steps("run-c"))
+    _run, events, head = await store.end_run(
+        "run-c", status=RunStatus.FAILED, note="x", now=NOW, audit=draft(5)
+    )
+    assert events == []
+    assert head == await store.head()
+
+
 # Approvals
 
 

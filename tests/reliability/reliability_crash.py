@@ -70,12 +70,24 @@ class CrashingStore:
         self._fate = fate
 
     async def save_step(self, state: StepState, *, audit: Any = None) -> None:
+        self._before(state)
+        await self._inner.save_step(state, audit=audit)
+        self._after(state)
+
+    async def save_step_read(self, state: StepState, *, audit: Any) -> Any:
+        self._before(state)
+        view = await self._inner.save_step_read(state, audit=audit)
+        self._after(state)
+        return view
+
+    def _before(self, state: StepState) -> None:
         self._fate.alive()
         if state.status is StepStatus.RUNNING:
             self._fate.at("before-start", state.step_id)
         if state.status is StepStatus.SUCCEEDED:
             self._fate.at("before-done", state.step_id)
-        await self._inner.save_step(state, audit=audit)
+
+    def _after(self, state: StepState) -> None:
         if state.status is StepStatus.RUNNING:
             self._fate.running = state.step_id
         if state.status is StepStatus.SUCCEEDED:

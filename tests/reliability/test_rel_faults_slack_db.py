@@ -206,11 +206,18 @@ class OutageStore:
         self._inner = inner
         self.calls = calls
 
-    async def create_run(self, *args: Any, **kw: Any) -> Any:
+    def _away(self) -> None:
         if self.calls > 0:
             self.calls -= 1
             raise OperationalError("INSERT INTO runs", {}, ConnectionError("database is away"))
+
+    async def create_run(self, *args: Any, **kw: Any) -> Any:
+        self._away()
         return await self._inner.create_run(*args, **kw)
+
+    async def create_run_read(self, *args: Any, **kw: Any) -> Any:
+        self._away()
+        return await self._inner.create_run_read(*args, **kw)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

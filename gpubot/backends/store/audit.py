@@ -72,12 +72,16 @@ class SqlAuditLog(SqlDatabase):
     async def incident_trail(self, incident_id: str) -> tuple[list[AuditEvent], ChainHead | None]:
         """An incident's events and the chain's head, read in one transaction (one snapshot):
         what a run's end shows in its thread and logs as an anchor."""
-        query = select(audit).where(audit.c.incident_id == incident_id).order_by(audit.c.seq)
 
         def read(conn: Connection) -> tuple[list[AuditEvent], ChainHead | None]:
-            return [_event(row) for row in conn.execute(query).mappings()], self._head(conn)
+            return self._incident_events(conn, incident_id), self._head(conn)
 
         return await self._run(read, write=False, snapshot=True)
+
+    @staticmethod
+    def _incident_events(conn: Connection, incident_id: str) -> list[AuditEvent]:
+        query = select(audit).where(audit.c.incident_id == incident_id).order_by(audit.c.seq)
+        return [_event(row) for row in conn.execute(query).mappings()]
 
     async def verify(self) -> list[ChainProblem]:
         problems, _head = await self.check()

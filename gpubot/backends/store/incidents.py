@@ -336,6 +336,17 @@ def get_incident_row(conn: Connection, incident_id: str) -> Incident:
     return _incident(row)
 
 
+_INCIDENT_STATUS = select(incidents.c.status).where(incidents.c.id == bindparam("incident_id"))
+
+
+def incident_is_open(conn: Connection, incident_id: str) -> bool:
+    """Whether the incident is open: its status column alone."""
+    status = conn.execute(_INCIDENT_STATUS, {"incident_id": incident_id}).scalar()
+    if status is None:
+        raise NotFoundError(f"no incident {incident_id}")
+    return IncidentStatus(status) is IncidentStatus.OPEN
+
+
 def _incident(row: RowMapping) -> Incident:
     return Incident(
         id=row["id"],

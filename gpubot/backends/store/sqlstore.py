@@ -16,7 +16,12 @@ from gpubot.backends.store.chatrefs import SqlChatRefs
 from gpubot.backends.store.database import create_store_engine
 from gpubot.backends.store.evidence import SqlEvidence
 from gpubot.backends.store.gpu_ledger import SqlGpuLedger
-from gpubot.backends.store.incidents import SqlIncidents, alerts_of, get_incident_row
+from gpubot.backends.store.incidents import (
+    SqlIncidents,
+    alerts_of,
+    get_incident_row,
+    incident_is_open,
+)
 from gpubot.backends.store.runs import (
     SqlRuns,
     create_run_rows,
@@ -26,9 +31,9 @@ from gpubot.backends.store.runs import (
 )
 from gpubot.backends.store.signed_votes import SqlSignedVotes
 from gpubot.backends.store.slackseen import SqlSlackSeen
-from gpubot.domain.control.audit import AuditDraft
+from gpubot.domain.control.audit import AuditDraft, AuditEvent, ChainHead
 from gpubot.domain.incidents.correlation import AlertRecord, Incident
-from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
+from gpubot.domain.runbooks.runs import Run, RunStatus, RunView, StepState
 from gpubot.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -62,6 +67,18 @@ class SqlStore(
 
         await self._run(both, write=True)
 
+    async def save_step_read(self, state: StepState, *, audit: AuditDraft) -> RunView:
+        """save_step with its event, then the run's state read back in the same
+        transaction: the executor's next look at the run costs no transaction of its own."""
+        stored = as_stored(audit)
+
+        def both(conn: Connection) -> RunView:
+            self._upsert_step(conn, state)
+            self._append(conn, stored)
+            return _run_view(conn, state.run_id)
+
+        return await self._run(both, write=True)
+
     async def create_run(
         self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft | None = None
     ) -> tuple[Run, bool]:
@@ -76,6 +93,21 @@ class SqlStore(
             if result[1]:
                 self._append(conn, stored)
             return result
+
+        return await self._run(both, write=True)
+
+    async def create_run_read(
+        self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft
+    ) -> tuple[RunView, bool]:
+        """create_run with its event, and the run's state read in the same transaction (the
+        existing run's, when the incident had one)."""
+        stored, states = as_stored(audit), list(steps)
+
+        def both(conn: Connection) -> tuple[RunView, bool]:
+            kept, created = create_run_rows(conn, run, states)
+            if created:
+                self._append(conn, stored)
+            return _run_view(conn, kept.id), created
 
         return await self._run(both, write=True)
 
@@ -100,6 +132,21 @@ class SqlStore(
 
         return await self._run(both, write=True)
 
+    async def end_run(
+        self, run_id: str, *, status: RunStatus, note: str, now: datetime, audit: AuditDraft
+    ) -> tuple[Run, list[AuditEvent], ChainHead | None]:
+        """A run's end with its event, then its incident's events and the chain's head, in
+        one transaction: the thread's summary and the anchor read what this end wrote."""
+        stored = as_stored(audit)
+
+        def both(conn: Connection) -> tuple[Run, list[AuditEvent], ChainHead | None]:
+            changed = update_run_row(conn, run_id, status=status, note=note, now=now)
+            self._append(conn, stored)
+            events = self._incident_events(conn, changed.incident_id) if changed.incident_id else []
+            return changed, events, self._head(conn)
+
+        return await self._run(both, write=True)
+
     async def incident_with_runs(
         self, incident_id: str
     ) -> tuple[Incident, list[Run], list[AlertRecord]]:
@@ -111,20 +158,21 @@ class SqlStore(
 
         return await self._run(read, write=False, snapshot=True)
 
-    async def run_state(self, run_id: str) -> tuple[Run, list[StepState], bool | None]:
+    async def run_state(self, run_id: str) -> RunView:
         """A run, its steps and whether its incident is open (None: no incident), read in
         one transaction (one snapshot): what the executor reads before each step."""
 
-        def read(conn: Connection) -> tuple[Run, list[StepState], bool | None]:
-            run, states = read_run_with_steps(conn, run_id)
-            if run.incident_id is None:
-                return run, states, None
-            return run, states, get_incident_row(conn, run.incident_id).is_open
-
-        return await self._run(read, write=False, snapshot=True)
+        return await self._run(lambda conn: _run_view(conn, run_id), write=False, snapshot=True)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.dispose)
+
+
+def _run_view(conn: Connection, run_id: str) -> RunView:
+    run, states = read_run_with_steps(conn, run_id)
+    if run.incident_id is None:
+        return RunView(run, states, None)
+    return RunView(run, states, incident_is_open(conn, run.incident_id))
 
 
 if TYPE_CHECKING:

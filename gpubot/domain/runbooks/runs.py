@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class RunStatus(StrEnum):
@@ -80,3 +80,12 @@ class StepState:
     error: str = ""
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class RunView(NamedTuple):
+    """A run, its steps and whether its incident is open (None: the run has no incident),
+    read together in one transaction: what the executor decides each step from."""
+
+    run: Run
+    steps: list[StepState]
+    incident_open: bool | None
