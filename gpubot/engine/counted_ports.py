@@ -53,14 +53,23 @@ class _Counted:
         self._dependency = dependency
         self._tally = tally
         self._parts = parts
+        # name → (what the target had under it, its counted form): made once per method,
+        # not at every call; made again if the target's attribute changes.
+        self._made: dict[str, tuple[Any, Any]] = {}
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
+        made = self._made.get(name)
+        if made is not None and (made[0] is value or made[0] == value):
+            return made[1]
         if name in self._parts:
-            return _Counted(value, self._dependency, self._tally)
-        if inspect.iscoroutinefunction(value):
-            return self._counting(value)
-        return value
+            counted: Any = _Counted(value, self._dependency, self._tally)
+        elif inspect.iscoroutinefunction(value):
+            counted = self._counting(value)
+        else:
+            return value
+        self._made[name] = (value, counted)
+        return counted
 
     def _counting(self, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
