@@ -9,6 +9,7 @@ loop is what `serve` drives on a timer and at start and what the leader alone ac
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from gpubot.domain.runbooks.runs import RunStatus
 from gpubot.domain.runbooks.shards import run_key
 from gpubot.engine.interventions import CANCELLED_KIND, RESUMED_KIND, Interventions
 from gpubot.engine.signed_votes import SUBMITTED_KIND
+from gpubot.knowledge.xid.catalog import catalog
 
 if TYPE_CHECKING:
     from gpubot.engine.service import GpubotService
@@ -65,6 +67,12 @@ class LeaderLoop:
         finally:
             self.warming = False
         took = loop.time() - started
+        catalog()  # the XID catalog, parsed once, before the first XID alert reads it
+        # What start-up made (the first LIST of every node among it) is collected once now
+        # and then frozen out of the collector's sight: a full collection during the first
+        # alerts walks what came since, not the whole fleet (one took 170 ms on 1,500 Nodes).
+        gc.collect()
+        gc.freeze()
         for name, ok in zip(names, ready, strict=True):
             if ok:
                 log.info("cluster %s: node cache ready (%.2fs)", name, took)
