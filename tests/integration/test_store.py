@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from gpubot.backends.store import SqlStore, open_store
+from gpubot.backends.store.database import create_store_engine
 from gpubot.domain.control.approvals import ApprovalRequest, ApprovalStatus, Vote
 from gpubot.domain.control.audit import AuditDraft
 from gpubot.domain.incidents.alerts import Alert
@@ -700,6 +702,37 @@ async def test_memory_sqlite_is_shared_across_threads() -> None:
         assert len(await store.list_incidents()) == 1
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("write", [True, False])
+def test_sqlite_writes_hold_the_write_lock_from_their_begin(tmp_path: Path, write: bool) -> None:
+    """On SQLite a store write takes the database's write lock at its BEGIN (BEGIN
+    IMMEDIATE), before its first statement, so it waits out another process's write rather
+    than failing later on a lock upgrade; a read does not take it. The store begins its own
+    transactions, and also does so on an engine that has the begin event."""
+    path = tmp_path / "lock.db"
+    for engine in (
+        create_store_engine(f"sqlite:///{path}", begin_event=False),
+        create_store_engine(f"sqlite:///{path}"),
+    ):
+        store = SqlStore(engine=engine)
+        store.prepare()
+        seen: list[str] = []
+
+        def inside(conn: Any, seen: list[str] = seen) -> None:
+            other = sqlite3.connect(path, timeout=0, isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("ROLLBACK")
+                seen.append("free")
+            except sqlite3.OperationalError as exc:
+                seen.append(str(exc))
+            finally:
+                other.close()
+
+        store._transact(inside, write=write)
+        assert seen == (["database is locked"] if write else ["free"])
+        store.dispose()
 
 
 def test_unreachable_database_is_one_line_config_error(tmp_path: Path) -> None:

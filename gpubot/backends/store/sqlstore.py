@@ -190,8 +190,11 @@ def open_store(
     that only read) creates and changes nothing: StoreMissingError if there is no database.
     """
     # Every store call is one transaction that is redone on a new connection when its
-    # connection turns out dead (SqlDatabase._transact): no ping before each one.
-    engine = create_store_engine(url, schema=schema, create=create, pre_ping=False)
+    # connection turns out dead (SqlDatabase._transact): no ping before each one; and it
+    # begins its own SQLite transactions (no engine event).
+    engine = create_store_engine(
+        url, schema=schema, create=create, pre_ping=False, begin_event=False
+    )
     store = SqlStore(engine=engine, audit_key=audit_key)
     try:
         if create:
