@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind11` entries they miss are listed in HOLDOUT_MISSES … BLIND11_MISSES
+`blind3` to `blind13` entries they miss are listed in HOLDOUT_MISSES … BLIND13_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -70,6 +70,25 @@ BLIND12A_MISSES: dict[str, str] = {}
 # The twelfth part's second half (zb-): its 6 misses before its rules (89.1 %) are listed by
 # family in the fixtures' README; none is left.
 BLIND12B_MISSES: dict[str, str] = {}
+# The thirteenth part (zc-), measured before any rule was changed for it: 45 of 53 (84.9 %).
+BLIND13_MISSES: dict[str, str] = {
+    "zc-006": "SGLang's 'Loaded weights leave no GPU memory for the KV cache' is not read "
+    "(not_oom, low): only vLLM's KV-cache wordings are",
+    "zc-007": "FlashInfer's 'Failed to allocate memory ... in AlignedAllocator' (a fixed "
+    "workspace too small for the batch) is answered cannot_tell",
+    "zc-017": "ENOSPC told beside 'a missing shared memory mount' for NCCL's SHM transport is "
+    "read as a full disk (not_oom, high)",
+    "zc-020": "a GPU OOM said only in a PR's prose ('an OOM condition ... more input tensors "
+    "than there is GPU memory') is answered cannot_tell",
+    "zc-021": "torch's shared-memory file cut short ('unable to write to file </torch>.....') is "
+    "not read (not_oom, low): only '</torch_...' is",
+    "zc-022": "ENOSPC raised while enumerating an MXNet DataLoader in Docker is read as a full "
+    "disk (not_oom, high)",
+    "zc-028": "the tail of PyTorch's OOM message alone ('...llocated memory try setting "
+    "max_split_size_mb to avoid fragmentation') is not read (not_oom, low)",
+    "zc-029": "exit code 137 after 'reducing the memory to 500Mi ... can reproduce the OOM error' "
+    "is answered killed_unknown",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -87,6 +106,7 @@ KNOWN_MISSES = {
     **BLIND11_MISSES,
     **BLIND12A_MISSES,
     **BLIND12B_MISSES,
+    **BLIND13_MISSES,
 }
 
 
@@ -110,7 +130,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
-    splits = (*splits, "blind12a", "blind12b")
+    splits = (*splits, "blind12a", "blind12b", "blind13")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -130,6 +150,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind11" for key in BLIND11_MISSES)
     assert all(split[key] == "blind12a" for key in BLIND12A_MISSES)
     assert all(split[key] == "blind12b" for key in BLIND12B_MISSES)
+    assert all(split[key] == "blind13" for key in BLIND13_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
