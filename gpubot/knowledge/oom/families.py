@@ -62,6 +62,10 @@ GPU_OOM: tuple[Family, ...] = (
             r"Tried to allocate \d[\d.]{0,20} ?\w{1,5}[ .]{1,3}\(?GPU \d{1,3}(?:; | has a total)"
             r"|\(GPU \d{1,3}; \d[\d.]{0,20} ?\w{1,5} total capacity; [^\n]{0,80}?"
             r"(?:already allocated|free;)"
+            # The message's own last sentence, which only the allocator's OOM prints ("If
+            # reserved memory is >> allocated memory try setting max_split_size_mb ...").
+            r"|llocated memory(?: is large)? try setting "
+            r"(?:max_split_size_mb|PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\S{0,40}) to avoid fragmentation"
         ),
     ),
     Family(
@@ -132,6 +136,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"|Free memory on device \S{0,40}.{0,40}less than desired GPU memory"
             r"|Not enough memory\. Please try to increase --mem-fraction-static"
             r"|Not enough memory to handle \d{1,9} (?:prefill |total )?tokens"
+            # SGLang: the weights took the share of the device the KV cache pool needed.
+            r"|\bleave no (?:GPU |device )?memory for the KV cache"
+            r"|\bno (?:GPU |device )?memory (?:left |remaining )?for the KV cache"
         ),
         wraps=True,
     ),
@@ -204,7 +211,8 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "high",
         _p(
-            r"unable to write to file </?torch_"
+            # The segment's name may come cut short ("</torch>.....").
+            r"unable to write to file </?torch(?:_|>)"
             # ENOSPC: /dev/shm is full. ENOMEM on the same object is memory (or mappings)
             # refused, which the host families read.
             r"|</?torch_\w{1,40}>[^\n]{0,80}No space left on device"
@@ -261,6 +269,25 @@ SHM: tuple[Family, ...] = (
         # A write that names its path names where it failed: a file outside shared memory
         # is on a disk, whatever else the post says of /dev/shm.
         unless=_p(r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"),
+    ),
+    # ENOSPC beside shared memory named in words ("a missing shared memory mount", "SHM"),
+    # or raised while a data loader's workers hand batches over: both write to /dev/shm.
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "medium",
+        _p(r"No space left on device|\bENOSPC\b|\[Errno 28\]", _I),
+        near=_p(
+            r"shared memory(?! implementation)|\bSHM\b|--ipc[= ]host"
+            r"|\bDataLoader\b|\bdata ?loader\b|\bnum_workers\b",
+            _I,
+        ),
+        span=2,
+        unless=_p(
+            r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"
+            r"|torch\.save|save_pretrained|checkpoint|\bpip\b|\bconda\b|docker (?:pull|build)",
+            _I,
+        ),
     ),
     # ENOSPC from a semaphore or shared array: multiprocessing keeps those in /dev/shm.
     Family(

@@ -254,6 +254,25 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # An operator who brought the OOM about by setting a container's memory ("reducing the
+    # memory to 500Mi ... can reproduce the OOM error"), beside the kill's exit code 137.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:reduc|lower|decreas|limit|set)\w{0,4}\b[^\n]{0,30}?\bmemory\b[^\n]{0,20}?"
+            r"\b(?:to|of|at) \d{1,6} ?(?:[KMG]i|[KMG]iB|[KMG]B)\b[^\n]{0,80}?\bOOM\b"
+            r"|\bOOM\b[^\n]{0,80}?\b(?:reduc|lower|decreas|limit|set)\w{0,4}\b[^\n]{0,30}?"
+            r"\bmemory\b[^\n]{0,20}?\b(?:to|of|at) \d{1,6} ?(?:[KMG]i|[KMG]iB|[KMG]B)\b",
+            _I,
+        ),
+        near=_p(r"\bexit ?Code:? 137\b|\bexit(?:ed)? (?:with )?(?:code |status )?137\b", _I),
+        span=30,
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b[^\n]{0,30}?\bOOM\b|\bOOM\b[^\n]{0,30}?\b(?:GPU|CUDA)\b", _I
+        ),
+    ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(
         "kernel_oom_killer",

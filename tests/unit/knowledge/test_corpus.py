@@ -70,24 +70,13 @@ BLIND12A_MISSES: dict[str, str] = {}
 # The twelfth part's second half (zb-): its 6 misses before its rules (89.1 %) are listed by
 # family in the fixtures' README; none is left.
 BLIND12B_MISSES: dict[str, str] = {}
-# The thirteenth part (zc-), measured before any rule was changed for it: 45 of 53 (84.9 %).
+# The thirteenth part (zc-): its 8 misses before its rules (84.9 %) are listed by family in the
+# fixtures' README; these two are left, both answered cannot_tell.
 BLIND13_MISSES: dict[str, str] = {
-    "zc-006": "SGLang's 'Loaded weights leave no GPU memory for the KV cache' is not read "
-    "(not_oom, low): only vLLM's KV-cache wordings are",
     "zc-007": "FlashInfer's 'Failed to allocate memory ... in AlignedAllocator' (a fixed "
     "workspace too small for the batch) is answered cannot_tell",
-    "zc-017": "ENOSPC told beside 'a missing shared memory mount' for NCCL's SHM transport is "
-    "read as a full disk (not_oom, high)",
     "zc-020": "a GPU OOM said only in a PR's prose ('an OOM condition ... more input tensors "
     "than there is GPU memory') is answered cannot_tell",
-    "zc-021": "torch's shared-memory file cut short ('unable to write to file </torch>.....') is "
-    "not read (not_oom, low): only '</torch_...' is",
-    "zc-022": "ENOSPC raised while enumerating an MXNet DataLoader in Docker is read as a full "
-    "disk (not_oom, high)",
-    "zc-028": "the tail of PyTorch's OOM message alone ('...llocated memory try setting "
-    "max_split_size_mb to avoid fragmentation') is not read (not_oom, low)",
-    "zc-029": "exit code 137 after 'reducing the memory to 500Mi ... can reproduce the OOM error' "
-    "is answered killed_unknown",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
