@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind13` entries they miss are listed in HOLDOUT_MISSES … BLIND13_MISSES
+`blind3` to `blind14` entries they miss are listed in HOLDOUT_MISSES … BLIND14_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -78,6 +78,23 @@ BLIND13_MISSES: dict[str, str] = {
     "zc-020": "a GPU OOM said only in a PR's prose ('an OOM condition ... more input tensors "
     "than there is GPU memory') is answered cannot_tell",
 }
+# The fourteenth part (zd-), measured before any rule was changed for it: 50 of 58 (86.2 %).
+BLIND14_MISSES: dict[str, str] = {
+    "zd-006": "XLA's 'Out of memory while trying to allocate 2359296 bytes.' over its "
+    "'BufferAssignment OOM Debugging' is answered cannot_tell",
+    "zd-007": "a bare 'Killed' quoted in prose ('The terminal just shows _\"Killed\"_') is not "
+    "read (not_oom, low)",
+    "zd-015": "the OS killing a process on a memory shortage, said in Japanese (メモリ不足 ... "
+    "kill), is not read (not_oom, low)",
+    "zd-018": "'OOMKilled' only as a linked article's title, beside a bare exit code 137, is "
+    "read as the kubelet's OOMKilled (host_oom_killed, high)",
+    "zd-019": "Ray's guess that a worker 'may have exceeded K8s pod memory limits' beside a "
+    "SIGTERM is read as a requested stop (not_oom, medium)",
+    "zd-034": "a 'killed' that raising the container's --memory cured is not read (not_oom, low)",
+    "zd-037": "a process 'keeps ending with \"Killed\"' in prose is not read (not_oom, low)",
+    "zd-040": "a segfault in NCCL's `ncclShmOpen` cured by a bigger shmem is not read "
+    "(not_oom, low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -96,6 +113,7 @@ KNOWN_MISSES = {
     **BLIND12A_MISSES,
     **BLIND12B_MISSES,
     **BLIND13_MISSES,
+    **BLIND14_MISSES,
 }
 
 
@@ -119,7 +137,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
-    splits = (*splits, "blind12a", "blind12b", "blind13")
+    splits = (*splits, "blind12a", "blind12b", "blind13", "blind14")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -140,6 +158,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind12a" for key in BLIND12A_MISSES)
     assert all(split[key] == "blind12b" for key in BLIND12B_MISSES)
     assert all(split[key] == "blind13" for key in BLIND13_MISSES)
+    assert all(split[key] == "blind14" for key in BLIND14_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
