@@ -99,6 +99,15 @@ GPU_OOM: tuple[Family, ...] = (
         wraps=True,
         unless=_p(_HOST_DEVICE),
     ),
+    # XLA's report of a program whose buffers did not fit the device: "Out of memory while
+    # trying to allocate 2359296 bytes." over "BufferAssignment OOM Debugging."
+    Family(
+        "xla_resource_exhausted",
+        "cuda_oom",
+        "medium",
+        _p(r"\bBufferAssignment OOM Debugging\b"),
+        unless=_p(_HOST_DEVICE),
+    ),
     Family(
         "tf_resource_exhausted",
         "cuda_oom",
@@ -381,6 +390,8 @@ HOST: tuple[Family, ...] = (
         "high",
         # Not `OOMKilled: false`, which docker inspect prints for every other exit.
         _p(r"\b(?:OOMKill(?:ed|ing)|OOM Killed)\b(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"),
+        # Nor the title of an article a post links to ("[OOMKilled Kubernetes Error](https:").
+        unless=_p(r"\[[^\]\n]{0,80}\bOOM ?Kill\w{0,3}\b[^\]\n]{0,80}\]\(https?://"),
     ),
     Family(
         "kubelet_memory_eviction",

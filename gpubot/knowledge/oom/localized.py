@@ -67,4 +67,19 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         # Memory locked for RDMA or pinned for the GPU fails with the same words.
         unless=_p(r"\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock|pinned", re.IGNORECASE),
     ),
+    # The system killing a process on a memory shortage, said in a sentence: "OSがメモリ不足を
+    # 検知した瞬間…killをしてしまいます", "内存不足被系统杀死", "메모리 부족으로 kill".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"(?:メモリ不足|メモリ使い過ぎ"
+            r"|内存不足|內存不足|메모리 부족)"
+            r"[^\n]{0,40}?(?:[Kk]ill|強制終了|被杀|杀死|被殺"
+            r"|강제 종료)"
+        ),
+        # The GPU's memory (显存, VRAM) running short is not the host's.
+        unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
+    ),
 )

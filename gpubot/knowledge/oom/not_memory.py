@@ -86,6 +86,10 @@ SIGKILL = Family(
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
+        r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
+        r"|exited|dies|died) (?:just |only |with |in )?(?:a |the )?(?:message )?"
+        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         # The exit status told in a sentence: "exits with a code of 137".
         r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
         r"|\bexit (?:code|status) of (?:137|-9)\b"

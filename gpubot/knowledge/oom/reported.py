@@ -273,6 +273,18 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:GPU|CUDA|VRAM)\b[^\n]{0,30}?\bOOM\b|\bOOM\b[^\n]{0,30}?\b(?:GPU|CUDA)\b", _I
         ),
     ),
+    # A kill that giving the container more memory cured: "I solved this 'killed' problem by
+    # adding --memory=\"16g\" to the docker command".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:solved|fixed|resolved|cured)\b[^\n]{0,60}?\bkill(?:ed|s)?\b[^\n]{0,100}?"
+            r"(?:--memory|--memory-limit|\bmem_limit)\s{0,2}[= :]\s{0,2}[\"']?\d{1,6}\s?[kKmMgG]",
+            _I,
+        ),
+    ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(
         "kernel_oom_killer",

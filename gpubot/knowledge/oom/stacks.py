@@ -49,6 +49,8 @@ STACK_SHM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bncclShmOpen\b[^\n]{0,40}?\b(?:error|fail(?:ed|s|ure)?)\b"
+            r"|\b(?:segfaults?|segmentation fault|SIGSEGV|crash(?:es|ed)?)\b[^\n]{0,20}?\bin\W{0,2}"
+            r"ncclShmOpen\b"
             r"|\b(?:unable|not able|wasn'?t able|was not able|failed|could not|couldn'?t|cannot)"
             r" (?:to )?allocate shared memory for (?:the )?NCCL\b",
             _I,

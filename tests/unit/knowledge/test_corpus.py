@@ -78,22 +78,11 @@ BLIND13_MISSES: dict[str, str] = {
     "zc-020": "a GPU OOM said only in a PR's prose ('an OOM condition ... more input tensors "
     "than there is GPU memory') is answered cannot_tell",
 }
-# The fourteenth part (zd-), measured before any rule was changed for it: 50 of 58 (86.2 %).
+# The fourteenth part (zd-): its 8 misses before its rules (86.2 %) are listed by family in the
+# fixtures' README; this one is left.
 BLIND14_MISSES: dict[str, str] = {
-    "zd-006": "XLA's 'Out of memory while trying to allocate 2359296 bytes.' over its "
-    "'BufferAssignment OOM Debugging' is answered cannot_tell",
-    "zd-007": "a bare 'Killed' quoted in prose ('The terminal just shows _\"Killed\"_') is not "
-    "read (not_oom, low)",
-    "zd-015": "the OS killing a process on a memory shortage, said in Japanese (メモリ不足 ... "
-    "kill), is not read (not_oom, low)",
-    "zd-018": "'OOMKilled' only as a linked article's title, beside a bare exit code 137, is "
-    "read as the kubelet's OOMKilled (host_oom_killed, high)",
     "zd-019": "Ray's guess that a worker 'may have exceeded K8s pod memory limits' beside a "
     "SIGTERM is read as a requested stop (not_oom, medium)",
-    "zd-034": "a 'killed' that raising the container's --memory cured is not read (not_oom, low)",
-    "zd-037": "a process 'keeps ending with \"Killed\"' in prose is not read (not_oom, low)",
-    "zd-040": "a segfault in NCCL's `ncclShmOpen` cured by a bigger shmem is not read "
-    "(not_oom, low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
