@@ -31,29 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from _report import REPO, emit
+from _xid_cordon import RUNBOOK, Sink
 
-RUNBOOK = """
-name: xid-cordon
-description: cordon the node an XID alert names (the alert-cost benchmark's only runbook)
-triggers:
-  - alertname: GPUXidError
-params:
-  node: {type: node, default: "{{ alert.labels.Hostname }}"}
-target: node
-steps:
-  - {id: cordon, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
-"""
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
-
-
-class Sink:
-    """Console output (no Slack here) that goes nowhere."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def body(template: dict[str, Any], node: str, serial: int, status: str) -> bytes:

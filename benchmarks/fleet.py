@@ -45,6 +45,7 @@ from typing import Any
 
 import httpx
 from _report import REPO, at_least, at_most, emit, percentiles, use_test_helpers
+from _xid_cordon import RUNBOOK, Sink
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -66,17 +67,6 @@ NVSENTINEL = {
 }
 PER_PAYLOAD, IN_FLIGHT = 10, 8
 DRAINS_AT_ONCE = 10
-RUNBOOK = """
-name: xid-cordon
-description: cordon the node an XID alert names (the fleet benchmark's only runbook)
-triggers:
-  - alertname: GPUXidError
-params:
-  node: {type: node, default: "{{ alert.labels.Hostname }}"}
-target: node
-steps:
-  - {id: cordon, action: node.cordon, args: {node: "{{ params.node }}"}, approval: auto}
-"""
 
 
 def note(text: str) -> None:
@@ -131,16 +121,6 @@ class NoAgent:
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the fleet benchmark does not use {name}")
-
-
-class Sink:
-    """Console output (no Slack here) that goes nowhere."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def configuration(plane: Any) -> client.Configuration:

@@ -181,3 +181,22 @@ def test_fleet_runs_against_a_real_api_server() -> None:
         "peak_requests_over_bucket",
         "replica_steps_started_twice",
     }
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_alert_cost_flow_cordons_every_node_it_alerts_on(bare: bool) -> None:
+    """alert_cost.py's flow, as it runs under callgrind (valgrind itself is not run here: it
+    takes minutes): two rounds of single-alert webhooks on the simulated cluster's 16 nodes,
+    each round checked to have cordoned all 16 (the script fails otherwise); it prints the
+    alerts sent. `bare`: the baseline's straight cordon and uncordon calls."""
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "alert_cost.py"), "--inner", "2"]
+        + (["--bare"] if bare else []),
+        cwd=BENCHMARKS.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["32"]
