@@ -38,6 +38,9 @@ _HEDGED = (
 )
 # TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
 # pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
+# ENOSPC in its wordings, and one whose message names a path outside shared memory.
+_ENOSPC = r"No space left on device|\bENOSPC\b|\[Errno 28\]"
+_ENOSPC_ON_A_DISK_PATH = r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"
 _HOST_DEVICE = (
     r"/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b"
     r"|MemoryError: Unable to allocate"
@@ -262,7 +265,7 @@ SHM: tuple[Family, ...] = (
         "dev_shm_full",
         "shm_exhausted",
         "medium",
-        _p(r"No space left on device|\bENOSPC\b|\[Errno 28\]", _I),
+        _p(_ENOSPC, _I),
         near=_p(
             r"\bfill\w{0,3} (?:up )?(?:all |the )?(?:of )?"
             + _SHM_DIR
@@ -277,7 +280,7 @@ SHM: tuple[Family, ...] = (
         span=4,
         # A write that names its path names where it failed: a file outside shared memory
         # is on a disk, whatever else the post says of /dev/shm.
-        unless=_p(r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"),
+        unless=_p(_ENOSPC_ON_A_DISK_PATH),
     ),
     # ENOSPC beside shared memory named in words ("a missing shared memory mount", "SHM"),
     # or raised while a data loader's workers hand batches over: both write to /dev/shm.
@@ -285,7 +288,7 @@ SHM: tuple[Family, ...] = (
         "dev_shm_full",
         "shm_exhausted",
         "medium",
-        _p(r"No space left on device|\bENOSPC\b|\[Errno 28\]", _I),
+        _p(_ENOSPC, _I),
         near=_p(
             r"shared memory(?! implementation)|\bSHM\b|--ipc[= ]host"
             r"|\bDataLoader\b|\bdata ?loader\b|\bnum_workers\b",
@@ -293,8 +296,8 @@ SHM: tuple[Family, ...] = (
         ),
         span=2,
         unless=_p(
-            r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"
-            r"|torch\.save|save_pretrained|checkpoint|\bpip\b|\bconda\b|docker (?:pull|build)",
+            _ENOSPC_ON_A_DISK_PATH
+            + r"|torch\.save|save_pretrained|checkpoint|\bpip\b|\bconda\b|docker (?:pull|build)",
             _I,
         ),
     ),
