@@ -623,6 +623,11 @@ class Store(
         """An incident, its runs and its alerts, read in one transaction (one snapshot)."""
         ...
 
+    async def rehearse(self, *, now: datetime) -> None:
+        """Run the statements of an alert's run once in a transaction rolled back at its
+        end, so that the first alert does not pay for compiling them; nothing is kept."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -468,6 +468,20 @@ async def test_writes_that_read_back_answer_what_the_reads_after_them_answer(
     assert head == await store.head()
 
 
+async def test_a_rehearsal_keeps_nothing(store: SqlStore) -> None:
+    """rehearse() runs an alert's run's statements in a transaction it rolls back: no run,
+    step or event is kept, the chain's head is where it was and the chain verifies; a store
+    call after it works as before."""
+    await store.append(draft(1))
+    head = await store.head()
+    await store.rehearse(now=NOW)
+    assert await store.list_runs() == []
+    assert [e.seq for e in await store.events()] == [1]
+    assert await store.head() == head
+    assert await store.verify() == []
+    assert (await store.append(draft(2))).seq == 2
+
+
 # Approvals
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ from gpubot.backends.store.slackseen import SqlSlackSeen
 from gpubot.domain.control.audit import AuditDraft, AuditEvent, ChainHead
 from gpubot.domain.incidents.correlation import AlertRecord, Incident
 from gpubot.domain.runbooks.runs import Run, RunStatus, RunView, StepState
-from gpubot.errors import ConfigError
+from gpubot.errors import ConfigError, NotFoundError
 
 if TYPE_CHECKING:
     from gpubot.ports import Store
@@ -164,8 +165,50 @@ class SqlStore(
 
         return await self._run(lambda conn: _run_view(conn, run_id), write=False, snapshot=True)
 
+    async def rehearse(self, *, now: datetime) -> None:
+        """An alert's run, made, stepped, ended and read back, in one transaction that is then
+        rolled back: SQLAlchemy compiles each of those statements once, taking 0.3 to 3 ms
+        apiece, and so does it here before the first alert rather than during it. Nothing
+        is kept; the chain's head is read and moved only inside the rolled-back transaction."""
+        run = Run(
+            id="run-rehearsal",
+            runbook="rehearsal",
+            incident_id=None,
+            cluster="rehearsal",
+            target=None,
+            requested_by="gpubot",
+            status=RunStatus.RUNNING,
+            dry_run=True,
+            context={},
+            created_at=now,
+            updated_at=now,
+        )
+        step = StepState(run_id=run.id, step_id="rehearsal", position=0)
+        event = as_stored(AuditDraft(ts=now, actor="gpubot", kind="rehearsal", run_id=run.id))
+
+        def rehearse(conn: Connection) -> None:
+            create_run_rows(conn, run, [step])
+            self._upsert_step(conn, step)
+            self._append(conn, event)
+            _run_view(conn, run.id)
+            update_run_row(conn, run.id, status=RunStatus.SUCCEEDED, note="", now=now)
+            self._incident_events(conn, "inc-rehearsal")
+            runs_of(conn, "inc-rehearsal")
+            alerts_of(conn, "inc-rehearsal")
+            with contextlib.suppress(NotFoundError):
+                get_incident_row(conn, "inc-rehearsal")
+            self._head(conn)
+            raise _Rehearsed
+
+        with contextlib.suppress(_Rehearsed):
+            await self._run(rehearse, write=True)
+
     async def close(self) -> None:
         await asyncio.to_thread(self.dispose)
+
+
+class _Rehearsed(Exception):
+    """Rolls the rehearsal's transaction back."""
 
 
 def _run_view(conn: Connection, run_id: str) -> RunView:
