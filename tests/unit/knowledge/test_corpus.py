@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind14` entries they miss are listed in HOLDOUT_MISSES … BLIND14_MISSES
+`blind3` to `blind15` entries they miss are listed in HOLDOUT_MISSES … BLIND15_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -84,6 +84,29 @@ BLIND14_MISSES: dict[str, str] = {
     "zd-019": "Ray's guess that a worker 'may have exceeded K8s pod memory limits' beside a "
     "SIGTERM is read as a requested stop (not_oom, medium)",
 }
+# The fifteenth part (ze-), measured before any rule was changed for it: 48 of 60 (80.0 %).
+BLIND15_MISSES: dict[str, str] = {
+    "ze-017": "a pod 'killed by K8S because of OOM' said in prose is answered cannot_tell",
+    "ze-019": "a worker that 'crashes due to out of memory (OOME)' beside Airflow's 'Received "
+    "SIGTERM' is read as a requested stop (not_oom, medium)",
+    "ze-020": "df's line for /dev/shm at 100 % is not read (not_oom, low)",
+    "ze-021": "Triton's shared-memory key that could not be registered, a client's mistake, is "
+    "answered cannot_tell",
+    "ze-025": "RAPIDS' 'ai.rapids.cudf.CudaException: out of memory' is answered cannot_tell",
+    "ze-026": "RAPIDS' 'Device allocation of N bytes failed, device store has ...' is answered "
+    "cannot_tell",
+    "ze-034": "Windows' paging file too small (WinError 1455, in Chinese) is not read "
+    "(not_oom, low)",
+    "ze-039": "'failing to create a shared memory segment' for NCCL is answered cannot_tell",
+    "ze-041": "Ray's 'object store size exceeds the capacity of /dev/shm' is not read "
+    "(not_oom, low)",
+    "ze-042": "a crash that 'could be out of memory killer, segfault, ... SIGKILL' is read as a "
+    "GPU OOM (cuda_oom, medium) from the process's name",
+    "ze-047": "a pod 'crashing ... due to exhausting shared memory' said in prose is not read "
+    "(not_oom, low)",
+    "ze-060": "a pod the kubelet refused at admission ('reason: OutOfmemory') is answered "
+    "cannot_tell",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -103,6 +126,7 @@ KNOWN_MISSES = {
     **BLIND12B_MISSES,
     **BLIND13_MISSES,
     **BLIND14_MISSES,
+    **BLIND15_MISSES,
 }
 
 
@@ -126,7 +150,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
-    splits = (*splits, "blind12a", "blind12b", "blind13", "blind14")
+    splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -148,6 +172,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind12b" for key in BLIND12B_MISSES)
     assert all(split[key] == "blind13" for key in BLIND13_MISSES)
     assert all(split[key] == "blind14" for key in BLIND14_MISSES)
+    assert all(split[key] == "blind15" for key in BLIND15_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
