@@ -191,8 +191,21 @@ GPU_OOM: tuple[Family, ...] = (
         # A host's name may hold "gpu" (gpu-node-7): the kernel's OOM killer on it is the host's.
         unless=_p(
             r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
-            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer|" + _ADVICE,
+            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer|"
+            + _ADVICE
+            # A list of what it could have been ("could be out of memory killer, segfault").
+            + r"|\b(?:could|might|may) be (?:the )?out of memory\b",
             _I,
+        ),
+    ),
+    # RAPIDS (cuDF, Spark RAPIDS): its CUDA exception, and its device store's failed allocation.
+    Family(
+        "gpu_out_of_memory_generic",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\bcudf\.CudaException: out of memory\b"
+            r"|\bDevice allocation of \d{1,20} bytes failed, device store has\b"
         ),
     ),
 )
@@ -213,6 +226,10 @@ SHM: tuple[Family, ...] = (
         "high",
         _p(
             r"insufficient shared memory|out of shared memory"
+            r"|\b(?:exhaust(?:ed|ing)|ran out of|running out of) (?:the )?shared memory\b"
+            r"|\bfail(?:ed|ing|s)? to create (?:a |the )?shared memory segment\b"
+            r"|\bexceeds the capacity of /dev/shm\b"  # Ray's object store
+            r"|\s100%\s{1,4}/dev/shm\s*$"  # df's line for a full /dev/shm
             r"|killed by signal: Bus error|raise your shared memory limit"
             r"|(?:increase|raise) (?:the |your )?(?:shm|shared memory)[- ]size",
             _I,

@@ -285,6 +285,36 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # Windows' commit limit: the paging file too small for what the process asked of it
+    # (WinError 1455, "页面文件太小", "Auslagerungsdatei ist zu klein").
+    Family(
+        "host_allocation_refused",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\bWinError 1455\b|\bThe paging file is too small\b"
+            r"|\u9875\u9762\u6587\u4ef6\u592a\u5c0f|Auslagerungsdatei ist zu klein",
+            _I,
+        ),
+    ),
+    # A pod or worker killed because of an OOM, said in a sentence: "When a POD gets killed
+    # by K8S because of OOM", "worker crashes due to out of memory (OOME)".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
+            r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
+            r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b|\b(?:if|when(?!ever)|in case)\b[^\n]{0,20}?\b(?:it|the)\b"
+            r"[^\n]{0,30}?\bmight\b|\b(?:could|might|may) be\b",
+            _I,
+        ),
+    ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(
         "kernel_oom_killer",
