@@ -70,8 +70,13 @@ class LeaderLoop:
         catalog()  # the XID catalog, parsed once, before the first XID alert reads it
         try:
             await self.e.store.rehearse(now=self.e.clock.now())
-        except Exception:  # a store that cannot rehearse now still serves: /readyz says so
-            log.warning("store: could not rehearse an alert's statements", exc_info=True)
+        except Exception as exc:  # a store that cannot rehearse still serves: /readyz says why
+            log.warning(
+                "store: could not rehearse an alert's statements (%s); the first alert compiles "
+                "them",
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                extra={"event": "store.rehearsal_failed"},
+            )
         # What start-up made (the first LIST of every node among it) is collected once now
         # and then frozen out of the collector's sight: a full collection during the first
         # alerts walks what came since, not the whole fleet (one took 170 ms on 1,500 Nodes).

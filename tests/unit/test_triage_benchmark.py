@@ -45,7 +45,8 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
         answers = ("confident_wrong", "oom_said_not_oom", "oom_said_confident_not_oom")
         assert all(0 <= split[key] <= split["n"] for key in (*answers, "cannot_tell"))
         assert split["oom_said_confident_not_oom"] <= split["oom_said_not_oom"]
-    for part in ("blind8", "blind9", "blind10", "blind11", "blind12a", "blind12b"):
+    parts = ("blind8", "blind9", "blind10", "blind11", "blind12a", "blind12b", "blind13")
+    for part in (*parts, "blind14", "blind15"):
         per_family = record["splits"][part]["per_family"]
         assert sum(f["n"] for f in per_family.values()) == record["splits"][part]["n"]
     assert 0 <= record["overall_accuracy"] <= 1
@@ -63,6 +64,9 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
             "blind11",
             "blind12a",
             "blind12b",
+            "blind13",
+            "blind14",
+            "blind15",
         )
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}
