@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind15` entries they miss are listed in HOLDOUT_MISSES … BLIND15_MISSES
+`blind3` to `blind16` entries they miss are listed in HOLDOUT_MISSES … BLIND16_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -92,6 +92,25 @@ BLIND15_MISSES: dict[str, str] = {
     "ze-060": "a pod the kubelet refused at admission ('reason: OutOfmemory') is answered "
     "cannot_tell",
 }
+# The sixteenth part (zf-), a sample across many repositories, measured before any rule was
+# changed for it: 39 of 54 (72.2 %); its misses by family are in the fixtures' README.
+BLIND16_MISSES: dict[str, str] = {
+    "zf-003": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "zf-004": "inference_kv_cache: labelled cuda_oom, answered not_oom (low)",
+    "zf-007": "ray_memory_monitor_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "zf-011": "sigkill_in_prose: labelled killed_unknown, answered not_oom (low)",
+    "zf-016": "notebook_ram_exhausted: labelled host_oom_killed, answered not_oom (low)",
+    "zf-017": "sigkill_in_prose: labelled killed_unknown, answered cuda_oom (medium)",
+    "zf-021": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "zf-022": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "zf-027": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (high)",
+    "zf-035": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+    "zf-037": "xla_resource_exhausted: labelled cuda_oom, answered cannot_tell (low)",
+    "zf-040": "host_oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "zf-042": "java_heap: labelled not_oom, answered cannot_tell (low)",
+    "zf-046": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
+    "zf-052": "gpu_oom_in_prose: labelled cuda_oom, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -112,6 +131,7 @@ KNOWN_MISSES = {
     **BLIND13_MISSES,
     **BLIND14_MISSES,
     **BLIND15_MISSES,
+    **BLIND16_MISSES,
 }
 
 
@@ -135,7 +155,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert len(ids) == len(set(ids)), "ids are unique"
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
-    splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15")
+    splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -158,6 +178,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind13" for key in BLIND13_MISSES)
     assert all(split[key] == "blind14" for key in BLIND14_MISSES)
     assert all(split[key] == "blind15" for key in BLIND15_MISSES)
+    assert all(split[key] == "blind16" for key in BLIND16_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
