@@ -149,6 +149,8 @@ GPU_OOM: tuple[Family, ...] = (
             r"|Not enough memory\. Please try to increase --mem-fraction-static"
             r"|Not enough memory to handle \d{1,9} (?:prefill |total )?tokens"
             # SGLang: the weights took the share of the device the KV cache pool needed.
+            # vLLM's profile leaving the KV cache nothing: "reserved for KV Cache is -1.05GiB".
+            r"|\breserved for KV Cache is -\d"
             r"|\bleave no (?:GPU |device )?memory for the KV cache"
             r"|\bno (?:GPU |device )?memory (?:left |remaining )?for the KV cache"
         ),
@@ -317,6 +319,17 @@ SHM: tuple[Family, ...] = (
             + r"|torch\.save|save_pretrained|checkpoint|\bpip\b|\bconda\b|docker (?:pull|build)",
             _I,
         ),
+    ),
+    # ENOSPC, and within a few lines the cure a thread gives for a small /dev/shm (Docker's
+    # --shm-size or --ipc=host): the write that failed was to shared memory.
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "medium",
+        _p(_ENOSPC, _I),
+        near=_p(r"--ipc[= ]host|--shm[-_]size|\bshm[-_ ]size\b|\bshm_size\b", _I),
+        span=8,
+        unless=_p(_ENOSPC_ON_A_DISK_PATH),
     ),
     # ENOSPC from a semaphore or shared array: multiprocessing keeps those in /dev/shm.
     Family(

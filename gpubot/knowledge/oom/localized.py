@@ -82,4 +82,15 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         # The GPU's memory (显存, VRAM) running short is not the host's.
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
     ),
+    # The same said beside the kill it explains: "就是内存太小了" a few lines after torchrun's
+    # "exitcode: -9".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(r"(?:内存|內存)(?:太小|不够|不夠|不足)|メモリ(?:が)?(?:足りな|不足)|메모리가 부족"),
+        near=_p(r"exitcode:? -9\b|exit code:? (?:137|-9)\b|\bKilled\b|\bSIGKILL\b", re.IGNORECASE),
+        span=8,
+        unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|かも|아니면", re.IGNORECASE),
+    ),
 )

@@ -285,6 +285,13 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A notebook service's words for its RAM used up: "it says ran out of RAM".
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b(?:ran|runs|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
+    ),
     # Windows' commit limit: the paging file too small for what the process asked of it
     # (WinError 1455, "页面文件太小", "Auslagerungsdatei ist zu klein").
     Family(

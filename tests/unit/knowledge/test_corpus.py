@@ -93,17 +93,14 @@ BLIND15_MISSES: dict[str, str] = {
     "cannot_tell",
 }
 # The sixteenth part (zf-), a sample across many repositories, measured before any rule was
-# changed for it: 39 of 54 (72.2 %); its misses by family are in the fixtures' README.
+# changed for it: 39 of 54 (72.2 %); its misses by family are in the fixtures' README. Four
+# families are fixed (zf-003, zf-004, zf-016, zf-027); these are left.
 BLIND16_MISSES: dict[str, str] = {
-    "zf-003": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
-    "zf-004": "inference_kv_cache: labelled cuda_oom, answered not_oom (low)",
     "zf-007": "ray_memory_monitor_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zf-011": "sigkill_in_prose: labelled killed_unknown, answered not_oom (low)",
-    "zf-016": "notebook_ram_exhausted: labelled host_oom_killed, answered not_oom (low)",
     "zf-017": "sigkill_in_prose: labelled killed_unknown, answered cuda_oom (medium)",
     "zf-021": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zf-022": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
-    "zf-027": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (high)",
     "zf-035": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
     "zf-037": "xla_resource_exhausted: labelled cuda_oom, answered cannot_tell (low)",
     "zf-040": "host_oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
