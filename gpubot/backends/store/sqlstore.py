@@ -62,11 +62,7 @@ class SqlStore(
             return
         stored = as_stored(audit)
 
-        def both(conn: Connection) -> None:
-            self._upsert_step(conn, state)
-            self._append(conn, stored)
-
-        await self._run(both, write=True)
+        await self._run(lambda conn: self._step_with_event(conn, state, stored), write=True)
 
     async def save_step_read(self, state: StepState, *, audit: AuditDraft) -> RunView:
         """save_step with its event, then the run's state read back in the same
@@ -74,8 +70,7 @@ class SqlStore(
         stored = as_stored(audit)
 
         def both(conn: Connection) -> RunView:
-            self._upsert_step(conn, state)
-            self._append(conn, stored)
+            self._step_with_event(conn, state, stored)
             return _run_view(conn, state.run_id)
 
         return await self._run(both, write=True)
@@ -89,13 +84,9 @@ class SqlStore(
             return await SqlRuns.create_run(self, run, steps)
         stored, states = as_stored(audit), list(steps)
 
-        def both(conn: Connection) -> tuple[Run, bool]:
-            result = create_run_rows(conn, run, states)
-            if result[1]:
-                self._append(conn, stored)
-            return result
-
-        return await self._run(both, write=True)
+        return await self._run(
+            lambda conn: self._run_with_event(conn, run, states, stored), write=True
+        )
 
     async def create_run_read(
         self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft
@@ -105,9 +96,7 @@ class SqlStore(
         stored, states = as_stored(audit), list(steps)
 
         def both(conn: Connection) -> tuple[RunView, bool]:
-            kept, created = create_run_rows(conn, run, states)
-            if created:
-                self._append(conn, stored)
+            kept, created = self._run_with_event(conn, run, states, stored)
             return _run_view(conn, kept.id), created
 
         return await self._run(both, write=True)
@@ -127,9 +116,7 @@ class SqlStore(
         stored = as_stored(audit)
 
         def both(conn: Connection) -> Run:
-            changed = update_run_row(conn, run_id, status=status, note=note, now=now)
-            self._append(conn, stored)
-            return changed
+            return self._status_with_event(conn, run_id, status, note, now, stored)
 
         return await self._run(both, write=True)
 
@@ -141,8 +128,7 @@ class SqlStore(
         stored = as_stored(audit)
 
         def both(conn: Connection) -> tuple[Run, list[AuditEvent], ChainHead | None]:
-            changed = update_run_row(conn, run_id, status=status, note=note, now=now)
-            self._append(conn, stored)
+            changed = self._status_with_event(conn, run_id, status, note, now, stored)
             events = self._incident_events(conn, changed.incident_id) if changed.incident_id else []
             return changed, events, self._head(conn)
 
@@ -158,6 +144,34 @@ class SqlStore(
             return incident, runs_of(conn, incident_id), alerts_of(conn, incident_id)
 
         return await self._run(read, write=False, snapshot=True)
+
+    # The writes that carry their audit event, each for use inside a transaction.
+
+    def _step_with_event(self, conn: Connection, state: StepState, stored: AuditDraft) -> None:
+        self._upsert_step(conn, state)
+        self._append(conn, stored)
+
+    def _run_with_event(
+        self, conn: Connection, run: Run, states: list[StepState], stored: AuditDraft
+    ) -> tuple[Run, bool]:
+        """The run and its steps, and the event only when the run was created."""
+        kept, created = create_run_rows(conn, run, states)
+        if created:
+            self._append(conn, stored)
+        return kept, created
+
+    def _status_with_event(
+        self,
+        conn: Connection,
+        run_id: str,
+        status: RunStatus,
+        note: str,
+        now: datetime,
+        stored: AuditDraft,
+    ) -> Run:
+        changed = update_run_row(conn, run_id, status=status, note=note, now=now)
+        self._append(conn, stored)
+        return changed
 
     async def run_state(self, run_id: str) -> RunView:
         """A run, its steps and whether its incident is open (None: no incident), read in
