@@ -7,10 +7,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gpubot.backends.store.database import SqlDatabase, json_roundtrip
+from gpubot.backends.store.prepared import Prepared, Record
 from gpubot.backends.store.tables import audit, audit_head, runs
 from gpubot.domain.control.audit import (
     GENESIS_HASH,
@@ -80,8 +81,7 @@ class SqlAuditLog(SqlDatabase):
 
     @staticmethod
     def _incident_events(conn: Connection, incident_id: str) -> list[AuditEvent]:
-        query = select(audit).where(audit.c.incident_id == incident_id).order_by(audit.c.seq)
-        return [_event(row) for row in conn.execute(query).mappings()]
+        return [_event(row) for row in _INCIDENT_EVENTS.rows(conn, {"incident_id": incident_id})]
 
     async def verify(self) -> list[ChainProblem]:
         problems, _head = await self.check()
@@ -123,7 +123,7 @@ class SqlAuditLog(SqlDatabase):
     def _append(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
         # FOR UPDATE queues concurrent appenders on PostgreSQL (SQLite renders nothing here;
         # its writers are serialised by the process lock and BEGIN IMMEDIATE).
-        head = conn.execute(_HEAD_FOR_UPDATE).first()
+        head = _HEAD_FOR_UPDATE.first(conn)
         if head is None:
             # Re-creating it would restart the chain and hide whatever removed it.
             count = conn.scalar(select(func.count()).select_from(audit))
@@ -131,15 +131,15 @@ class SqlAuditLog(SqlDatabase):
                 f"the audit_head row is missing while {count} events exist: "
                 f"refusing to append; {_SEE}"
             )
-        seq, prev_hash = int(head.seq) + 1, str(head.hash)
+        seq, prev_hash = int(head["seq"]) + 1, str(head["hash"])
         mismatch = key_mismatch(
-            ChainHead(seq - 1, prev_hash, key_id=str(head.key_id)), key=self._audit_key
+            ChainHead(seq - 1, prev_hash, key_id=str(head["key_id"])), key=self._audit_key
         )
         if mismatch is not None:
             # Rows hashed under another key (or none) would fail every later verify.
             raise AuditKeyError(mismatch)
         if self._audit_key and not head_is_sealed(
-            ChainHead(seq - 1, prev_hash, str(head.seal)), key=self._audit_key
+            ChainHead(seq - 1, prev_hash, str(head["seal"])), key=self._audit_key
         ):
             # Chaining on would seal a head moved back without the key, and hide the cut.
             raise AuditTrailError(
@@ -149,8 +149,8 @@ class SqlAuditLog(SqlDatabase):
         digest = chain_hash(draft, seq=seq, prev_hash=prev_hash, key=self._audit_key)
         event = AuditEvent(**_fields(draft), seq=seq, prev_hash=prev_hash, hash=digest)
         try:
-            conn.execute(
-                _INSERT, {**_fields(event), "seq": seq, "prev_hash": prev_hash, "hash": digest}
+            _INSERT.run(
+                conn, {**_fields(event), "seq": seq, "prev_hash": prev_hash, "hash": digest}
             )
         except IntegrityError as exc:
             # Appenders queue on the head row, so seq is taken only if the head went back.
@@ -159,7 +159,7 @@ class SqlAuditLog(SqlDatabase):
                 f"the head was moved back; refusing to append; {_SEE}"
             ) from exc
         seal = seal_head(seq, digest, key=self._audit_key)
-        conn.execute(_MOVE_HEAD, {"new_seq": seq, "new_hash": digest, "new_seal": seal})
+        _MOVE_HEAD.run(conn, {"new_seq": seq, "new_hash": digest, "new_seal": seal})
         return event
 
     def _head(self, conn: Connection) -> ChainHead | None:
@@ -233,18 +233,20 @@ class SqlAuditLog(SqlDatabase):
 
 
 _DRAFT_FIELDS = tuple(AuditDraft.__dataclass_fields__)
-# Built once: a statement object keeps its compiled form, so an append (several per step)
-# does not build and key three statements each time (half of its cost).
-_HEAD_FOR_UPDATE = (
+# An append (several per step) runs these three, compiled once per dialect.
+_HEAD_FOR_UPDATE = Prepared(
     select(audit_head.c.seq, audit_head.c.hash, audit_head.c.seal, audit_head.c.key_id)
     .where(audit_head.c.id == 1)
     .with_for_update()
 )
-_INSERT = insert(audit)
-_MOVE_HEAD = (
+_INSERT = Prepared(insert(audit))
+_MOVE_HEAD = Prepared(
     update(audit_head)
     .where(audit_head.c.id == 1)
     .values(seq=bindparam("new_seq"), hash=bindparam("new_hash"), seal=bindparam("new_seal"))
+)
+_INCIDENT_EVENTS = Prepared(
+    select(audit).where(audit.c.incident_id == bindparam("incident_id")).order_by(audit.c.seq)
 )
 
 
@@ -265,6 +267,6 @@ def as_stored(draft: AuditDraft) -> AuditDraft:
     return AuditDraft(**fields)
 
 
-def _event(row: RowMapping) -> AuditEvent:
+def _event(row: Record) -> AuditEvent:
     fields = {name: row[name] for name in _DRAFT_FIELDS}
     return AuditEvent(**fields, seq=row["seq"], prev_hash=row["prev_hash"], hash=row["hash"])

@@ -32,6 +32,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
+from gpubot.backends.store.prepared import send
 from gpubot.backends.store.tables import audit, audit_head, metadata, runs
 from gpubot.domain.control.audit import GENESIS_HASH, ChainHead, head_is_sealed, key_id, seal_head
 from gpubot.errors import ConfigError
@@ -160,7 +161,7 @@ def _sqlite_begin(conn: Connection) -> None:
 def _send_begin(conn: Connection, *, write: bool) -> None:
     # A writer takes the write lock up front: upgrading a read lock later can fail at once
     # with "database is locked" instead of waiting out busy_timeout.
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+    send(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 class SqlDatabase:

@@ -8,10 +8,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, RowMapping, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, insert, select, update
 
 from gpubot.backends.store.database import SqlDatabase, lock_id
 from gpubot.backends.store.grouping import GroupCommit
+from gpubot.backends.store.prepared import Prepared, Record
 from gpubot.backends.store.tables import alerts, incidents
 from gpubot.domain.incidents.correlation import (
     AlertObservation,
@@ -153,7 +154,7 @@ class SqlIncidents(SqlDatabase):
         return await self._run(lambda conn: alerts_of(conn, incident_id), write=False)
 
 
-_ALERTS_OF = (
+_ALERTS_OF = Prepared(
     select(alerts)
     .where(alerts.c.incident_id == bindparam("incident_id"))
     .order_by(alerts.c.starts_at, alerts.c.id)
@@ -162,9 +163,7 @@ _ALERTS_OF = (
 
 def alerts_of(conn: Connection, incident_id: str) -> list[AlertRecord]:
     """An incident's alerts, oldest first."""
-    return [
-        _alert(row) for row in conn.execute(_ALERTS_OF, {"incident_id": incident_id}).mappings()
-    ]
+    return [_alert(row) for row in _ALERTS_OF.rows(conn, {"incident_id": incident_id})]
 
 
 def _lock_keys(conn: Connection, items: Iterable[AlertObservation]) -> None:
@@ -261,7 +260,7 @@ _OPEN_INCIDENTS = select(incidents.c.key, incidents.c.id).where(
     incidents.c.key.in_(bindparam("values", expanding=True)),
     incidents.c.status == IncidentStatus.OPEN.value,
 )
-_GET_INCIDENT = select(incidents).where(incidents.c.id == bindparam("incident_id"))
+_GET_INCIDENT = Prepared(select(incidents).where(incidents.c.id == bindparam("incident_id")))
 _INSERT_INCIDENTS = insert(incidents)
 _INSERT_ALERTS = insert(alerts)
 # Executed many: one row each, with the time of the payload that touched or saw it.
@@ -330,24 +329,26 @@ def _new_incident(incident_id: str, item: AlertObservation, *, now: datetime) ->
 
 
 def get_incident_row(conn: Connection, incident_id: str) -> Incident:
-    row = conn.execute(_GET_INCIDENT, {"incident_id": incident_id}).mappings().first()
+    row = _GET_INCIDENT.first(conn, {"incident_id": incident_id})
     if row is None:
         raise NotFoundError(f"no incident {incident_id}")
     return _incident(row)
 
 
-_INCIDENT_STATUS = select(incidents.c.status).where(incidents.c.id == bindparam("incident_id"))
+_INCIDENT_STATUS = Prepared(
+    select(incidents.c.status).where(incidents.c.id == bindparam("incident_id"))
+)
 
 
 def incident_is_open(conn: Connection, incident_id: str) -> bool:
     """Whether the incident is open: its status column alone."""
-    status = conn.execute(_INCIDENT_STATUS, {"incident_id": incident_id}).scalar()
+    status = _INCIDENT_STATUS.scalar(conn, {"incident_id": incident_id})
     if status is None:
         raise NotFoundError(f"no incident {incident_id}")
     return IncidentStatus(status) is IncidentStatus.OPEN
 
 
-def _incident(row: RowMapping) -> Incident:
+def _incident(row: Record) -> Incident:
     return Incident(
         id=row["id"],
         key=row["key"],
@@ -366,7 +367,7 @@ def _incident(row: RowMapping) -> Incident:
     )
 
 
-def _alert(row: RowMapping) -> AlertRecord:
+def _alert(row: Record) -> AlertRecord:
     return AlertRecord(
         fingerprint=row["fingerprint"],
         starts_at=row["starts_at"],

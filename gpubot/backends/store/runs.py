@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gpubot.backends.store.database import SqlDatabase
+from gpubot.backends.store.prepared import Prepared, Record
 from gpubot.backends.store.tables import runs as runs_table
 from gpubot.backends.store.tables import steps as steps_table
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
@@ -78,9 +79,7 @@ class SqlRuns(SqlDatabase):
 
     async def steps(self, run_id: str) -> list[StepState]:
         return await self._run(
-            lambda conn: [
-                _step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()
-            ],
+            lambda conn: [_step(row) for row in _STEPS.rows(conn, {"run_id": run_id})],
             write=False,
         )
 
@@ -94,7 +93,7 @@ class SqlRuns(SqlDatabase):
 
     def _upsert_step(self, conn: Connection, state: StepState) -> None:
         upsert = _UPSERT_STEP["postgresql" if self._postgres else "sqlite"]
-        conn.execute(upsert, _step_values(state))
+        upsert.run(conn, _step_values(state))
 
 
 _STEP_KEY = ("run_id", "step_id")
@@ -109,16 +108,30 @@ def _upsert_step(dialect: Any) -> Any:
     )
 
 
-# Built once: a statement object keeps its compiled form, so the reads and writes of every
-# step (several per step) do not build and key their statements each time.
-_UPSERT_STEP = {"postgresql": _upsert_step(postgresql), "sqlite": _upsert_step(sqlite)}
-_STEPS = (
+# The reads and writes of every step (several per step), compiled once per dialect.
+_UPSERT_STEP = {
+    "postgresql": Prepared(_upsert_step(postgresql)),
+    "sqlite": Prepared(_upsert_step(sqlite)),
+}
+_STEPS = Prepared(
     select(steps_table)
     .where(steps_table.c.run_id == bindparam("run_id"))
     .order_by(steps_table.c.position)
 )
-_GET_RUN = select(runs_table).where(runs_table.c.id == bindparam("run_id"))
-_RUNS_OF = (
+_SET_STATUS = Prepared(
+    update(runs_table)
+    .where(runs_table.c.id == bindparam("run_id"))
+    .values(status=bindparam("status"), note=bindparam("note"), updated_at=bindparam("updated_at"))
+)
+_INCIDENT_RUN = Prepared(
+    select(runs_table).where(
+        runs_table.c.incident_id == bindparam("incident_id"),
+        runs_table.c.runbook == bindparam("runbook"),
+    )
+)
+_INSERT_RUN = Prepared(insert(runs_table))
+_GET_RUN = Prepared(select(runs_table).where(runs_table.c.id == bindparam("run_id")))
+_RUNS_OF = Prepared(
     select(runs_table)
     .where(runs_table.c.incident_id == bindparam("incident_id"))
     .order_by(runs_table.c.created_at, runs_table.c.id)
@@ -127,48 +140,40 @@ _RUNS_OF = (
 
 def runs_of(conn: Connection, incident_id: str) -> list[Run]:
     """An incident's runs, oldest first."""
-    return [_run(row) for row in conn.execute(_RUNS_OF, {"incident_id": incident_id}).mappings()]
+    return [_run(row) for row in _RUNS_OF.rows(conn, {"incident_id": incident_id})]
 
 
 def read_run_with_steps(conn: Connection, run_id: str) -> tuple[Run, list[StepState]]:
     run = _get_run(conn, run_id)
-    return run, [_step(row) for row in conn.execute(_STEPS, {"run_id": run_id}).mappings()]
+    return run, [_step(row) for row in _STEPS.rows(conn, {"run_id": run_id})]
 
 
 def update_run_row(
     conn: Connection, run_id: str, *, status: RunStatus, note: str, now: datetime
 ) -> Run:
-    conn.execute(
-        update(runs_table)
-        .where(runs_table.c.id == run_id)
-        .values(status=status.value, note=note, updated_at=now)
+    _SET_STATUS.run(
+        conn, {"run_id": run_id, "status": status.value, "note": note, "updated_at": now}
     )
     return _get_run(conn, run_id)
 
 
 def create_run_rows(conn: Connection, run: Run, states: list[StepState]) -> tuple[Run, bool]:
     if run.incident_id is not None:
-        existing = (
-            conn.execute(
-                select(runs_table).where(
-                    runs_table.c.incident_id == run.incident_id, runs_table.c.runbook == run.runbook
-                )
-            )
-            .mappings()
-            .first()
+        existing = _INCIDENT_RUN.first(
+            conn, {"incident_id": run.incident_id, "runbook": run.runbook}
         )
         if existing is not None:
             return _run(existing), False
     # Two replicas racing past the check collide on uq_runs_incident_runbook; the retry in
     # _transact then finds the winner's run above.
-    conn.execute(insert(runs_table).values(**_run_values(run)))
+    _INSERT_RUN.run(conn, _run_values(run))
     if states:
         conn.execute(insert(steps_table), [_step_values(state) for state in states])
     return run, True
 
 
 def _get_run(conn: Connection, run_id: str) -> Run:
-    row = conn.execute(_GET_RUN, {"run_id": run_id}).mappings().first()
+    row = _GET_RUN.first(conn, {"run_id": run_id})
     if row is None:
         raise NotFoundError(f"no run {run_id}")
     return _run(row)
@@ -191,7 +196,7 @@ def _run_values(run: Run) -> dict[str, Any]:
     }
 
 
-def _run(row: RowMapping) -> Run:
+def _run(row: Record) -> Run:
     return Run(
         id=row["id"],
         runbook=row["runbook"],
@@ -223,7 +228,7 @@ def _step_values(state: StepState) -> dict[str, Any]:
     }
 
 
-def _step(row: RowMapping) -> StepState:
+def _step(row: Record) -> StepState:
     return StepState(
         run_id=row["run_id"],
         step_id=row["step_id"],

@@ -1,0 +1,186 @@
+"""The store's hot statements, compiled once per dialect and run on the driver's cursor.
+
+`Connection.execute` spends more per statement than SQLite spends running it: a cache key
+for the statement, an execution context, a result object with its metadata. An alert's run
+sends about sixty statements. A `Prepared` statement compiles its Core statement once per
+dialect and then hands the driver the SQL and the parameters itself, applying the same bind
+and result processors SQLAlchemy would (UTC datetimes, JSON, booleans), inside the
+connection's own transaction. Driver errors come out as SQLAlchemy's exceptions
+(IntegrityError, OperationalError, ...), with the connection invalidated on a disconnect,
+so the store's retries read them as before.
+
+Only statements whose parameters are known at compile time qualify: no expanding IN lists,
+one row per INSERT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from sqlalchemy import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import Executable
+
+Processor = Callable[[Any], Any]
+# A row as the store's readers take it: a dict from here, a RowMapping from Connection.execute.
+Record = Mapping[Any, Any]
+
+
+@dataclass
+class _Form:
+    """One statement compiled for one dialect."""
+
+    sql: str
+    positional: tuple[str, ...] | None  # the driver's parameter order; None: by name
+    defaults: dict[str, Any]  # values bound in the statement itself
+    binds: dict[str, Processor]  # the bind processor of each parameter that has one
+    keys: tuple[str, ...]  # result columns, in order
+    types: tuple[Any, ...]  # their SQLAlchemy types
+    results: list[tuple[Processor | None, ...]] = field(default_factory=list)
+
+
+class Prepared:
+    """A Core statement run without SQLAlchemy's per-statement machinery."""
+
+    def __init__(self, statement: Executable) -> None:
+        self._statement = statement
+        self._forms: dict[str, _Form] = {}
+
+    def rows(
+        self, conn: Connection, params: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every row, each a dict of column key to value."""
+        return self._execute(conn, params)[0]
+
+    def first(
+        self, conn: Connection, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        found = self._execute(conn, params)[0]
+        return found[0] if found else None
+
+    def scalar(self, conn: Connection, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row; None when there is no row."""
+        row = self.first(conn, params)
+        return None if row is None else next(iter(row.values()))
+
+    def run(self, conn: Connection, params: Mapping[str, Any] | None = None) -> int:
+        """A write; the driver's count of rows it touched."""
+        return self._execute(conn, params)[1]
+
+    def _form(self, dialect: Dialect) -> _Form:
+        form = self._forms.get(dialect.name)
+        if form is None:
+            form = self._forms[dialect.name] = _compile(self._statement, dialect)
+        return form
+
+    def _execute(
+        self, conn: Connection, params: Mapping[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], int]:
+        dialect = conn.dialect
+        form = self._form(dialect)
+        values = {**form.defaults, **params} if params else dict(form.defaults)
+        for name, process in form.binds.items():
+            values[name] = process(values[name])
+        sent: Sequence[Any] | Mapping[str, Any] = (
+            values if form.positional is None else [values[name] for name in form.positional]
+        )
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        cursor = raw.cursor()
+        try:
+            cursor.execute(form.sql, sent)
+            fetched = cursor.fetchall() if cursor.description else []
+            count = cursor.rowcount
+            processors = form.results[0] if form.results else None
+            if processors is None and cursor.description:
+                processors = _result_processors(form, dialect, cursor.description)
+                form.results.append(processors)
+        except dialect.loaded_dbapi.Error as exc:
+            raise _wrapped(conn, form.sql, sent, exc, cursor) from exc
+        finally:
+            cursor.close()
+        keys = form.keys
+        if not fetched:
+            return [], count
+        assert processors is not None
+        return [
+            dict(
+                zip(
+                    keys,
+                    [v if p is None else p(v) for p, v in zip(processors, row, strict=True)],
+                    strict=True,
+                )
+            )
+            for row in fetched
+        ], count
+
+
+def send(conn: Connection, sql: str) -> None:
+    """A statement without parameters or results (BEGIN), straight to the driver."""
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    cursor = raw.cursor()
+    try:
+        cursor.execute(sql)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise _wrapped(conn, sql, (), exc, cursor) from exc
+    finally:
+        cursor.close()
+
+
+def _compile(statement: Executable, dialect: Dialect) -> _Form:
+    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+    assert isinstance(compiled, SQLCompiler)
+    defaults: dict[str, Any] = {}
+    binds: dict[str, Processor] = {}
+    for bind, name in compiled.bind_names.items():
+        if bind.expanding or bind.literal_execute:
+            raise ValueError(f"{name}: a prepared statement cannot expand a parameter")
+        if not bind.required:
+            defaults[name] = bind.effective_value
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if process is not None:
+            binds[name] = process
+    selected = getattr(statement, "selected_columns", None)
+    columns = list(selected) if selected is not None else []
+    return _Form(
+        sql=compiled.string,
+        positional=tuple(compiled.positiontup or ()) if dialect.positional else None,
+        defaults=defaults,
+        binds=binds,
+        keys=tuple(column.key for column in columns),
+        types=tuple(column.type for column in columns),
+    )
+
+
+def _result_processors(
+    form: _Form, dialect: Dialect, description: Sequence[Sequence[Any]]
+) -> tuple[Processor | None, ...]:
+    if len(description) != len(form.types):
+        raise ValueError(f"expected {len(form.types)} columns, the driver gave {len(description)}")
+    return tuple(
+        type_.dialect_impl(dialect).result_processor(dialect, column[1])
+        for type_, column in zip(form.types, description, strict=True)
+    )
+
+
+def _wrapped(conn: Connection, sql: str, params: Any, exc: Exception, cursor: Any) -> DBAPIError:
+    """The driver's error as SQLAlchemy raises it; a lost connection invalidated, so the
+    store's transaction is redone on a new one."""
+    dialect = conn.dialect
+    lost = dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, cursor)
+    if lost:
+        conn.invalidate(exc)
+    wrapped = DBAPIError.instance(
+        sql,
+        params,
+        exc,
+        dialect.loaded_dbapi.Error,
+        connection_invalidated=lost,
+        dialect=dialect,
+    )
+    assert isinstance(wrapped, DBAPIError)
+    return wrapped
