@@ -196,7 +196,10 @@ GPU_OOM: tuple[Family, ...] = (
             r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer|"
             + _ADVICE
             # A list of what it could have been ("could be out of memory killer, segfault").
-            + r"|\b(?:could|might|may) be (?:the )?out of memory\b",
+            + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
+            # A guess between the card and the host ("gpu or ram went out of memory").
+            + r"|\b(?:GPU|VRAM) or (?:the )?(?:CPU |system |host )?(?:RAM|memory)\b"
+            + r"|\b(?:RAM|CPU) or (?:the )?(?:GPU|VRAM)\b",
             _I,
         ),
     ),
@@ -369,7 +372,8 @@ SHM: tuple[Family, ...] = (
         "bus_error_with_workers",
         "shm_exhausted",
         "medium",
-        _p(r"\bBus error\b", _I),
+        # SIGBUS by name or number ("signaled to shutdown with signal 7").
+        _p(r"\bBus error\b|\bSIGBUS\b|\bsignal:? 7\b", _I),
         # shm named on its own counts too: "(shm)", "increase `shm`", "--shm-size".
         # PostgreSQL's initdb names its setting ("dynamic shared memory implementation"),
         # which says nothing about /dev/shm's size.
@@ -422,7 +426,14 @@ HOST: tuple[Family, ...] = (
         "host_oom_killed",
         "high",
         # Not `OOMKilled: false`, which docker inspect prints for every other exit.
-        _p(r"\b(?:OOMKill(?:ed|ing)|OOM Killed)\b(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"),
+        _p(
+            r"\b(?:OOMKill(?:ed|ing)|OOM Killed)\b(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"
+            # "OOMKill" alone as a diagnostic report names the reason: "Restart Reason:
+            # OOMKill (memory exceeded limit, SIGKILL)", "OOMKill (Exit Code 137)". Not the
+            # noun in a sentence ("a signal 9 is often related to an OOMKill").
+            r"|\bOOMKill\**\s{0,3}\((?:[Ee]xit [Cc]ode|memory|137\b)"
+            r"|\b[Rr]eason\W{1,6}OOMKill\b"
+        ),
         # Nor the title of an article a post links to ("[OOMKilled Kubernetes Error](https:").
         unless=_p(r"\[[^\]\n]{0,80}\bOOM ?Kill\w{0,3}\b[^\]\n]{0,80}\]\(https?://"),
     ),

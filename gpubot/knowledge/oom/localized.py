@@ -47,7 +47,8 @@ LOCALIZED_GPU_OOM: tuple[Family, ...] = (
             # Paddle's "Cannot allocate … on GPU 0", as its reporters translate it.
             r"|无法在\s?(?:GPU|gpu)\s?\d{1,3}\s?上分配"
         ),
-        unless=_p(_HOST_NAMED, re.IGNORECASE),
+        # Nor a question ("这个问题是显存溢出吗", with its full-width question mark): a guess.
+        unless=_p(_HOST_NAMED + r"|吗|嗎|ですか|[\uff1f?]", re.IGNORECASE),
     ),
 )
 

@@ -50,7 +50,9 @@ NON_MEMORY_EVICTION = Family(
     _p(
         r"low on resource: (?:ephemeral-storage|nodefs|imagefs|pids)"
         r"|\b(?:DiskPressure|PIDPressure)\b"
-        r"|ephemeral local storage usage exceeds|exceeded its local ephemeral storage",
+        r"|ephemeral local storage usage exceeds|exceeded its local ephemeral storage"
+        # The kubelet evicting for an emptyDir volume over its sizeLimit.
+        r"|Usage of EmptyDir volume \"[^\"\n]{1,200}\" exceeds the limit",
         _I,
     ),
 )
@@ -89,6 +91,8 @@ SIGKILL = Family(
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
         r"|exited|dies|died) (?:just |only |with |in )?(?:a |the )?(?:message )?"
+        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         # The exit status told in a sentence: "exits with a code of 137".
         r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"

@@ -103,6 +103,26 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # GPU memory found short before or during a load ("Insufficient GPU memory error: The
+    # available single GPU memory is ..."), and Apple Metal's command buffer out of memory.
+    Family(
+        "gpu_memory_insufficient",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\bInsufficient (?:GPU|VRAM|video|device) memory\b"
+            r"|\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
+            _I,
+        ),
+        # Nor the scheduler placing a pod ("0/3 nodes are available: 1 Insufficient GPU
+        # Memory in one device"): nothing ran yet, let alone out of memory.
+        unless=_p(
+            r"\b(?:if|when|in case|whether|might|may|could)\b"
+            r"|\b(?:RAM|CPU) or (?:the )?(?:GPU|VRAM)\b"
+            r"|\bnodes? (?:are|is) available\b|\bFailedScheduling\b",
+            _I,
+        ),
+    ),
 )
 
 REPORTED_SHM: tuple[Family, ...] = (
@@ -129,7 +149,9 @@ REPORTED_SHM: tuple[Family, ...] = (
         "high",
         _p(
             r"\b(?:Insufficient|not enough) (?:space|memory) in /dev/shm\b"
-            r"|\brequest exceeds memory available in /dev/shm\b",
+            r"|\brequest exceeds memory available in /dev/shm\b"
+            # Ray's object store sized past the container's /dev/shm.
+            r"|\bobject store size \([^)\n]{1,40}\) exceeds /dev/shm size\b",
             _I,
         ),
     ),
@@ -155,6 +177,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|systemd-oomd\[\d{1,10}\]: Memory pressure for \S{1,300} is greater than \d"
             r"|\bsystemd-oomd killed \d{1,6} process"
             r"|\bMarked \S{1,300} for killing due to memory pressure"
+            # systemd's result for a unit the kernel's OOM killer ended.
+            r"|\.service: Failed with result '?oom-kill'?"
         ),
     ),
     # What killed it, named by whatever saw the kill: systemd for a unit ("A process of this
@@ -291,6 +315,60 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(r"\b(?:ran|runs|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
+    ),
+    # RAM filled up, and the notebook or process crashing or killed in the same sentence:
+    # "the ram usage is maxed and the notebook crashes".
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RAM|system memory|host memory)(?: usage)? (?:is |was |gets |got |goes |went )?"
+            r"(?:maxed|full|at 100 ?%|100 ?%)[^\n]{0,60}?"
+            r"\b(?:crash\w{0,3}|killed|dies|died|restart\w{0,3})\b",
+            _I,
+        ),
+        # Not the card's RAM ("GPU RAM is full"), nor advice ("if the RAM is full ...").
+        unless=_p(
+            r"\b(?:GPU|VRAM|video|CUDA)\s?(?:RAM|memory)\b|\bif (?:the )?(?:RAM|memory)\b", _I
+        ),
+    ),
+    # What a host's log said of a SIGKILL, told beside it: "the pycharm tips are 'interrupted
+    # by signal 9: sigkill'. I check my log in linux and it said cpu out of memory", "the
+    # system logs indicate that the process is terminated due to insufficient memory".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:logs?|dmesg|journal(?:ctl)?|syslog|kern\.log)\b[^\n]{0,60}?"
+            r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported)\b"
+            r"[^\n]{0,40}?(?:\b(?:CPU|RAM|host|system) (?:is |was |went |ran )?out of memory\b"
+            r"|\b(?:terminated|killed) (?:due to|because of|for) (?:insufficient|not enough"
+            r"|lack of|low) (?:memory|RAM)\b)",
+            _I,
+        ),
+        near=_p(
+            r"\bSIGKILL\b|\bsignal:? 9\b|exitcode:? -9\b|\bexit code:? (?:137|-9)\b|\bKilled\b",
+            _I,
+        ),
+        span=8,
+        # Not the card's memory, nor a guess at the cause.
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bout of memory"
+            r"|\b(?:maybe|might be|may be|perhaps|probably|if)\b[^\n]{0,40}?"
+            r"\b(?:out of memory|insufficient memory)",
+            _I,
+        ),
+    ),
+    # Slurm's memory kill told in a sentence ("the jobs are killed because of a slurm
+    # out-of-memory error"): Slurm enforces the job's host memory with its cgroup.
+    Family(
+        "batch_scheduler_memory_kill",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b(?:slurm|sbatch|srun)(?:'s)? (?:out[- ]of[- ]memory|OOM)\b", _I),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|whenever|in case)\b", _I),
     ),
     # Windows' commit limit: the paging file too small for what the process asked of it
     # (WinError 1455, "页面文件太小", "Auslagerungsdatei ist zu klein").

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind16` entries they miss are listed in HOLDOUT_MISSES … BLIND16_MISSES
+`blind3` to `blind18` entries they miss are listed in HOLDOUT_MISSES … BLIND18_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -108,6 +108,23 @@ BLIND16_MISSES: dict[str, str] = {
     "zf-046": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
     "zf-052": "gpu_oom_in_prose: labelled cuda_oom, answered not_oom (low)",
 }
+# The seventeenth part (zg-), training stacks on Kubernetes, Slurm and containers, measured
+# before any rule was changed for it: 23 of 30 (76.7 %); its misses by family are in the
+# fixtures' README. Six families are fixed; this one is left, a label that could go either way.
+BLIND17_MISSES: dict[str, str] = {
+    "zg-003": "hard_negative: a 341.58 GiB request on an 80 GB card, labelled not_oom "
+    "(absurd), answered cuda_oom (high)",
+}
+# The eighteenth part (zh-), inference and serving stacks, measured before any rule was
+# changed for it: 33 of 44 (75.0 %). Eight families are fixed; these are left.
+BLIND18_MISSES: dict[str, str] = {
+    "zh-021": "hard_negative: Triton's shared-memory pool that timed out growing is answered "
+    "cannot_tell (low)",
+    "zh-034": "hard_negative: a pinned pool and cuMemGetAllocationGranularity unsupported on a "
+    "vGPU MIG slice are answered cannot_tell (low)",
+    "zh-044": "oom_in_prose: a maintainer's 'when predictor is OOM' beside exit code 137, "
+    "labelled host_oom_killed, answered killed_unknown (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -129,6 +146,8 @@ KNOWN_MISSES = {
     **BLIND14_MISSES,
     **BLIND15_MISSES,
     **BLIND16_MISSES,
+    **BLIND17_MISSES,
+    **BLIND18_MISSES,
 }
 
 
@@ -153,6 +172,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
+    splits = (*splits, "blind17", "blind18")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -176,6 +196,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind14" for key in BLIND14_MISSES)
     assert all(split[key] == "blind15" for key in BLIND15_MISSES)
     assert all(split[key] == "blind16" for key in BLIND16_MISSES)
+    assert all(split[key] == "blind17" for key in BLIND17_MISSES)
+    assert all(split[key] == "blind18" for key in BLIND18_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
