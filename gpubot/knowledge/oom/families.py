@@ -382,7 +382,7 @@ SHM: tuple[Family, ...] = (
             r"|shm-size|\bshm\b",
             _I,
         ),
-        span=6,
+        span=8,
     ),
 )
 
@@ -427,7 +427,8 @@ HOST: tuple[Family, ...] = (
         "high",
         # Not `OOMKilled: false`, which docker inspect prints for every other exit.
         _p(
-            r"\b(?:OOMKill(?:ed|ing)|OOM Killed)\b(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"
+            r"\b(?:OOMKill(?:ed|ing)|OOM ?[Kk]ill(?:ed|ing))\b"
+            r"(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"
             # "OOMKill" alone as a diagnostic report names the reason: "Restart Reason:
             # OOMKill (memory exceeded limit, SIGKILL)", "OOMKill (Exit Code 137)". Not the
             # noun in a sentence ("a signal 9 is often related to an OOMKill").
@@ -477,7 +478,8 @@ HOST: tuple[Family, ...] = (
         "dask_memory_budget",
         "host_oom_killed",
         "high",
-        _p(r"exceeded \d{1,3}% memory budget|memory budget\. Restarting"),
+        # Not a budget of 0 %, a setting that restarts every worker at once.
+        _p(r"exceeded [1-9]\d{0,2}% memory budget|[1-9]\d{0,2}% memory budget\. Restarting"),
     ),
     Family(
         "batch_scheduler_memory_kill",
@@ -517,6 +519,9 @@ HOST: tuple[Family, ...] = (
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
             r"|\bC error: out of memory"  # pandas' C parser
             r"|\bvirtual memory exhausted\b"  # GCC and other tools, on a refused allocation
+            # The JVM's own process (not its heap) refused by the OS: its hs_err report.
+            r"|\bNative memory allocation \((?:malloc|mmap)\) failed to (?:allocate|map)\b"
+            r"|\binsufficient memory for the Java Runtime Environment to continue\b"
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"

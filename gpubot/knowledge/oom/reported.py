@@ -67,6 +67,9 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(r"\bDevice \d{1,3} OOM \d{1,20} ?/ ?\d{1,20}\b"),
+        # A usage within a few GiB of 2^64 is a negative counter cast to unsigned: the
+        # quota's accounting went wrong, nothing was exhausted.
+        unless=_p(r"\bOOM 18446744\d{12}\b"),
     ),
     # A framework's check that the chunk it needs fits in what the GPU has free (Paddle's
     # "enforce allocating <= available failed, A > B"), or its allocator saying it failed
@@ -361,13 +364,33 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A kill by the orchestrator told with its cause in one sentence: "Container is killed by
+    # Kubernetes when memory crosses the defined limit".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\bkilled by (?:Kubernetes|k8s|the kubelet|kubelet|Docker|the container runtime)\b"
+            r"[^\n]{0,40}?\b(?:when|as|because|once)\b[^\n]{0,20}?\bmemory\b[^\n]{0,20}?"
+            r"\b(?:crosses|crossed|exceeds|exceeded|goes over|went over|hits|hit|reaches|reached)"
+            r" (?:the |its )?(?:defined |configured |set |memory )?limit\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b", _I),
+    ),
     # Slurm's memory kill told in a sentence ("the jobs are killed because of a slurm
     # out-of-memory error"): Slurm enforces the job's host memory with its cgroup.
     Family(
         "batch_scheduler_memory_kill",
         "host_oom_killed",
         "medium",
-        _p(r"\b(?:slurm|sbatch|srun)(?:'s)? (?:out[- ]of[- ]memory|OOM)\b", _I),
+        _p(
+            r"\b(?:slurm|sbatch|srun)(?:'s)? (?:out[- ]of[- ]memory|OOM)\b"
+            # srun's and slurmstepd's own line for a step its cgroup ran out of memory.
+            r"|\b(?:srun|slurmstepd): error: [^\n]{0,120}?\bOut Of Memory\b",
+            _I,
+        ),
         unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|whenever|in case)\b", _I),
     ),
     # Windows' commit limit: the paging file too small for what the process asked of it

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind18` entries they miss are listed in HOLDOUT_MISSES … BLIND18_MISSES
+`blind3` to `blind20` entries they miss are listed in HOLDOUT_MISSES … BLIND20_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -125,6 +125,29 @@ BLIND18_MISSES: dict[str, str] = {
     "zh-044": "oom_in_prose: a maintainer's 'when predictor is OOM' beside exit code 137, "
     "labelled host_oom_killed, answered killed_unknown (medium)",
 }
+# The nineteenth part (zi-), forum and Q&A pages besides issues, measured before any rule was
+# changed for it: 23 of 29 (79.3 %). Three families are fixed; these are left.
+BLIND19_MISSES: dict[str, str] = {
+    "zi-004": "gpu_oom_in_prose: a cudaMalloc OOM told only in prose beside an NVML assert, "
+    "labelled cuda_oom, answered cannot_tell (low)",
+    "zi-007": "sigkill_memory_in_words: a kill 'and the message is out of memory' asked in a "
+    "title, labelled host_oom_killed, answered cannot_tell (low)",
+    "zi-018": "sigkill_memory_in_words: a DataLoader worker's kill cured by more host RAM, "
+    "labelled host_oom_killed, answered killed_unknown (medium)",
+}
+# The twentieth part (zj-), Kubernetes operators, HPC tooling, data and ML infrastructure,
+# measured before any rule was changed for it: 33 of 41 (80.5 %). Four families are fixed;
+# these are left, four of them hard negatives answered cannot_tell.
+BLIND20_MISSES: dict[str, str] = {
+    "zj-005": "hard_negative: a GPU quota's usage near 2^64 is answered cannot_tell (low)",
+    "zj-011": "hard_negative: OpenCV's 466 TiB request is answered cannot_tell (low)",
+    "zj-020": "sigkill_memory_in_words: RAM 'take all of it' and 'quit with code 9, seems like "
+    "a oom', labelled host_oom_killed, answered not_oom (low)",
+    "zj-026": "hard_negative: Open MPI denied write access to /dev/shm is answered cannot_tell "
+    "(low)",
+    "zj-035": "hard_negative: LLVM's out of memory from a kernel compile is answered "
+    "cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -148,6 +171,8 @@ KNOWN_MISSES = {
     **BLIND16_MISSES,
     **BLIND17_MISSES,
     **BLIND18_MISSES,
+    **BLIND19_MISSES,
+    **BLIND20_MISSES,
 }
 
 
@@ -172,7 +197,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
-    splits = (*splits, "blind17", "blind18")
+    splits = (*splits, "blind17", "blind18", "blind19", "blind20")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -198,6 +223,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind16" for key in BLIND16_MISSES)
     assert all(split[key] == "blind17" for key in BLIND17_MISSES)
     assert all(split[key] == "blind18" for key in BLIND18_MISSES)
+    assert all(split[key] == "blind19" for key in BLIND19_MISSES)
+    assert all(split[key] == "blind20" for key in BLIND20_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
