@@ -33,6 +33,7 @@ import importlib.util
 import itertools
 import json
 import logging
+import signal
 import sys
 import tempfile
 import threading
@@ -647,7 +648,13 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
     )
 
 
+def _stop(signum: int, _frame: object) -> None:
+    # SIGTERM unwinds like Ctrl-C: the replicas and the control plane are stopped on the way.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1500)
     parser.add_argument("--storm", type=int, default=750)

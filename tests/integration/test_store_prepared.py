@@ -140,3 +140,14 @@ def test_statements_that_expand_their_parameters_are_refused(engine) -> None:  #
     expanding = Prepared(select(runs).where(runs.c.id.in_(["a", "b"])))
     with engine.connect() as conn, pytest.raises(ValueError, match="cannot expand"):
         expanding.rows(conn)
+
+
+def test_run_many_writes_every_row(engine) -> None:  # type: ignore[no-untyped-def]
+    with engine.begin() as conn:
+        INSERT.run_many(conn, [values(f"run-{n}", note=str(n)) for n in range(3)])
+        INSERT.run_many(conn, [])  # nothing to write: no statement
+    with engine.connect() as conn:
+        notes = conn.execute(select(runs.c.id, runs.c.note).order_by(runs.c.id)).all()
+    assert [tuple(row) for row in notes] == [("run-0", "0"), ("run-1", "1"), ("run-2", "2")]
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        INSERT.run_many(conn, [values("run-3"), values("run-0")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -166,14 +167,12 @@ class SqlAuditLog(SqlDatabase):
         # An older database opened read-only may lack the seal (read as None) or the key_id
         # (read as "": unkeyed) column.
         columns = self._head_columns
-        extra = [getattr(audit_head.c, name) for name in ("seal", "key_id") if name in columns]
-        query = select(audit_head.c.seq, audit_head.c.hash, *extra).where(audit_head.c.id == 1)
-        row = conn.execute(query).first()
+        row = _read_head(tuple(name for name in ("seal", "key_id") if name in columns)).first(conn)
         if row is None:
             return None
-        seal = str(row.seal) if "seal" in columns else None
-        named = str(row.key_id) if "key_id" in columns else ""
-        return ChainHead(int(row.seq), str(row.hash), seal, named)
+        seal = str(row["seal"]) if "seal" in columns else None
+        named = str(row["key_id"]) if "key_id" in columns else ""
+        return ChainHead(int(row["seq"]), str(row["hash"]), seal, named)
 
     def _last(self, conn: Connection) -> ChainHead:
         row = conn.execute(
@@ -248,6 +247,15 @@ _MOVE_HEAD = Prepared(
 _INCIDENT_EVENTS = Prepared(
     select(audit).where(audit.c.incident_id == bindparam("incident_id")).order_by(audit.c.seq)
 )
+
+
+@functools.cache
+def _read_head(extra: tuple[str, ...]) -> Prepared:
+    """The head row's seq and hash, and those of its `extra` columns the database has."""
+    columns = [getattr(audit_head.c, name) for name in extra]
+    return Prepared(
+        select(audit_head.c.seq, audit_head.c.hash, *columns).where(audit_head.c.id == 1)
+    )
 
 
 def _fields(draft: AuditDraft) -> dict[str, Any]:

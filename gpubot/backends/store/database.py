@@ -9,7 +9,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -32,6 +32,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
+from gpubot.backends.store.grouping import GroupCommit
 from gpubot.backends.store.prepared import send
 from gpubot.backends.store.tables import audit, audit_head, metadata, runs
 from gpubot.domain.control.audit import GENESIS_HASH, ChainHead, head_is_sealed, key_id, seal_head
@@ -165,7 +166,8 @@ def _send_begin(conn: Connection, *, write: bool) -> None:
 
 
 class SqlDatabase:
-    """Runs each store call as one transaction in a worker thread."""
+    """Runs each store call in a transaction in a worker thread: its own, or on SQLite, for
+    writes that queue behind another, one shared with those queued with it."""
 
     def __init__(self, *, engine: Engine, audit_key: bytes | None = None) -> None:
         self._engine = engine
@@ -186,14 +188,29 @@ class SqlDatabase:
             if sqlite
             else None
         )
+        # ... and the writes that queue while one is under way share the next transaction
+        # (group commit): in a storm, one BEGIN and COMMIT, one thread hop, serve several
+        # steps' records. A group that fails is written call by call, so each caller gets
+        # its own result or error.
+        self._writes: GroupCommit[Callable[[Connection], Any], Any] | None = (
+            GroupCommit(self._write_group) if sqlite else None
+        )
 
     async def _run(
         self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False
     ) -> T:
+        if write and self._writes is not None:
+            result: T = await self._writes.submit(fn)
+            return result
         call = functools.partial(self._transact, fn, write=write, snapshot=snapshot)
-        if write and self._writer is not None:
-            return await asyncio.get_running_loop().run_in_executor(self._writer, call)
         return await asyncio.to_thread(call)
+
+    async def _write_group(self, fns: Sequence[Callable[[Connection], Any]]) -> list[Any]:
+        def each(conn: Connection) -> list[Any]:
+            return [fn(conn) for fn in fns]
+
+        call = functools.partial(self._transact, each, write=True)
+        return await asyncio.get_running_loop().run_in_executor(self._writer, call)
 
     def _transact(self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False) -> T:
         """Run `fn` in one transaction; on a constraint race, run it once more from scratch;

@@ -70,23 +70,44 @@ class Prepared:
         """A write; the driver's count of rows it touched."""
         return self._execute(conn, params)[1]
 
+    def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """A write of several rows, one executemany."""
+        if not rows:
+            return
+        form = self._form(conn.dialect)
+        sent = [self._parameters(form, row) for row in rows]
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        cursor = raw.cursor()
+        try:
+            cursor.executemany(form.sql, cast(Any, sent))
+        except conn.dialect.loaded_dbapi.Error as exc:
+            raise _wrapped(conn, form.sql, sent, exc, cursor) from exc
+        finally:
+            cursor.close()
+
     def _form(self, dialect: Dialect) -> _Form:
         form = self._forms.get(dialect.name)
         if form is None:
             form = self._forms[dialect.name] = _compile(self._statement, dialect)
         return form
 
+    @staticmethod
+    def _parameters(
+        form: _Form, params: Mapping[str, Any] | None
+    ) -> Sequence[Any] | Mapping[str, Any]:
+        """The caller's values with the statement's own, processed, in the driver's order."""
+        values = {**form.defaults, **params} if params else dict(form.defaults)
+        for name, process in form.binds.items():
+            values[name] = process(values[name])
+        return values if form.positional is None else [values[name] for name in form.positional]
+
     def _execute(
         self, conn: Connection, params: Mapping[str, Any] | None
     ) -> tuple[list[dict[str, Any]], int]:
         dialect = conn.dialect
         form = self._form(dialect)
-        values = {**form.defaults, **params} if params else dict(form.defaults)
-        for name, process in form.binds.items():
-            values[name] = process(values[name])
-        sent: Sequence[Any] | Mapping[str, Any] = (
-            values if form.positional is None else [values[name] for name in form.positional]
-        )
+        sent = self._parameters(form, params)
         raw = conn.connection.dbapi_connection
         assert raw is not None
         cursor = raw.cursor()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, false, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gpubot.backends.store.database import SqlDatabase
@@ -36,19 +37,15 @@ class SqlRuns(SqlDatabase):
         target: str | None = None,
         since: datetime | None = None,
     ) -> list[Run]:
-        query = select(runs_table).order_by(runs_table.c.created_at, runs_table.c.id)
-        if statuses is not None:
-            query = query.where(runs_table.c.status.in_([status.value for status in statuses]))
-        if incident_id is not None:
-            query = query.where(runs_table.c.incident_id == incident_id)
-        if runbook is not None:
-            query = query.where(runs_table.c.runbook == runbook)
-        if target is not None:
-            query = query.where(runs_table.c.target == target)
-        if since is not None:
-            query = query.where(runs_table.c.created_at >= since)
+        given = {"incident_id": incident_id, "runbook": runbook, "target": target, "since": since}
+        params = {name: value for name, value in given.items() if value is not None}
+        wanted = [status.value for status in statuses] if statuses is not None else None
+        params.update(_statuses(wanted))
+        query = _runs_where(
+            None if wanted is None else len(wanted), tuple(sorted(params.keys() & given.keys()))
+        )
         return await self._run(
-            lambda conn: [_run(row) for row in conn.execute(query).mappings()], write=False
+            lambda conn: [_run(row) for row in query.rows(conn, params)], write=False
         )
 
     async def runs_on_target(
@@ -56,17 +53,15 @@ class SqlRuns(SqlDatabase):
     ) -> tuple[list[Run], list[Run]]:
         """The runs of `runbook` on `target` created since `since`, and those of any age in
         an `active` status: two reads in one transaction (one snapshot)."""
-        on_target = select(runs_table).where(
-            runs_table.c.runbook == runbook, runs_table.c.target == target
-        )
-        order = (runs_table.c.created_at, runs_table.c.id)
-        recent = on_target.where(runs_table.c.created_at >= since).order_by(*order)
-        busy = on_target.where(runs_table.c.status.in_([s.value for s in active])).order_by(*order)
+        wanted = [status.value for status in active]
+        recent = _runs_where(None, ("runbook", "since", "target"))
+        busy = _runs_where(len(wanted), ("runbook", "target"))
+        on_target = {"runbook": runbook, "target": target}
 
         def read(conn: Connection) -> tuple[list[Run], list[Run]]:
             return (
-                [_run(row) for row in conn.execute(recent).mappings()],
-                [_run(row) for row in conn.execute(busy).mappings()],
+                [_run(row) for row in recent.rows(conn, {**on_target, "since": since})],
+                [_run(row) for row in busy.rows(conn, {**on_target, **_statuses(wanted)})],
             )
 
         return await self._run(read, write=False, snapshot=True)
@@ -130,6 +125,36 @@ _INCIDENT_RUN = Prepared(
     )
 )
 _INSERT_RUN = Prepared(insert(runs_table))
+_INSERT_STEPS = Prepared(insert(steps_table))
+# list_runs' filters, each a parameter of its own.
+_FILTERS = {
+    "incident_id": runs_table.c.incident_id == bindparam("incident_id"),
+    "runbook": runs_table.c.runbook == bindparam("runbook"),
+    "target": runs_table.c.target == bindparam("target"),
+    "since": runs_table.c.created_at >= bindparam("since"),
+}
+
+
+@functools.cache
+def _runs_where(statuses: int | None, filters: tuple[str, ...]) -> Prepared:
+    """The runs matching `filters` (names of _FILTERS) and, given a count, a status among
+    that many parameters (status_0, ...), oldest first: one statement per shape."""
+    query = select(runs_table).order_by(runs_table.c.created_at, runs_table.c.id)
+    for name in filters:
+        query = query.where(_FILTERS[name])
+    if statuses is not None:
+        query = query.where(
+            runs_table.c.status.in_([bindparam(f"status_{i}") for i in range(statuses)])
+            if statuses
+            else false()
+        )
+    return Prepared(query)
+
+
+def _statuses(values: Sequence[str] | None) -> dict[str, str]:
+    return {f"status_{i}": value for i, value in enumerate(values or ())}
+
+
 _GET_RUN = Prepared(select(runs_table).where(runs_table.c.id == bindparam("run_id")))
 _RUNS_OF = Prepared(
     select(runs_table)
@@ -167,8 +192,7 @@ def create_run_rows(conn: Connection, run: Run, states: list[StepState]) -> tupl
     # Two replicas racing past the check collide on uq_runs_incident_runbook; the retry in
     # _transact then finds the winner's run above.
     _INSERT_RUN.run(conn, _run_values(run))
-    if states:
-        conn.execute(insert(steps_table), [_step_values(state) for state in states])
+    _INSERT_STEPS.run_many(conn, [_step_values(state) for state in states])
     return run, True
 
 

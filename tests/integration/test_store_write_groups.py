@@ -1,0 +1,98 @@
+"""SQLite writes that queue behind one another share a transaction, and still answer alone.
+
+The store's SQLite writes go through one writer thread; those that arrive while a write is
+under way are written together in the next transaction (one BEGIN IMMEDIATE and COMMIT). A
+group that fails is written call by call, so one caller's error never fails another's write
+and each caller gets its own result or error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, event
+
+from gpubot.backends.store import SqlStore, open_store
+from gpubot.domain.control.audit import AuditDraft
+from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
+from gpubot.errors import NotFoundError
+
+T0 = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
+
+
+def run(n: int) -> Run:
+    return Run(
+        id=f"run-{n:010d}",
+        runbook="xid79",
+        incident_id=None,
+        cluster="sim",
+        target=f"gpu-node-{n}",
+        requested_by="alertmanager",
+        status=RunStatus.RUNNING,
+        dry_run=False,
+        context={},
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def event_for(n: int) -> AuditDraft:
+    return AuditDraft(ts=T0, actor="gpubot", kind="run.created", run_id=f"run-{n:010d}")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
+    store = open_store(f"sqlite:///{tmp_path / 'groups.db'}")
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def commits() -> Iterator[list[Any]]:
+    seen: list[Any] = []
+
+    def count(conn: Any) -> None:
+        seen.append(conn)
+
+    event.listen(Engine, "commit", count)
+    yield seen
+    event.remove(Engine, "commit", count)
+
+
+async def test_writes_that_queue_share_one_transaction(store: SqlStore, commits: list[Any]) -> None:
+    created = await asyncio.gather(
+        *(
+            store.create_run(
+                run(n),
+                [StepState(run_id=run(n).id, step_id="cordon", position=0)],
+                audit=event_for(n),
+            )
+            for n in range(12)
+        )
+    )
+    assert [made for _run, made in created] == [True] * 12
+    # Twelve writes, submitted before the first began: far fewer than twelve commits.
+    assert len(commits) <= 2
+    assert len(await store.list_runs()) == 12
+    assert await store.verify() == []  # twelve events, chained in order, one per run
+
+
+async def test_a_failing_write_fails_alone(store: SqlStore) -> None:
+    await store.create_run(run(1), [], audit=event_for(1))
+    results = await asyncio.gather(
+        store.update_run(run(1).id, status=RunStatus.SUCCEEDED, note="", now=T0),
+        store.update_run("run-missing", status=RunStatus.SUCCEEDED, note="", now=T0),
+        store.create_run(run(2), [], audit=event_for(2)),
+        return_exceptions=True,
+    )
+    assert results[0].status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert isinstance(results[1], NotFoundError)
+    assert results[2][1] is True  # type: ignore[index]
+    assert (await store.get_run(run(1).id)).status is RunStatus.SUCCEEDED
+    assert {r.id for r in await store.list_runs()} == {run(1).id, run(2).id}
+    assert await store.verify() == []
