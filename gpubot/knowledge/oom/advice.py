@@ -320,6 +320,11 @@ OTHER: dict[str, tuple[str, ...]] = {
         "SHMALL): raise kernel.shmmax/kernel.shmall, or ask for less (PostgreSQL's "
         "shared_buffers). Nothing ran out; a larger /dev/shm will not help.",
     ),
+    "database_lock_table_full": (
+        'PostgreSQL\'s "out of shared memory" is its lock table full, not memory that ran '
+        "out: raise max_locks_per_transaction (or lock fewer objects per transaction; pg_dump "
+        "locks every table it dumps). A larger /dev/shm or memory limit will not help.",
+    ),
     "application_memory_cap": (
         "A store refused writes at its own memory cap (Redis maxmemory, memcached -m): raise "
         "the cap or set an eviction policy (maxmemory-policy). The process was not killed and "

@@ -173,7 +173,9 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "medium",
         _p(
-            r"(?:\bGPU\b|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)[^\n]{0,80}?out of memory"
+            # GPU as a word, not inside a host's name ("gke-pool-gpu-n1-7lpz ran out of memory").
+            r"(?:(?<![\w-])GPU\b(?!-\w)|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)"
+            r"[^\n]{0,80}?out of memory"
             r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
@@ -230,7 +232,7 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "high",
         _p(
-            r"insufficient shared memory|out of shared memory"
+            r"insufficient shared memory|out of shared memory|not enough shared memory"
             r"|\b(?:exhaust(?:ed|ing)|ran out of|running out of) (?:the )?shared memory\b"
             r"|\bfail(?:ed|ing|s)? to create (?:a |the )?shared memory segment\b"
             r"|\bexceeds the capacity of /dev/shm\b"  # Ray's object store
@@ -239,6 +241,10 @@ SHM: tuple[Family, ...] = (
             r"|(?:increase|raise) (?:the |your )?(?:shm|shared memory)[- ]size",
             _I,
         ),
+        # PostgreSQL's "out of shared memory" is its lock table full: its hint says so, and
+        # pg_dump and pg_restore print it when they lock every table.
+        unless_near=_p(r"max_(?:pred_)?locks_per_transaction|\bpg_dump\b|\bpg_restore\b", _I),
+        unless_span=6,
     ),
     Family(
         "torch_shm_write",
@@ -278,6 +284,20 @@ SHM: tuple[Family, ...] = (
             + r"|"
             + _SHM_DIR
             + r" (?:is|was) full",
+            _I,
+        ),
+    ),
+    # /dev/shm told filling up, or enlarged to get a job to run: "/dev/shm in the server pod
+    # is quickly filling up", "had to manually increase the Docker `/dev/shm`".
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "medium",
+        _p(
+            _SHM_DIR + r"`?(?: volume)?(?: (?:in|of) [^\n]{1,60}?)? (?:is |was |keeps )?"
+            r"(?:quickly |constantly )?(?:filling up|filled up|fills up|completely filled)\b"
+            r"|\b(?:had|needed) to (?:manually )?(?:increase|enlarge|raise|bump)\b[^\n]{0,30}?"
+            + _SHM_DIR,
             _I,
         ),
     ),

@@ -83,6 +83,20 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         # The GPU's memory (显存, VRAM) running short is not the host's.
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
     ),
+    # Host memory filling up, then the kill, in one sentence: "mem会用完" (mem gets used up)
+    # then "自动kill", "内存会占用越来越多" (memory use keeps growing) then "进程被Killed".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"(?:内存|內存|\bmem\b|\bRAM\b)(?:会|會|就)?(?:占用|使用)?"
+            r"(?:用完|占满|佔滿|耗尽|爆了|爆掉|越来越多|越來越多)"
+            r"[^\n]{0,30}?(?:[Kk]ill|被杀|杀死|被殺)",
+            re.IGNORECASE,
+        ),
+        unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|可能|也许|好像|似乎", re.IGNORECASE),
+    ),
     # The same said beside the kill it explains: "就是内存太小了" a few lines after torchrun's
     # "exitcode: -9".
     Family(
@@ -90,8 +104,16 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(r"(?:内存|內存)(?:太小|不够|不夠|不足)|メモリ(?:が)?(?:足りな|不足)|메모리가 부족"),
-        near=_p(r"exitcode:? -9\b|exit code:? (?:137|-9)\b|\bKilled\b|\bSIGKILL\b", re.IGNORECASE),
+        near=_p(
+            r"exitcode:? -9\b|exit code:? (?:137|-9)\b|return code\s{0,3}=?\s{0,3}-9\b"
+            r"|\bKilled\b|\bSIGKILL\b",
+            re.IGNORECASE,
+        ),
         span=8,
-        unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|かも|아니면", re.IGNORECASE),
+        # Nor a guess: "looks like" (像是, 好像, 似乎), "maybe" (可能, 也许), "or" (或者, 还是).
+        unless=_p(
+            r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|かも|아니면|像是|好像|似乎|可能|也许|或许|估计",
+            re.IGNORECASE,
+        ),
     ),
 )

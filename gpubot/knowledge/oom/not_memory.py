@@ -36,7 +36,9 @@ STOP_REQUESTED = Family(
         r"|kubectl delete pod|\bPreempt(?:ed|ing)\b|preempted by|Stopping container"
         r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
         r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
-        r"|DUE TO (?:TIME LIMIT|PREEMPTION)",
+        r"|DUE TO (?:TIME LIMIT|PREEMPTION)"
+        # gunicorn's master killing a worker that missed its timeout.
+        r"|\bWORKER TIMEOUT \(pid:\d{1,10}\)",
         _I,
     ),
 )
@@ -84,7 +86,7 @@ SIGKILL = Family(
         r"|\b(?:rc|ret|retval)\s{0,2}[:=]\s{0,2}(?:137|-9)\b"  # a shell trace's rc=137
         # MPICH's Hydra banner gives the signal's number, not 128 + 9.
         r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
-        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}\.?$"  # the shell's job report
+        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}[.!]{{0,3}}$"  # the shell's job report
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
@@ -94,6 +96,12 @@ SIGKILL = Family(
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        # The shell's word in a Chinese sentence: "出现Killed", "被Killed掉", "退出" and
+        # "(killed)" in full-width parentheses; not in a question of why ("为什么会被killed").
+        r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?"
+        r"(?:出现|出現|被|报|報|提示|显示|顯示|退出|直接)\s?[\uff08(\u201c\"\u300c]?\s?(?i:killed)\b"
+        # ... and an exit status: "返回错误码-9", "退出码 137".
+        r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码)\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
         # The exit status told in a sentence: "exits with a code of 137".
         r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
         r"|\bexit (?:code|status) of (?:137|-9)\b"
@@ -239,6 +247,16 @@ NEGATIVE: tuple[Family, ...] = (
             r"|shared memory[^\n]{0,200}?Interrupted system call",
             _I,
         ),
+    ),
+    # PostgreSQL's lock table full ("out of shared memory", with its hint to raise
+    # max_locks_per_transaction): a database setting, not memory that ran out.
+    Family(
+        "database_lock_table_full",
+        "not_oom",
+        "medium",
+        _p(r"\bout of shared memory\b", _I),
+        near=_p(r"max_(?:pred_)?locks_per_transaction|\bpg_dump\b|\bpg_restore\b", _I),
+        span=6,
     ),
     # A userspace OOM killer that tried and could not kill anything: nothing was killed for
     # memory, whatever its candidate list says.

@@ -312,6 +312,27 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A platform's own memory kill: Heroku stops a dyno far over its memory quota (R15).
+    Family(
+        "platform_memory_kill",
+        "host_oom_killed",
+        "high",
+        _p(r"\bError R15 \(Memory quota vastly exceeded\)"),
+    ),
+    # A cgroup limit crossed and the kill, told in one sentence: "total RSS crosses the cgroup
+    # limit and the kernel SIGKILLs the pod with exit 137".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RSS|memory|usage)\b[^\n]{0,40}?\b(?:crosses|crossed|exceeds|exceeded|hits|hit"
+            r"|reaches|reached) (?:the |its )?(?:cgroup|container|pod)(?:'s)? (?:memory )?limit\b"
+            r"[^\n]{0,80}?(?:\bSIGKILL|\bkill(?:s|ed)?\b|\b137\b|\bOOM)",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b|\b(?:if|whenever)\b", _I),
+    ),
     # A notebook service's words for its RAM used up: "it says ran out of RAM".
     Family(
         "notebook_memory_exhausted",

@@ -36,6 +36,7 @@ MAX_SCAN_CHARS = 2 * 1024 * 1024
 MAX_LINES = 50_000  # and of those, the last lines only (a line costs Python work)
 MAX_LINE_CHARS = 8 * 1024  # longer lines are read in pieces of this size
 WRAP_JOIN_CHARS = 400  # how much of the next line a wrapped message may continue into
+WRAP_LINES = 4  # how many lines a message wrapped inside a parenthesis may run over
 # A family's pattern runs only on the lines holding one of its words (oom_literals), and on
 # at most this many of them and this many characters, the last ones: a log that repeats a
 # word on every line (a hostile one, or a retry loop) costs no more than that per family.
@@ -63,6 +64,11 @@ class Family:
     # When set, `near` may also be anywhere in the traceback printed around the line (frames
     # and code lines, indented), which some loggers print after the error, not before.
     near_traceback: bool = False
+    # When set, `pattern` does not count if this matches within `unless_span` lines either
+    # side: a lookalike known by what is printed with it (PostgreSQL's "out of shared
+    # memory" and its hint on the next line).
+    unless_near: re.Pattern[str] | None = None
+    unless_span: int = 0
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,10 @@ def find(family: Family, lines: Sequence[str]) -> Match | None:
             if found is None or found.start() >= len(line.rstrip()):
                 continue
             joined = True
+        if family.unless_near is not None:
+            lo, hi = max(0, i - family.unless_span), min(len(lines), i + family.unless_span + 1)
+            if any(family.unless_near.search(lines[j]) for j in range(lo, hi)):
+                continue
         if family.near is not None:
             lo, hi = max(0, i - family.span), min(len(lines), i + family.span + 1)
             if family.near_traceback:
@@ -246,14 +256,29 @@ def find(family: Family, lines: Sequence[str]) -> Match | None:
 
 
 def _context(lines: Sequence[str], hits: dict[int, None]) -> str:
-    """Runs of consecutive hit-or-following lines, each run joined into one line."""
-    wanted = sorted({*hits, *(i + 1 for i in hits if i + 1 < len(lines))})
+    """Runs of consecutive hit-or-following lines, each run joined into one line. A message
+    wrapped over several lines ("(GPU 0; 39.56" / "GiB total capacity; ..." / "reserved in
+    total by PyTorch)") is followed while its parenthesis is open, up to WRAP_LINES lines."""
+    wanted = sorted({*hits, *(j for i in hits for j in _continued(lines, i))})
     runs: list[list[str]] = []
     for k, i in enumerate(wanted):
         if k == 0 or wanted[k - 1] != i - 1:
             runs.append([])
         runs[-1].append(lines[i].strip()[:WRAP_JOIN_CHARS] if i not in hits else lines[i].strip())
     return "\n".join(" ".join(run) for run in runs)
+
+
+def _continued(lines: Sequence[str], i: int) -> range:
+    """The lines after line `i` that continue its message: the next one, and more while a
+    parenthesis opened on them stays open."""
+    depth = lines[i].count("(") - lines[i].count(")")
+    end = i + 1
+    while end < len(lines) and end <= i + WRAP_LINES and lines[end].strip():
+        depth += lines[end].count("(") - lines[end].count(")")
+        end += 1
+        if depth <= 0:
+            break
+    return range(i + 1, end)
 
 
 def find_first(families: Sequence[Family], lines: Sequence[str]) -> list[Match]:

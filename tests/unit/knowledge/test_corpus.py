@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind20` entries they miss are listed in HOLDOUT_MISSES … BLIND20_MISSES
+`blind3` to `blind22` entries they miss are listed in HOLDOUT_MISSES … BLIND22_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -148,6 +148,24 @@ BLIND20_MISSES: dict[str, str] = {
     "zj-035": "hard_negative: LLVM's out of memory from a kernel compile is answered "
     "cannot_tell (low)",
 }
+# The twenty-first part (zk-), threads in Chinese and from Chinese model repositories, measured
+# before any rule was changed for it: 46 of 53 (86.8 %); all seven misses are fixed.
+# The twenty-second part (zl-), the thinnest classes and hard negatives with memory words,
+# measured before any rule was changed for it: 36 of 54 (66.7 %). Ten misses are fixed; these
+# are left, each answered cannot_tell.
+BLIND22_MISSES: dict[str, str] = {
+    "zl-008": "torch_shm_file: a storage shared by filename into a 1 GB /dev/shm, told as 'out of "
+    "memory' in prose, labelled shm_exhausted",
+    "zl-016": "hard_negative: the MPS server's client limit behind 'Failed to allocate'",
+    "zl-024": "oom_in_prose: a host kill told in prose with memory figures, labelled "
+    "host_oom_killed",
+    "zl-034": "oom_in_prose: a GPU node that 'ran out of memory' and a node-pressure eviction "
+    "told in prose, labelled host_oom_killed",
+    "zl-039": "gpu_oom_in_prose: a GPU OOM told only in prose, labelled cuda_oom",
+    "zl-041": "gpu_oom_in_prose: a GPU OOM told only in prose, labelled cuda_oom",
+    "zl-044": "hard_negative: InfiniBand's registration refused under a low ulimit -l",
+    "zl-050": "hard_negative: TensorRT skipping one tactic for its scratch, only a warning",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -173,6 +191,7 @@ KNOWN_MISSES = {
     **BLIND18_MISSES,
     **BLIND19_MISSES,
     **BLIND20_MISSES,
+    **BLIND22_MISSES,
 }
 
 
@@ -197,7 +216,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(e["label"] in LABELS for e in ENTRIES)
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
-    splits = (*splits, "blind17", "blind18", "blind19", "blind20")
+    splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -225,6 +244,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind18" for key in BLIND18_MISSES)
     assert all(split[key] == "blind19" for key in BLIND19_MISSES)
     assert all(split[key] == "blind20" for key in BLIND20_MISSES)
+    assert all(split[key] == "blind22" for key in BLIND22_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())

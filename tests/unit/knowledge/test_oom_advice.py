@@ -129,3 +129,12 @@ def test_killed_unknown_says_how_to_find_out() -> None:
 def test_the_workload_can_be_given_when_the_log_does_not_say() -> None:
     triage = classify(_pt2(), workload_hint="inference_server")
     assert any("--max-model-len" in a for a in triage.advice)
+
+
+def test_every_failure_that_is_not_about_memory_has_advice_of_its_own() -> None:
+    from gpubot.knowledge.oom.advice import OTHER
+    from gpubot.knowledge.oom.not_memory import LAUNCHER_CHILD_EXIT, NEGATIVE, NON_MEMORY_EVICTION
+
+    named = {f.name for f in NEGATIVE} | {NON_MEMORY_EVICTION.name, LAUNCHER_CHILD_EXIT.name}
+    # An absurd request's advice is built from its numbers (advice._absurd).
+    assert named - OTHER.keys() <= {"absurd_request"}
