@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from gpubot.backends.store.database import create_store_engine
-from gpubot.backends.store.prepared import Prepared, send
+from gpubot.backends.store.prepared import Prepared, compile_all, send
 from gpubot.backends.store.tables import metadata, runs
 
 if TYPE_CHECKING:
@@ -151,3 +151,18 @@ def test_run_many_writes_every_row(engine) -> None:  # type: ignore[no-untyped-d
     assert [tuple(row) for row in notes] == [("run-0", "0"), ("run-1", "1"), ("run-2", "2")]
     with pytest.raises(IntegrityError), engine.begin() as conn:
         INSERT.run_many(conn, [values("run-3"), values("run-0")])
+
+
+def test_compile_all_leaves_nothing_to_compile_at_first_use(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import gpubot.backends.store.prepared as prepared
+
+    made = Prepared(select(runs.c.id).where(runs.c.target == bindparam("target")))
+    assert compile_all(engine.dialect) >= 1
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("compiled at first use")
+
+    monkeypatch.setattr(prepared, "_compile", refuse)
+    with engine.connect() as conn:
+        assert made.rows(conn, {"target": "gpu-node-7"}) == []
+        assert GET.rows(conn, {"run_id": "run-1"}) == []

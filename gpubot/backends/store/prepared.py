@@ -15,6 +15,7 @@ one row per INSERT.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -45,9 +46,13 @@ class _Form:
 class Prepared:
     """A Core statement run without SQLAlchemy's per-statement machinery."""
 
-    def __init__(self, statement: Executable) -> None:
+    def __init__(self, statement: Executable, *, dialect: str | None = None) -> None:
+        """`dialect`: the one dialect the statement is written for (an upsert in its own
+        syntax), where it is not portable."""
         self._statement = statement
+        self._dialect = dialect
         self._forms: dict[str, _Form] = {}
+        _MADE.add(self)
 
     def rows(
         self, conn: Connection, params: Mapping[str, Any] | None = None
@@ -137,6 +142,19 @@ class Prepared:
             )
             for row in fetched
         ], count
+
+
+# Every prepared statement made so far, for compile_all.
+_MADE: weakref.WeakSet[Prepared] = weakref.WeakSet()
+
+
+def compile_all(dialect: Dialect) -> int:
+    """Compile every prepared statement made so far for `dialect` (at start-up, so that the
+    first alert does not pay for it); how many there are."""
+    made = [p for p in list(_MADE) if p._dialect in (None, dialect.name)]
+    for prepared in made:
+        prepared._form(dialect)
+    return len(made)
 
 
 def send(conn: Connection, sql: str) -> None:

@@ -105,8 +105,8 @@ def _upsert_step(dialect: Any) -> Any:
 
 # The reads and writes of every step (several per step), compiled once per dialect.
 _UPSERT_STEP = {
-    "postgresql": Prepared(_upsert_step(postgresql)),
-    "sqlite": Prepared(_upsert_step(sqlite)),
+    "postgresql": Prepared(_upsert_step(postgresql), dialect="postgresql"),
+    "sqlite": Prepared(_upsert_step(sqlite), dialect="sqlite"),
 }
 _STEPS = Prepared(
     select(steps_table)
@@ -149,6 +149,16 @@ def _runs_where(statuses: int | None, filters: tuple[str, ...]) -> Prepared:
             else false()
         )
     return Prepared(query)
+
+
+def make_run_reads() -> None:
+    """Make the statements of list_runs' and runs_on_target's shapes on an alert's path, for
+    any number of statuses, so that compile_all can compile them before the first alert."""
+    for count in range(len(RunStatus) + 1):
+        _runs_where(count, ("incident_id",))
+        _runs_where(count, ("runbook", "target"))
+        _runs_where(count, ())
+    _runs_where(None, ("runbook", "since", "target"))
 
 
 def _statuses(values: Sequence[str] | None) -> dict[str, str]:
