@@ -38,11 +38,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from _report import REPO, at_least, at_most, emit, percentiles, use_test_helpers
@@ -82,15 +84,15 @@ class CountingApiClient(client.ApiClient):
         super().__init__(configuration)
         self.log: list[tuple[float, str, str, int]] = []
 
-    def call_api(self, resource_path: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         status = 200
         try:
-            return super().call_api(resource_path, method, *args, **kwargs)
+            return super().call_api(method, url, *args, **kwargs)
         except ApiException as exc:
             status = int(exc.status or 0)
             raise
         finally:
-            self.log.append((time.perf_counter(), method, resource_path, status))
+            self.log.append((time.perf_counter(), method, url, status))
 
 
 class TimedKube(KubernetesKubeApi):
@@ -459,6 +461,15 @@ async def drain(kube: TimedKube, ports: ClusterPorts, nodes: list[str]) -> dict[
     }
 
 
+def _resource(path: str) -> str:
+    """The resource a request's URL names, without names: "nodes", "events", "pods/eviction"."""
+    parts = urlsplit(path).path.strip("/").split("/")
+    parts = parts[3:] if parts[:1] == ["apis"] else parts[2:]
+    if parts[:1] == ["namespaces"] and len(parts) > 2:
+        parts = parts[2:]
+    return "/".join(parts[0::2]) or "/"
+
+
 def traffic(
     log: list[tuple[float, str, str, int]], *, since: float, qps: float, burst: int
 ) -> dict[str, Any]:
@@ -470,8 +481,10 @@ def traffic(
             j += 1
         peak = max(peak, i - j + 1)
     statuses = [s for t, _, _, s in log if t >= since]
+    kinds = Counter(f"{verb} {_resource(path)}" for t, verb, path, _ in log if t >= since)
     return {
         "requests": len(times),
+        "by_kind": dict(kinds.most_common()),
         "server_errors_5xx": sum(1 for s in statuses if s >= 500),
         "throttled_429": sum(1 for s in statuses if s == 429),
         "peak_requests_in_1s": peak,
