@@ -47,7 +47,7 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
         assert split["oom_said_confident_not_oom"] <= split["oom_said_not_oom"]
     parts = ("blind8", "blind9", "blind10", "blind11", "blind12a", "blind12b", "blind13")
     later = ("blind14", "blind15", "blind16", "blind17", "blind18", "blind19", "blind20")
-    later = (*later, "blind21", "blind22")
+    later = (*later, "blind21", "blind22", "blind23", "blind24")
     for part in (*parts, *later):
         per_family = record["splits"][part]["per_family"]
         assert sum(f["n"] for f in per_family.values()) == record["splits"][part]["n"]
@@ -76,6 +76,8 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
             "blind20",
             "blind21",
             "blind22",
+            "blind23",
+            "blind24",
         )
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}

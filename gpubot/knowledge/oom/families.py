@@ -70,6 +70,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"|llocated memory(?: is large)? try setting "
             r"(?:max_split_size_mb|PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\S{0,40}) to avoid fragmentation"
         ),
+        # A logger that wraps its lines may break the message anywhere ("... 13.20 GiB. GPU 0"
+        # / "has a total capacity of ...").
+        wraps=True,
     ),
     Family(
         "cuda_runtime_oom",
@@ -110,6 +113,14 @@ GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(r"\bBufferAssignment OOM Debugging\b"),
         unless=_p(_HOST_DEVICE),
+    ),
+    # A TPU's (or any XLA device's) high-bandwidth memory: "Ran out of memory in memory space
+    # hbm. Used 9.08G of 7.48G hbm. Exceeded hbm capacity by 1.60G."
+    Family(
+        "xla_resource_exhausted",
+        "cuda_oom",
+        "high",
+        _p(r"\bRan out of memory in memory space hbm\b|\bExceeded hbm capacity by\b", _I),
     ),
     Family(
         "tf_resource_exhausted",
@@ -300,6 +311,21 @@ SHM: tuple[Family, ...] = (
             + _SHM_DIR,
             _I,
         ),
+    ),
+    # A container's shm size too small, and what it did to the job, in one sentence: "the
+    # docker shm size is not propagated ... and immediately go out of memory (dataloader
+    # killed error)".
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"\b(?:docker |container )?shm[- _]?size\b[^\n]{0,160}?"
+            r"\b(?:go(?:es)? out of memory|out of (?:shared )?memory|(?:data ?loader|worker)s?"
+            r" (?:is |was |got |gets )?killed)\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|when|whenever|in case)\b", _I),
     ),
     # ENOSPC on a line of its own, and the same post saying /dev/shm filled up: the failed
     # write was to shared memory, not to a disk.

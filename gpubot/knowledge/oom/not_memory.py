@@ -92,7 +92,7 @@ SIGKILL = Family(
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
-        r"|exited|dies|died) (?:just |only |with |in )?(?:a |the )?(?:message )?"
+        r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
@@ -125,7 +125,8 @@ WORKER_DIED = Family(
         r"\bWorker (?:exits|exited) unexpectedly\b|\bWorker unexpectedly exit(?:s|ed)\b"
         r"|\bworker process has died\b|\bA worker died or was killed\b"
         r"|\bdied unexpectedly before finishing\b"
-        r"|KernelRestarter: restarting kernel\b|\bkernel\b[^\n]{0,80}?\bappears to have died\b",
+        r"|KernelRestarter: restarting kernel\b|\bkernel\b[^\n]{0,80}?\bappears to have died\b"
+        r"|\bYour session (?:is |has )?crashed for (?:an )?unknown reason\b",  # Colab
         _I,
     ),
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;

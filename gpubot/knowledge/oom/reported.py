@@ -312,12 +312,63 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
-    # A platform's own memory kill: Heroku stops a dyno far over its memory quota (R15).
+    # A platform's own memory kill: Heroku stops a dyno far over its memory quota (R15);
+    # Hugging Face Spaces stops a Space over its container's limit ("Memory limit exceeded
+    # (16Gi)", "CPU Memory limit exceeded (16GB)").
     Family(
         "platform_memory_kill",
         "host_oom_killed",
         "high",
-        _p(r"\bError R15 \(Memory quota vastly exceeded\)"),
+        _p(
+            r"\bError R15 \(Memory quota vastly exceeded\)"
+            r"|^\W{0,6}(?:CPU )?Memory limit exceeded \(\d{1,5} ?(?:[KMGT]i|[KMGT]B|[KMGT])\)",
+            re.MULTILINE,
+        ),
+    ),
+    # TorchServe's answer when its worker's process memory ran out loading or running a model.
+    Family(
+        "platform_memory_kill",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b507 - System out of memory\b"),
+    ),
+    # A death and the host's memory named as its cause: "Actors died: CPU Out of Memory".
+    Family(
+        "host_memory_named",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:died|killed|crashed|terminated|exited)\W{1,4}(?:CPU|host|system RAM)"
+            r" (?:is |was |went |ran )?Out of Memory\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:maybe|might|may|perhaps|probably|if|whether|or)\b|\?", _I),
+    ),
+    # An out-of-memory and the SIGKILL it brought, in one sentence: "an 'OutOfMemory' issue,
+    # resulting in the process being killed by SIGKILL (signal 9)".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:OutOfMemory|out[- ]of[- ]memory|OOM)\b[^\n]{0,80}?"
+            r"\b(?:killed by (?:SIGKILL|signal 9)|SIGKILL(?:ed)?\b)",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|may|perhaps|probably|if|whether)\b|\?", _I
+        ),
+    ),
+    # RAM watched climbing past its size beside the kill: "the training was interrupted when
+    # the memory was over 100%" a few lines from "exit code 137".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b(?:RAM|memory)\b[^\n]{0,30}?\b(?:over|above|reached|hit|at) 100 ?%", _I),
+        near=_p(r"\bSIGKILL\b|\bsignal:? 9\b|\bexit code:? (?:137|-9)\b|\bKilled\b", _I),
+        span=8,
+        unless=_p(r"\b(?:GPU|VRAM|CUDA|video)\b|\b(?:if|maybe|might|may)\b", _I),
     ),
     # A cgroup limit crossed and the kill, told in one sentence: "total RSS crosses the cgroup
     # limit and the kernel SIGKILLs the pod with exit 137".

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind22` entries they miss are listed in HOLDOUT_MISSES … BLIND22_MISSES
+`blind3` to `blind24` entries they miss are listed in HOLDOUT_MISSES … BLIND24_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -94,7 +94,8 @@ BLIND15_MISSES: dict[str, str] = {
 }
 # The sixteenth part (zf-), a sample across many repositories, measured before any rule was
 # changed for it: 39 of 54 (72.2 %); its misses by family are in the fixtures' README. Four
-# families are fixed (zf-003, zf-004, zf-016, zf-027); these are left.
+# families are fixed (zf-003, zf-004, zf-016, zf-027), and TPU HBM (zf-037) with the twenty-third
+# part's; these are left.
 BLIND16_MISSES: dict[str, str] = {
     "zf-007": "ray_memory_monitor_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zf-011": "sigkill_in_prose: labelled killed_unknown, answered not_oom (low)",
@@ -102,7 +103,6 @@ BLIND16_MISSES: dict[str, str] = {
     "zf-021": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zf-022": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zf-035": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
-    "zf-037": "xla_resource_exhausted: labelled cuda_oom, answered cannot_tell (low)",
     "zf-040": "host_oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zf-042": "java_heap: labelled not_oom, answered cannot_tell (low)",
     "zf-046": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
@@ -166,6 +166,30 @@ BLIND22_MISSES: dict[str, str] = {
     "zl-044": "hard_negative: InfiniBand's registration refused under a low ulimit -l",
     "zl-050": "hard_negative: TensorRT skipping one tactic for its scratch, only a warning",
 }
+# The twenty-third part (zm-), managed ML platforms and clouds, measured before any rule
+# was changed for it: 40 of 58 (69.0 %). Nine misses are fixed; these are left.
+BLIND23_MISSES: dict[str, str] = {
+    "zm-005": "hard_negative: labelled not_oom, answered cannot_tell (low)",
+    "zm-007": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "zm-010": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "zm-015": "sigkill: labelled killed_unknown, answered cannot_tell (low)",
+    "zm-020": "hard_negative: labelled not_oom, answered killed_unknown (medium)",
+    "zm-023": "hard_negative: labelled not_oom, answered cannot_tell (low)",
+    "zm-036": "hard_negative: labelled not_oom, answered cannot_tell (low)",
+    "zm-041": "shm_in_prose: labelled shm_exhausted, answered cannot_tell (low)",
+    "zm-054": "hard_negative: labelled not_oom, answered cannot_tell (low)",
+}
+# The twenty-fourth part (zn-), 2025 and 2026 threads from the newest stacks, measured
+# before any rule was changed for it: 44 of 54 (81.5 %). Three misses are fixed; these are left.
+BLIND24_MISSES: dict[str, str] = {
+    "zn-020": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "zn-030": "hard_negative: labelled not_oom, answered cannot_tell (low)",
+    "zn-036": "hard_negative: labelled not_oom, answered cannot_tell (low)",
+    "zn-041": "sigkill_memory_in_words: labelled killed_unknown, answered not_oom (low)",
+    "zn-045": "sigkill_memory_in_words: labelled killed_unknown, answered cannot_tell (low)",
+    "zn-047": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "zn-050": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -192,6 +216,8 @@ KNOWN_MISSES = {
     **BLIND19_MISSES,
     **BLIND20_MISSES,
     **BLIND22_MISSES,
+    **BLIND23_MISSES,
+    **BLIND24_MISSES,
 }
 
 
@@ -217,6 +243,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
+    splits = (*splits, "blind23", "blind24")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -245,6 +272,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind19" for key in BLIND19_MISSES)
     assert all(split[key] == "blind20" for key in BLIND20_MISSES)
     assert all(split[key] == "blind22" for key in BLIND22_MISSES)
+    assert all(split[key] == "blind23" for key in BLIND23_MISSES)
+    assert all(split[key] == "blind24" for key in BLIND24_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
