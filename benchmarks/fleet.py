@@ -55,6 +55,7 @@ from kubernetes.client.exceptions import ApiException
 from gpubot.actions.base import ActionContext
 from gpubot.actions.drain import DrainParams, run_drain
 from gpubot.backends.kube import KubernetesKubeApi
+from gpubot.backends.kube.connect import CONNECTIONS
 from gpubot.config import load_settings
 from gpubot.engine.clock import SystemClock
 from gpubot.ports import ClusterPorts
@@ -132,7 +133,7 @@ def configuration(plane: Any) -> client.Configuration:
     config.load_kube_config(  # type: ignore[no-untyped-call]
         config_file=str(plane.kubeconfig), client_configuration=c, persist_config=False
     )
-    c.connection_pool_maxsize = 64
+    c.connection_pool_maxsize = CONNECTIONS  # as api_client_for sets it
     return c
 
 

@@ -15,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from gpubot.backends.kube import convert
+from gpubot.backends.kube.connect import CONNECTIONS
 from gpubot.backends.kube.dry_run import DryRunMemo
 from gpubot.backends.kube.errors import eviction_error, retry_after, translate
 from gpubot.backends.kube.node_cache import NodeCache
@@ -62,7 +63,7 @@ class KubernetesKubeApi:
         api_client: client.ApiClient,
         *,
         dry_run: bool = False,
-        workers: int = 32,
+        workers: int = CONNECTIONS,
         request_timeout: float = 30.0,
         qps: float = 300.0,
         burst: int = 300,

@@ -9,6 +9,12 @@ from kubernetes.config.config_exception import ConfigException
 
 from gpubot.errors import ConfigError
 
+# Requests to one API server in flight at once: KubernetesKubeApi's worker threads, and the
+# connections urllib3 keeps to it. The client's own default keeps cpu_count * 5 (10 on two
+# cores); with more requests in flight, each extra one opened a TLS connection and threw it
+# away after one request.
+CONNECTIONS = 32
+
 
 def api_client_for(
     *,
@@ -34,4 +40,5 @@ def api_client_for(
     except (ConfigException, OSError, TypeError) as exc:
         how = "in-cluster service account" if in_cluster else f"kubeconfig context {context!r}"
         raise ConfigError(f"clusters.{cluster}: cannot load the {how}: {exc}") from exc
+    configuration.connection_pool_maxsize = CONNECTIONS
     return client.ApiClient(configuration)
