@@ -49,13 +49,13 @@ from urllib.parse import urlsplit
 import httpx
 from _report import REPO, at_least, at_most, emit, percentiles, use_test_helpers
 from _xid_cordon import RUNBOOK, Sink
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from gpubot.actions.base import ActionContext
 from gpubot.actions.drain import DrainParams, run_drain
 from gpubot.backends.kube import KubernetesKubeApi
-from gpubot.backends.kube.connect import CONNECTIONS
+from gpubot.backends.kube.connect import configuration_for
 from gpubot.config import load_settings
 from gpubot.engine.clock import SystemClock
 from gpubot.ports import ClusterPorts
@@ -129,12 +129,7 @@ class NoAgent:
 
 def configuration(plane: Any) -> client.Configuration:
     """What `gpubot serve` makes of the control plane's kubeconfig."""
-    c = client.Configuration()
-    config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=str(plane.kubeconfig), client_configuration=c, persist_config=False
-    )
-    c.connection_pool_maxsize = CONNECTIONS  # as api_client_for sets it
-    return c
+    return configuration_for(cluster="bench", kubeconfig=Path(plane.kubeconfig))
 
 
 def node_body(name: str) -> dict[str, Any]:

@@ -16,14 +16,22 @@ from gpubot.errors import ConfigError
 CONNECTIONS = 32
 
 
-def api_client_for(
+def configuration_for(
     *,
     cluster: str,
     context: str | None = None,
     kubeconfig: Path | None = None,
     in_cluster: bool = False,
-) -> client.ApiClient:
-    """ConfigError naming the cluster when its credentials cannot be loaded."""
+) -> client.Configuration:
+    """The client's settings for one cluster; ConfigError naming the cluster when its
+    credentials cannot be loaded.
+
+    Both loaders leave a hook that sets the server's address again before every request
+    (it refreshes an expiring token), and the client's address setter reads the proxy from
+    the environment each time: a walk of every environment variable per request, and a
+    pod's environment holds several variables for each Service in its namespace. The proxy
+    (from the kubeconfig, or from the environment as it is at start-up) is fixed here once.
+    """
     configuration = client.Configuration()
     try:
         if in_cluster:
@@ -40,5 +48,21 @@ def api_client_for(
     except (ConfigException, OSError, TypeError) as exc:
         how = "in-cluster service account" if in_cluster else f"kubeconfig context {context!r}"
         raise ConfigError(f"clusters.{cluster}: cannot load the {how}: {exc}") from exc
+    configuration.proxy = configuration.proxy  # set explicitly: not looked up again
     configuration.connection_pool_maxsize = CONNECTIONS
-    return client.ApiClient(configuration)
+    return configuration
+
+
+def api_client_for(
+    *,
+    cluster: str,
+    context: str | None = None,
+    kubeconfig: Path | None = None,
+    in_cluster: bool = False,
+) -> client.ApiClient:
+    """An ApiClient on configuration_for's settings."""
+    return client.ApiClient(
+        configuration_for(
+            cluster=cluster, context=context, kubeconfig=kubeconfig, in_cluster=in_cluster
+        )
+    )
