@@ -1,7 +1,7 @@
 """benchmarks/triage_accuracy.py runs and prints its one JSON line: per-class precision and
-recall on each split (train, holdout, fresh, blind, blind2 to blind11), overall and held-out
-accuracy, targets per held-out split, and the time taken on hostile inputs of 1 MB (values not
-asserted here)."""
+recall on each split the corpus files name, overall and held-out accuracy, targets per
+held-out split, per-family figures from the eighth part on, and the time taken on hostile
+inputs of 1 MB (values not asserted here)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,19 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def corpus() -> list[dict[str, Any]]:
+    return [
+        entry
+        for path in sorted((REPO / "tests" / "fixtures" / "triage").glob("corpus_*.yaml"))
+        for entry in yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    ]
 
 
 def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
@@ -45,40 +56,18 @@ def test_triage_accuracy_prints_per_class_figures_for_every_split() -> None:
         answers = ("confident_wrong", "oom_said_not_oom", "oom_said_confident_not_oom")
         assert all(0 <= split[key] <= split["n"] for key in (*answers, "cannot_tell"))
         assert split["oom_said_confident_not_oom"] <= split["oom_said_not_oom"]
-    parts = ("blind8", "blind9", "blind10", "blind11", "blind12a", "blind12b", "blind13")
-    later = ("blind14", "blind15", "blind16", "blind17", "blind18", "blind19", "blind20")
-    later = (*later, "blind21", "blind22", "blind23", "blind24")
-    for part in (*parts, *later):
+    # Every split the corpus files name but `train` is held out: each has its targets, and
+    # each part from the eighth on is reported per family too.
+    held_out = {entry["split"] for entry in corpus()} - {"train"}
+    assert set(record["splits"]) == held_out | {"train"}
+    for part in held_out - {"holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 8))}:
         per_family = record["splits"][part]["per_family"]
         assert sum(f["n"] for f in per_family.values()) == record["splits"][part]["n"]
     assert 0 <= record["overall_accuracy"] <= 1
     assert 0 <= record["held_out_accuracy"] <= 1
     assert set(record["targets"]) == {
         f"{split}_{figure}"
-        for split in (
-            "holdout",
-            "fresh",
-            "blind",
-            *(f"blind{n}" for n in range(2, 9)),
-            "blind8b",
-            "blind9",
-            "blind10",
-            "blind11",
-            "blind12a",
-            "blind12b",
-            "blind13",
-            "blind14",
-            "blind15",
-            "blind16",
-            "blind17",
-            "blind18",
-            "blind19",
-            "blind20",
-            "blind21",
-            "blind22",
-            "blind23",
-            "blind24",
-        )
+        for split in held_out
         for figure in ("accuracy", "min_class_recall", "min_class_precision")
     } | {"hostile_input_max_seconds"}
     assert all(seconds >= 0 for seconds in record["hostile_input_seconds"].values())

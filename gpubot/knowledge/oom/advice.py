@@ -326,9 +326,15 @@ OTHER: dict[str, tuple[str, ...]] = {
         "locks every table it dumps). A larger /dev/shm or memory limit will not help.",
     ),
     "application_memory_cap": (
-        "A store refused writes at its own memory cap (Redis maxmemory, memcached -m): raise "
-        "the cap or set an eviction policy (maxmemory-policy). The process was not killed and "
-        "the host's memory is not the limit.",
+        "A store refused work at its own memory cap (Redis maxmemory, memcached -m, "
+        "ClickHouse's max_server_memory_usage or a query's max_memory_usage): raise the cap, "
+        "set an eviction policy (maxmemory-policy), or make the query lighter. The process was "
+        "not killed and the host's memory is not the limit.",
+    ),
+    "locked_memory_limit": (
+        "The locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) refused mlock: raise it for the "
+        "service (LimitMEMLOCK=infinity in its systemd unit, memlock in limits.conf, or the "
+        "container runtime's ulimits). Memory is not exhausted and nothing was killed.",
     ),
     "disk_full": (
         "A disk, not memory, is full: find which filesystem (`df -h`): ephemeral storage, a "

@@ -188,6 +188,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"(?:(?<![\w-])GPU\b(?!-\w)|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)"
             r"[^\n]{0,80}?out of memory"
             r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
+            # ... or its source file and line: "CUDA error: .../device_helpers.cuh(386): out of
+            # memory" (XGBoost's GPU updater).
+            r"|\bCUDA error:? [^\n]{0,240}?\.(?:cuh?|cpp|cc|hpp|h)\(\d{1,6}\):? out of memory"
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
@@ -283,6 +286,14 @@ SHM: tuple[Family, ...] = (
             r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
         ),
     ),
+    # Open MPI's shared-memory transport finding no room in /dev/shm for its backing file
+    # ("It appears as if there is not enough space for /dev/shm/vader_segment...").
+    Family(
+        "mpi_shm_backing_file",
+        "shm_exhausted",
+        "high",
+        _p(r"\bnot enough space for " + _SHM_DIR + r"/", _I),
+    ),
     # /dev/shm, or /run/shm (the same tmpfs on Debian-based systems), out of space.
     Family(
         "dev_shm_full",
@@ -308,9 +319,23 @@ SHM: tuple[Family, ...] = (
             _SHM_DIR + r"`?(?: volume)?(?: (?:in|of) [^\n]{1,60}?)? (?:is |was |keeps )?"
             r"(?:quickly |constantly )?(?:filling up|filled up|fills up|completely filled)\b"
             r"|\b(?:had|needed) to (?:manually )?(?:increase|enlarge|raise|bump)\b[^\n]{0,30}?"
-            + _SHM_DIR,
+            + _SHM_DIR
+            # ... or found too small for what crashed: "it was caused by too little /dev/shm".
+            + r"|\b(?:caused by|because of|due to) (?:too little|too small|not enough"
+            r"|insufficient)\W{1,3}" + _SHM_DIR,
             _I,
         ),
+    ),
+    # A crash beside /dev/shm said to be limited to a small size: "/dev/shm inside the
+    # runtime is limited to 64MB ... Chrome sometimes crashes because this isn't enough".
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "medium",
+        _p(_SHM_DIR + r"\W{0,2}[^\n]{0,60}? is (?:limited to|only) \d{1,4} ?[KM]i?B\b", _I),
+        near=_p(r"\bcrash(?:es|ed|ing)?\b|\bBus error\b|\bkilled\b|\bout of memory\b", _I),
+        span=2,
+        unless=_p(r"\b(?:if|when|whenever|in case)\b", _I),
     ),
     # A container's shm size too small, and what it did to the job, in one sentence: "the
     # docker shm size is not propagated ... and immediately go out of memory (dataloader
@@ -519,6 +544,9 @@ HOST: tuple[Family, ...] = (
             r"systemd-oomd\[\d{1,10}\]: Killed|earlyoom[^\n]{0,80}(?:low memory|sending SIGKILL)"
             r"|\bKilled [^\n]{0,160}? due to memory (?:pressure|used)"
         ),
+        # earlyoom saying its kill failed: nothing died for memory (oom_killer_failed).
+        unless_near=_p(r"\bearlyoom\[\d{1,10}\]: kill failed\b", _I),
+        unless_span=12,
     ),
     Family(
         "dask_memory_budget",
@@ -538,6 +566,9 @@ HOST: tuple[Family, ...] = (
             r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
             r"|Memory limit of [\d.]{1,12} ?[KMGT]i?B exceeded"  # Cloud Run
             r"|Exceeded (?:soft|hard) (?:private )?memory limit"  # App Engine
+            # HTCondor holding (stopping) a job over its memory request.
+            r"|\bput on hold by SYSTEM_PERIODIC_HOLD due to memory usage\b"
+            r"|\bJob has gone over (?:cgroup )?memory limit of\b"
             r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
             _I,
         ),
@@ -568,12 +599,17 @@ HOST: tuple[Family, ...] = (
             # The JVM's own process (not its heap) refused by the OS: its hs_err report.
             r"|\bNative memory allocation \((?:malloc|mmap)\) failed to (?:allocate|map)\b"
             r"|\binsufficient memory for the Java Runtime Environment to continue\b"
+            r"|\bMalloc returns null: len=\d"  # Blender's guarded allocator
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
-            r"|register (?:host )?memory|cudaHostRegister|pinned memory",
+            r"|register (?:host )?memory|cudaHostRegister|pinned memory|\block (?:JVM )?memory\b",
             _I,
         ),
+        # ... or with the locked-memory limit named a few lines away (Elasticsearch's
+        # "Increase RLIMIT_MEMLOCK" under its "Unable to lock JVM Memory: error=12").
+        unless_near=_p(r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b", _I),
+        unless_span=4,
     ),
     *LIBRARY_HOST_OOM,
     *REPORTED_HOST_OOM,

@@ -37,8 +37,10 @@ STOP_REQUESTED = Family(
         r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
         r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
         r"|DUE TO (?:TIME LIMIT|PREEMPTION)"
-        # gunicorn's master killing a worker that missed its timeout.
-        r"|\bWORKER TIMEOUT \(pid:\d{1,10}\)",
+        # gunicorn's master killing a worker that missed its timeout; uWSGI's for a request
+        # over its harakiri timeout, or for a worker slow to stop on a reload ("NO MERCY").
+        r"|\bWORKER TIMEOUT \(pid:\d{1,10}\)|\bHARAKIRI ON WORKER\b"
+        r"|\bis taking too much time to die\b",
         _I,
     ),
 )
@@ -63,7 +65,7 @@ NON_MEMORY_EVICTION = Family(
 _KILLED = (
     r"(?:Killed|\u5df2\u6740\u6b7b|\u5df2\u6bba\u6b7b|Get\u00f6tet|\u5f37\u5236\u7d42\u4e86"
     r"|\u0423\u0431\u0438\u0442\u043e|\uc8fd\uc5c8\uc74c|Ucciso|Processus arr\u00eat\u00e9"
-    r"|Terminado \(killed\)|Unicestwiony)"
+    r"|Terminado \(killed\)|Unicestwiony|Morto)"
 )
 # Markdown and quoting a pasted log picks up around the word: **Killed**, `Killed`, > Killed.
 _WRAP = r"[\s*_`>#\"']"
@@ -90,6 +92,9 @@ SIGKILL = Family(
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
+        # "g++: fatal error: Killed signal terminated program cc1plus".
+        rf"|\bfatal error: {_KILLED} signal terminated program\b"
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
         r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
@@ -100,6 +105,8 @@ SIGKILL = Family(
         # "(killed)" in full-width parentheses; not in a question of why ("为什么会被killed").
         r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?"
         r"(?:出现|出現|被|报|報|提示|显示|顯示|退出|直接)\s?[\uff08(\u201c\"\u300c]?\s?(?i:killed)\b"
+        # ... and "被kill" ("was killed"): "进程总是被kill".
+        r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?被\s?(?i:kill)(?!\w)"
         # ... and an exit status: "返回错误码-9", "退出码 137".
         r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码)\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
         # The exit status told in a sentence: "exits with a code of 137".
@@ -265,7 +272,7 @@ NEGATIVE: tuple[Family, ...] = (
         "oom_killer_failed",
         "not_oom",
         "medium",
-        _p(r"\bFailed to kill any cgroups?\b", _I),
+        _p(r"\bFailed to kill any cgroups?\b|\bearlyoom\[\d{1,10}\]: kill failed\b", _I),
     ),
     # A System V segment larger than the kernel allows (SHMMAX) is refused as an invalid
     # argument: a setting to raise, not shared memory that ran out.
@@ -286,7 +293,19 @@ NEGATIVE: tuple[Family, ...] = (
         "application_memory_cap",
         "not_oom",
         "medium",
-        _p(r"\bOOM command not allowed when used memory\b|SERVER_ERROR out of memory storing"),
+        _p(
+            r"\bOOM command not allowed when used memory\b|SERVER_ERROR out of memory storing"
+            # ClickHouse's memory tracker refusing a query over its server or user limit.
+            r"|\(MEMORY_LIMIT_EXCEEDED\)|\bmemory limit exceeded: would use\b"
+        ),
+    ),
+    # The locked-memory limit (ulimit -l) refusing mlock: a setting to raise, and the
+    # process runs on ("Unable to lock JVM Memory: error=12 ... Increase RLIMIT_MEMLOCK").
+    Family(
+        "locked_memory_limit",
+        "not_oom",
+        "medium",
+        _p(r"\bRLIMIT_MEMLOCK\b|\bUnable to lock JVM Memory\b|\bmlockall\b[^\n]{0,80}?failed", _I),
     ),
     # An allocation refused as an invalid argument (EINVAL) is a wrong call, not a shortage.
     Family(

@@ -41,6 +41,17 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         "high",
         _p(r"\bAllocation on device(?: \d{1,3})?\s{0,4}$", re.MULTILINE),
     ),
+    # Vulkan's device memory exhausted (ggml's Vulkan backend, games, renderers):
+    # VK_ERROR_OUT_OF_DEVICE_MEMORY, as the C API and Vulkan-Hpp name it. Its host-memory
+    # twin (VK_ERROR_OUT_OF_HOST_MEMORY) is not the card's.
+    Family(
+        "vulkan_out_of_device_memory",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b|\bErrorOutOfDeviceMemory\b|\bOutOfDeviceMemoryError\b"
+        ),
+    ),
     # The caching allocator's own warning: cudaMalloc failed with OOM on a device.
     Family(
         "allocator_oom_warning",
@@ -365,7 +376,12 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "memory_kill_in_prose",
         "host_oom_killed",
         "medium",
-        _p(r"\b(?:RAM|memory)\b[^\n]{0,30}?\b(?:over|above|reached|hit|at) 100 ?%", _I),
+        _p(
+            r"\b(?:RAM|memory)\b[^\n]{0,30}?\b(?:over|above|reached|hit|at) 100 ?%"
+            # ... or the memory left falling to nothing: "dropping to 0% available memory".
+            r"|\b(?:dropping|dropped|drops|fell|falls|falling|down) to 0 ?% (?:available|free)\b",
+            _I,
+        ),
         near=_p(r"\bSIGKILL\b|\bsignal:? 9\b|\bexit code:? (?:137|-9)\b|\bKilled\b", _I),
         span=8,
         unless=_p(r"\b(?:GPU|VRAM|CUDA|video)\b|\b(?:if|maybe|might|may)\b", _I),
@@ -486,12 +502,29 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         _p(
             r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
             r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
-            r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b",
+            r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b"
+            # ... or with what killed it first: "when OS kill uwsgi because of OOM".
+            r"|\b(?:the )?(?:OS|kernel|system|Linux|kubelet|Kubernetes|k8s|Docker)"
+            r" (?:kills?|killed|killing)\b[^\n]{0,40}?\b(?:because of|due to) (?:an? )?"
+            r"(?:OOM|OOME|out of memory)\b",
             _I,
         ),
         unless=_p(
             r"\b(?:GPU|CUDA|VRAM)\b|\b(?:if|when(?!ever)|in case)\b[^\n]{0,20}?\b(?:it|the)\b"
             r"[^\n]{0,30}?\bmight\b|\b(?:could|might|may) be\b",
+            _I,
+        ),
+    ),
+    # The kernel's OOM reaper named as what stopped the work, or its lines seen in the syslog
+    # ("jobs are stopped by `oom_reaper`", "lots of `oom_reaper` messages"): it frees the
+    # memory of a process the OOM killer has just killed.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:stopped|killed|terminated|reaped) by [`'\"]?oom_reaper\b"
+            r"|\boom_reaper[`'\"]? (?:messages|lines|entries|logs?)\b",
             _I,
         ),
     ),
@@ -501,6 +534,30 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "high",
         _p(r"\bKilled process \d{1,10}, UID \d{1,10}, \([^)\n]{1,64}\) total-vm:"),
+    ),
+)
+
+# A kill that more memory cured, told by whoever ran the job: "I resized to 8gb and it
+# worked", "solved this problem by expanding memory space of my container", "completed with
+# a limit of 750M". Evidence only beside a kill (SIGKILL, 137, Killed): the verdict reads it
+# there and nowhere else. Not the card's memory, and not a cure that failed.
+MEMORY_CURE = Family(
+    "kill_cured_by_more_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:resiz|increas|rais|expand|bump|upgrad|doubl|mov|switch)(?:ed|ing)\b[^\n]{0,60}?"
+        r"\b(?:memory|RAM|mem|swap|\d{1,5} ?(?:[GM]i?B|gb|mb|[GM]))\b[^\n]{0,60}?"
+        r"\b(?:(?:and |then )?(?:it |that |everything )?(?:worked|works|succeeded|completed"
+        r"|finished|went through|passed)|fixed (?:it|this|the)|solved (?:it|this|the))\b"
+        r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
+        r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
+        r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
+        r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b",
+        _I,
+    ),
+    unless=_p(
+        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|not|no longer)\b", _I
     ),
 )
 

@@ -24,7 +24,7 @@ from gpubot.knowledge.oom.not_memory import (
     STOP_REQUESTED,
     WORKER_DIED,
 )
-from gpubot.knowledge.oom.reported import MEMCG_FILES, memcg_files_at_limit
+from gpubot.knowledge.oom.reported import MEMCG_FILES, MEMORY_CURE, memcg_files_at_limit
 from gpubot.knowledge.oom.scan import (
     Confidence,
     Lines,
@@ -63,6 +63,7 @@ class Facts:
     launcher_child_exit: Match | None
     sigkill: Match | None
     worker_died: Match | None  # a supervisor saw the worker die, and says not why
+    memory_cure: Match | None  # more memory said to have cured the failure
     memory_words: Match | None  # memory words no family may explain
     exit_code: int | None
     reason: str | None  # the container's last termination reason
@@ -148,6 +149,7 @@ def gather(
         launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
         worker_died=find(WORKER_DIED, lines),
+        memory_cure=find(MEMORY_CURE, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
@@ -265,6 +267,13 @@ def _launcher_child_exit(f: Facts) -> Verdict | None:
     return _not_memory(f, found.family.name, found.family.confidence, found.lines)
 
 
+def _cured_by_memory(f: Facts) -> Verdict | None:
+    if not f.killed or f.memory_cure is None:
+        return None
+    lines = (*(f.sigkill.lines if f.sigkill is not None else ()), *f.memory_cure.lines)
+    return Verdict("host_oom_killed", f.memory_cure.family.name, "medium", lines)
+
+
 def _sigkill(f: Facts) -> Verdict | None:
     if not f.killed:
         return None
@@ -315,6 +324,9 @@ RULES: tuple[Rule, ...] = (
     Rule("stop_requested", _stopped),
     # A launcher killed its workers after one exited with its own, non-SIGKILL status.
     Rule("launcher_child_exit", _launcher_child_exit),
+    # Killed, and more memory (a bigger machine, a higher limit) made the job pass: the kill
+    # was for memory.
+    Rule("kill_cured_by_memory", _cured_by_memory),
     # Killed by SIGKILL (137, -9, "Killed") and nothing says why: say so, and how to find out.
     Rule("sigkill", _sigkill),
     # A known failure that is not about memory: name it, so its own advice can follow.

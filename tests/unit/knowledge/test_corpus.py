@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind24` entries they miss are listed in HOLDOUT_MISSES … BLIND24_MISSES
+`blind3` to `blind26` entries they miss are listed in HOLDOUT_MISSES … BLIND26_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -190,6 +190,20 @@ BLIND24_MISSES: dict[str, str] = {
     "zn-047": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zn-050": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
 }
+# The twenty-fifth part (zo-), host-side and ambiguous deaths from stacks beyond PyTorch,
+# measured before any rule was changed for it: 31 of 47 (66.0 %). Every miss is fixed.
+BLIND25_MISSES: dict[str, str] = {}
+# The twenty-sixth part (zp-), accelerator memory in the wordings rarest in PyTorch's
+# threads, measured before any rule was changed for it: 36 of 44 (81.8 %). Five misses are
+# fixed; these are left.
+BLIND26_MISSES: dict[str, str] = {
+    "zp-022": "gpu_oom_word_not_exhaustion: a translation layer's 'Out of memory in "
+    "cuStreamCreate' with memory said to be barely used is answered cannot_tell (low)",
+    "zp-032": "alloc_size_cap: an XPU request of 4 GiB with 15 GiB free, refused by a size "
+    "cap, is answered cuda_oom (high); free memory above the request is common in real OOMs",
+    "zp-037": "kernel_oom_report: the kernel's memory report with a zone below its min "
+    "watermark and no kill line is answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -218,6 +232,8 @@ KNOWN_MISSES = {
     **BLIND22_MISSES,
     **BLIND23_MISSES,
     **BLIND24_MISSES,
+    **BLIND25_MISSES,
+    **BLIND26_MISSES,
 }
 
 
@@ -243,7 +259,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
-    splits = (*splits, "blind23", "blind24")
+    splits = (*splits, "blind23", "blind24", "blind25", "blind26")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -274,6 +290,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind22" for key in BLIND22_MISSES)
     assert all(split[key] == "blind23" for key in BLIND23_MISSES)
     assert all(split[key] == "blind24" for key in BLIND24_MISSES)
+    assert all(split[key] == "blind25" for key in BLIND25_MISSES)
+    assert all(split[key] == "blind26" for key in BLIND26_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
