@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Connection, Dialect
@@ -40,7 +40,8 @@ class _Form:
     binds: dict[str, Processor]  # the bind processor of each parameter that has one
     keys: tuple[str, ...]  # result columns, in order
     types: tuple[Any, ...]  # their SQLAlchemy types
-    results: list[tuple[Processor | None, ...]] = field(default_factory=list)
+    # The result processors, made from the driver's first cursor description.
+    results: tuple[Processor | None, ...] | None = None
 
 
 class Prepared:
@@ -120,10 +121,9 @@ class Prepared:
             cursor.execute(form.sql, sent)
             fetched = cursor.fetchall() if cursor.description else []
             count = cursor.rowcount
-            processors = form.results[0] if form.results else None
+            processors = form.results
             if processors is None and cursor.description:
-                processors = _result_processors(form, dialect, cursor.description)
-                form.results.append(processors)
+                processors = form.results = _result_processors(form, dialect, cursor.description)
         except dialect.loaded_dbapi.Error as exc:
             raise _wrapped(conn, form.sql, sent, exc, cursor) from exc
         finally:
