@@ -331,6 +331,17 @@ OTHER: dict[str, tuple[str, ...]] = {
         "set an eviction policy (maxmemory-policy), or make the query lighter. The process was "
         "not killed and the host's memory is not the limit.",
     ),
+    "gpu_unavailable": (
+        "The GPU was busy or unavailable, not out of memory: another process holds it in "
+        "EXCLUSIVE_PROCESS compute mode (`nvidia-smi -q -d COMPUTE`), or the driver was being "
+        "reloaded or upgraded. Check `nvidia-smi` for the holder and the driver's state.",
+    ),
+    "pinned_host_memory": (
+        "XLA could not pin (page-lock) host memory and retried smaller: a limit on locked "
+        "memory (WSL, a container's `ulimit -l`), not the GPU's memory. It is a warning unless "
+        "the job then failed; if it did, raise the memlock limit or lower XLA's host pool "
+        "(XLA_PYTHON_CLIENT_MEM_FRACTION does not cover it).",
+    ),
     "locked_memory_limit": (
         "The locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) refused mlock: raise it for the "
         "service (LimitMEMLOCK=infinity in its systemd unit, memlock in limits.conf, or the "

@@ -30,6 +30,7 @@ _ADVICE = (
 _OTHER_CUDA_ERROR = (
     r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
     r"|unspecified launch failure|misaligned address"
+    r"|busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE"
 )
 _HEDGED = (
     r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
@@ -85,8 +86,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\bHIP_ERROR_OutOfMemory\b|\bhipErrorOutOfMemory\b"  # ROCm's codes
         ),
         # An allocation call that failed with another error's name failed for that error
-        # (a context poisoned by an earlier illegal access refuses every call after it).
-        unless=_p(_ADVICE + "|" + _OTHER_CUDA_ERROR, _I),
+        # (a context poisoned by an earlier illegal access refuses every call after it); and
+        # XLA's pinned host memory, refused with the driver's OOM code, is not the card's.
+        unless=_p(_ADVICE + "|" + _OTHER_CUDA_ERROR + r"|bytes on host: CUDA_ERROR_", _I),
     ),
     Family(
         "cudnn_cublas_alloc_failed",
@@ -120,7 +122,12 @@ GPU_OOM: tuple[Family, ...] = (
         "xla_resource_exhausted",
         "cuda_oom",
         "high",
-        _p(r"\bRan out of memory in memory space hbm\b|\bExceeded hbm capacity by\b", _I),
+        _p(
+            r"\bRan out of memory in memory space hbm\b|\bExceeded hbm capacity by\b"
+            # XLA's runtime refusing a device buffer (a TPU's HBM, a GPU's memory).
+            r"|\bError allocating device buffer: Attempting to allocate\b",
+            _I,
+        ),
     ),
     Family(
         "tf_resource_exhausted",
@@ -200,7 +207,10 @@ GPU_OOM: tuple[Family, ...] = (
             r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
             r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
             r"|GpuLaunchKernel[^\n]{0,400}?out of memory"  # TF launching a GPU kernel
-            r"|\bfailed due to insufficient GPU memory\b",  # TensorRT-LLM's executor
+            r"|\bfailed due to insufficient GPU memory\b"  # TensorRT-LLM's executor
+            # The CUDA samples' wording: "Failed to allocate device vector A (error code out
+            # of memory)!".
+            r"|\bFailed to allocate device [^\n]{0,60}?\(error code out of memory\)",
             _I,
         ),
         # A C++ exception's what() names the CUDA allocator's source file on one line and
@@ -209,7 +219,8 @@ GPU_OOM: tuple[Family, ...] = (
         # A host's name may hold "gpu" (gpu-node-7): the kernel's OOM killer on it is the host's.
         unless=_p(
             r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
-            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer|"
+            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer"
+            r"|bytes on host: CUDA_ERROR_|"  # XLA's pinned host memory
             + _ADVICE
             # A list of what it could have been ("could be out of memory killer, segfault").
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
@@ -583,7 +594,7 @@ HOST: tuple[Family, ...] = (
         "medium",
         _p(
             r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
-            r"|\bTorch: not enough memory: you tried to allocate"  # TH's CPU allocator
+            r"|\b(?i:Torch: not enough memory: you tried to allocate)"  # TH's CPU allocator
             r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
             # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
             # another bug).
@@ -591,7 +602,7 @@ HOST: tuple[Family, ...] = (
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
-            r"|^fatal error: out of memory\s*$|VirtualAlloc of \d{1,20} bytes failed"  # Go
+            r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
             r"|\bC error: out of memory"  # pandas' C parser

@@ -92,6 +92,8 @@ SIGKILL = Family(
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        # The word reported bare: "python -m app shows killed in line 163".
+        r"|\b(?:shows?|showed|prints?|printed|says|said) killed(?= (?:in|at) line\b|\s*[.!]?\s*$)"
         # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
         # "g++: fatal error: Killed signal terminated program cc1plus".
         rf"|\bfatal error: {_KILLED} signal terminated program\b"
@@ -133,7 +135,8 @@ WORKER_DIED = Family(
         r"|\bworker process has died\b|\bA worker died or was killed\b"
         r"|\bdied unexpectedly before finishing\b"
         r"|KernelRestarter: restarting kernel\b|\bkernel\b[^\n]{0,80}?\bappears to have died\b"
-        r"|\bYour session (?:is |has )?crashed for (?:an )?unknown reason\b",  # Colab
+        r"|\bYour session (?:is |has )?crashed for (?:an )?unknown reason\b"  # Colab
+        r"|\bThe Kernel crashed while executing code in the (?:current )?cell\b",  # VS Code
         _I,
     ),
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;
@@ -190,6 +193,19 @@ NEGATIVE: tuple[Family, ...] = (
             r"|found no NVIDIA driver|CUDA driver version is insufficient"
             r"|forward compatibility was attempted|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
             r"|unsupported display driver / cuda driver combination",
+            _I,
+        ),
+    ),
+    # Every GPU busy (exclusive-process mode, held by another process) or unavailable (a
+    # driver going away): an allocation fails with it, but memory is not the cause.
+    Family(
+        "gpu_unavailable",
+        "not_oom",
+        "high",
+        _p(
+            r"CUDA-capable device\(s\) is/are busy or unavailable|\bcudaErrorDevicesUnavailable\b"
+            r"|all CUDA-capable devices are busy or unavailable\b"
+            r"|\bCUDA_ERROR_DEVICE_UNAVAILABLE\b",
             _I,
         ),
     ),
@@ -298,6 +314,14 @@ NEGATIVE: tuple[Family, ...] = (
             # ClickHouse's memory tracker refusing a query over its server or user limit.
             r"|\(MEMORY_LIMIT_EXCEEDED\)|\bmemory limit exceeded: would use\b"
         ),
+    ),
+    # XLA's pinned (page-locked) host memory refused, then tried again smaller: a limit on
+    # locked memory (WSL, a container's ulimit -l), not the card's memory nor a kill.
+    Family(
+        "pinned_host_memory",
+        "not_oom",
+        "medium",
+        _p(r"\bcould not allocate pinned host memory\b|\bbytes on host: CUDA_ERROR_\w{1,40}"),
     ),
     # The locked-memory limit (ulimit -l) refusing mlock: a setting to raise, and the
     # process runs on ("Unable to lock JVM Memory: error=12 ... Increase RLIMIT_MEMLOCK").

@@ -52,6 +52,18 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
             r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b|\bErrorOutOfDeviceMemory\b|\bOutOfDeviceMemoryError\b"
         ),
     ),
+    # AWS Neuron's runtime (Inferentia, Trainium) out of device memory on a NeuronCore:
+    # "TDRV:dmem_alloc_internal Failed to alloc DEVICE memory: 469762048", "Failed to
+    # allocate 448.000MB (usage: tensors) on ND 0:NC 0".
+    Family(
+        "neuron_device_memory",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\bFailed to alloc DEVICE memory\b"
+            r"|\bFailed to allocate [\d.]{1,12} ?[KMG]B \(usage: \w{1,20}\) on ND \d{1,3}:NC \d"
+        ),
+    ),
     # The caching allocator's own warning: cudaMalloc failed with OOM on a device.
     Family(
         "allocator_oom_warning",
@@ -488,7 +500,9 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(
-            r"\bWinError 1455\b|\bThe paging file is too small\b"
+            r"\bWinError 1455\b|\bThe paging file is too small\b|\berrno=1455\b"
+            # ERROR_NOT_ENOUGH_MEMORY: "[WinError 8] Not enough memory resources are available".
+            r"|\bWinError 8\]|\bNot enough memory resources are available to process this command"
             r"|\u9875\u9762\u6587\u4ef6\u592a\u5c0f|Auslagerungsdatei ist zu klein",
             _I,
         ),
@@ -503,6 +517,10 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
             r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
             r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b"
+            # ... or the other way round: "running out of memory and causing python processes
+            # getting killed".
+            r"|\b(?:run(?:ning|s)?|ran) out of memory\b[^\n]{0,60}?\b(?:causing|and|which|then)\b"
+            r"[^\n]{0,40}?\b(?:gets?|getting|got|being|been) killed\b"
             # ... or with what killed it first: "when OS kill uwsgi because of OOM".
             r"|\b(?:the )?(?:OS|kernel|system|Linux|kubelet|Kubernetes|k8s|Docker)"
             r" (?:kills?|killed|killing)\b[^\n]{0,40}?\b(?:because of|due to) (?:an? )?"
@@ -524,6 +542,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\b(?:stopped|killed|terminated|reaped) by [`'\"]?oom_reaper\b"
+            # ... or a count of what a limit OOM-killed: "640Mi OOM-killed 39 mounts".
+            r"|\bOOM[- ]killed (?:\d{1,6}|several|many|multiple|dozens of|hundreds of) \w"
             r"|\boom_reaper[`'\"]? (?:messages|lines|entries|logs?)\b",
             _I,
         ),
@@ -553,11 +573,16 @@ MEMORY_CURE = Family(
         r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
         r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
-        r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b",
+        r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
+        # ... in Chinese: "32G改为64G问题就解决了" (32G changed to 64G, the problem went away).
+        r"|\d{1,4} ?[GM]B?\s?(?:改为|改成|换成|換成|加到|增加到|升级到|升級到|提高到)"
+        r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)",
         _I,
     ),
     unless=_p(
-        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|not|no longer)\b", _I
+        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|not|no longer)\b"
+        r"|显存|顯存|还是|還是|没有|沒有",
+        _I,
     ),
 )
 

@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind26` entries they miss are listed in HOLDOUT_MISSES … BLIND26_MISSES
+`blind3` to `blind28` entries they miss are listed in HOLDOUT_MISSES … BLIND28_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -151,12 +151,11 @@ BLIND20_MISSES: dict[str, str] = {
 # The twenty-first part (zk-), threads in Chinese and from Chinese model repositories, measured
 # before any rule was changed for it: 46 of 53 (86.8 %); all seven misses are fixed.
 # The twenty-second part (zl-), the thinnest classes and hard negatives with memory words,
-# measured before any rule was changed for it: 36 of 54 (66.7 %). Ten misses are fixed; these
+# measured before any rule was changed for it: 36 of 54 (66.7 %). Eleven misses are fixed; these
 # are left, each answered cannot_tell.
 BLIND22_MISSES: dict[str, str] = {
     "zl-008": "torch_shm_file: a storage shared by filename into a 1 GB /dev/shm, told as 'out of "
     "memory' in prose, labelled shm_exhausted",
-    "zl-016": "hard_negative: the MPS server's client limit behind 'Failed to allocate'",
     "zl-024": "oom_in_prose: a host kill told in prose with memory figures, labelled "
     "host_oom_killed",
     "zl-034": "oom_in_prose: a GPU node that 'ran out of memory' and a node-pressure eviction "
@@ -204,6 +203,13 @@ BLIND26_MISSES: dict[str, str] = {
     "zp-037": "kernel_oom_report: the kernel's memory report with a zone below its min "
     "watermark and no kill line is answered cannot_tell (low)",
 }
+# The twenty-seventh part (zq-), what an on-call engineer pastes from a Kubernetes GPU
+# cluster, measured before any rule was changed for it: 37 of 41 (90.2 %), the four misses
+# answered cannot_tell. Every miss is fixed.
+BLIND27_MISSES: dict[str, str] = {}
+# The twenty-eighth part (zr-), desktops, notebooks and IDEs and threads in other languages,
+# measured before any rule was changed for it: 42 of 49 (85.7 %). Every miss is fixed.
+BLIND28_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -234,6 +240,8 @@ KNOWN_MISSES = {
     **BLIND24_MISSES,
     **BLIND25_MISSES,
     **BLIND26_MISSES,
+    **BLIND27_MISSES,
+    **BLIND28_MISSES,
 }
 
 
@@ -259,7 +267,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = ("train", "holdout", "fresh", "blind", *(f"blind{n}" for n in range(2, 12)), "blind8b")
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
-    splits = (*splits, "blind23", "blind24", "blind25", "blind26")
+    splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -292,6 +300,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind24" for key in BLIND24_MISSES)
     assert all(split[key] == "blind25" for key in BLIND25_MISSES)
     assert all(split[key] == "blind26" for key in BLIND26_MISSES)
+    assert all(split[key] == "blind27" for key in BLIND27_MISSES)
+    assert all(split[key] == "blind28" for key in BLIND28_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
