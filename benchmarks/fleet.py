@@ -3,7 +3,7 @@
 Prints one JSON line. A real control plane on loopback (etcd, kube-apiserver and the
 disruption controller, started by tests/integration/kube/control_plane.py and stopped by PID)
 holds `--nodes` GPU Nodes (1,500). gpubot runs in this process: the real web app (POST
-/alertmanager through httpx's ASGI transport), build_app's service with SQLite in a temporary
+/alertmanager handed to it as an ASGI server would), build_app's service with SQLite in a temporary
 directory, and KubernetesKubeApi on the official client, paced at `--qps`/`--burst`. The one
 runbook cordons the node an XID alert names; the cap is 50 % of the fleet.
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import importlib.util
 import itertools
 import json
 import logging
@@ -46,7 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+from _asgi import AsgiPoster
 from _report import REPO, at_least, at_most, emit, percentiles, use_test_helpers
 from _xid_cordon import RUNBOOK, Sink
 from kubernetes import client, watch
@@ -183,12 +182,10 @@ def payload(alerts: list[dict[str, Any]], *, status: str = "firing") -> bytes:
     return json.dumps(body).encode()
 
 
-async def post(web: httpx.AsyncClient, content: bytes) -> None:
-    reply = await web.post(
-        "/alertmanager", content=content, headers={"content-type": "application/json"}
-    )
-    if reply.status_code != 200:
-        raise RuntimeError(f"HTTP {reply.status_code}: {reply.text}")
+async def post(web: AsgiPoster, content: bytes) -> None:
+    status, reply = await web.post("/alertmanager", content)
+    if status != 200:
+        raise RuntimeError(f"HTTP {status}: {reply.decode(errors='replace')}")
 
 
 async def until(check: Callable[[], bool], event: asyncio.Event, limit: float) -> None:
@@ -210,7 +207,7 @@ async def until(check: Callable[[], bool], event: asyncio.Event, limit: float) -
 
 
 async def singles(
-    app: Any, web: httpx.AsyncClient, kube: TimedKube, admin: Any, nodes: list[str]
+    app: Any, web: AsgiPoster, kube: TimedKube, admin: Any, nodes: list[str]
 ) -> list[float]:
     taken: list[float] = []
     for i, node in enumerate(nodes):
@@ -228,7 +225,7 @@ async def singles(
 
 async def storm(
     app: Any,
-    web: httpx.AsyncClient,
+    web: AsgiPoster,
     kube: TimedKube,
     nodes: list[str],
     *,
@@ -287,7 +284,7 @@ async def storm(
 
 async def reset_storm(
     app: Any,
-    web: httpx.AsyncClient,
+    web: AsgiPoster,
     nodes: list[str],
     admin: Any,
     *,
@@ -554,56 +551,53 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
         },
     )
     app = build_app(settings, clusters={"sim": ports}, out=Sink())
-    transport = httpx.ASGITransport(app=create_app(app.service))
+    web = AsgiPoster(create_app(app.service))
     storm_nodes = names[: args.storm]
     single_nodes = names[args.storm : args.storm + args.singles]
     try:
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://bench", timeout=120
-        ) as web:
-            await app.service.background.warm(timeout_s=60)  # as serve does before it listens
-            # Baselines: the cordon PATCH alone; one LIST of every Node, decoded.
-            bare: list[float] = []
-            for node in single_nodes:
-                t = time.perf_counter()
-                await kube.set_unschedulable(node=node, value=True, actor="bench", reason="bare")
-                bare.append(time.perf_counter() - t)
-                admin.patch_node(node, {"spec": {"unschedulable": None}}, _preload_content=False)
-            listed: list[float] = []
-            for _ in range(max(3, min(10, args.singles))):
-                t = time.perf_counter()
-                await kube.list_nodes()
-                listed.append(time.perf_counter() - t)
-            kube.cordoned.clear()
-            note("baselines measured; single alerts")
-            one = await singles(app, web, kube, admin, single_nodes)
-            bare_p50 = percentiles(bare)["p50_ms"]
-            note("storm of single-alert webhooks")
+        await app.service.background.warm(timeout_s=60)  # as serve does before it listens
+        # Baselines: the cordon PATCH alone; one LIST of every Node, decoded.
+        bare: list[float] = []
+        for node in single_nodes:
+            t = time.perf_counter()
+            await kube.set_unschedulable(node=node, value=True, actor="bench", reason="bare")
+            bare.append(time.perf_counter() - t)
+            admin.patch_node(node, {"spec": {"unschedulable": None}}, _preload_content=False)
+        listed: list[float] = []
+        for _ in range(max(3, min(10, args.singles))):
+            t = time.perf_counter()
+            await kube.list_nodes()
+            listed.append(time.perf_counter() - t)
+        kube.cordoned.clear()
+        note("baselines measured; single alerts")
+        one = await singles(app, web, kube, admin, single_nodes)
+        bare_p50 = percentiles(bare)["p50_ms"]
+        note("storm of single-alert webhooks")
+        since = time.perf_counter()
+        single_storm = await storm(
+            app, web, kube, storm_nodes, per_payload=1, in_flight=16, bare_p50_ms=bare_p50
+        )
+        single_traffic = traffic(api.log, since=since, qps=args.qps, burst=args.burst)
+        note(f"single-alert storm: {single_storm['cordon_nodes_per_s']} nodes/s; resetting")
+        await reset_storm(app, web, storm_nodes, admin, first_serial=0)
+        note("storm of 10-alert webhooks")
+        since = time.perf_counter()
+        stormed = await storm(
+            app, web, kube, storm_nodes, first_serial=10_000_000, bare_p50_ms=bare_p50
+        )
+        storm_traffic = traffic(api.log, since=since, qps=args.qps, burst=args.burst)
+        drain_nodes = storm_nodes[: args.drain_nodes]
+        note(f"storm: {stormed['cordon_nodes_per_s']} nodes/s; pods for the drain")
+        add_pods(admin, policy, drain_nodes, args.pods)
+        budgets_ready(policy, len(drain_nodes), allowed=min(5, args.pods))
+        kubelet = Kubelet(admin, set(drain_nodes), names[args.storm :])
+        try:
+            note("drain")
             since = time.perf_counter()
-            single_storm = await storm(
-                app, web, kube, storm_nodes, per_payload=1, in_flight=16, bare_p50_ms=bare_p50
-            )
-            single_traffic = traffic(api.log, since=since, qps=args.qps, burst=args.burst)
-            note(f"single-alert storm: {single_storm['cordon_nodes_per_s']} nodes/s; resetting")
-            await reset_storm(app, web, storm_nodes, admin, first_serial=0)
-            note("storm of 10-alert webhooks")
-            since = time.perf_counter()
-            stormed = await storm(
-                app, web, kube, storm_nodes, first_serial=10_000_000, bare_p50_ms=bare_p50
-            )
-            storm_traffic = traffic(api.log, since=since, qps=args.qps, burst=args.burst)
-            drain_nodes = storm_nodes[: args.drain_nodes]
-            note(f"storm: {stormed['cordon_nodes_per_s']} nodes/s; pods for the drain")
-            add_pods(admin, policy, drain_nodes, args.pods)
-            budgets_ready(policy, len(drain_nodes), allowed=min(5, args.pods))
-            kubelet = Kubelet(admin, set(drain_nodes), names[args.storm :])
-            try:
-                note("drain")
-                since = time.perf_counter()
-                drained = await drain(kube, ports, drain_nodes)
-                drain_traffic = traffic(api.log, since=since, qps=args.qps, burst=args.burst)
-            finally:
-                kubelet.close()
+            drained = await drain(kube, ports, drain_nodes)
+            drain_traffic = traffic(api.log, since=since, qps=args.qps, burst=args.burst)
+        finally:
+            kubelet.close()
     finally:
         await app.aclose()
         kube.close()
@@ -686,11 +680,6 @@ def main() -> None:
     if args.storm + args.singles > args.nodes or args.drain_nodes > args.storm:
         parser.error("need storm + singles <= nodes and drain-nodes <= storm")
     logging.basicConfig(level=logging.ERROR)
-    if importlib.util.find_spec("sniffio") is None:
-        # httpx's ASGI transport (the benchmark's stand-in for Alertmanager's HTTP) tries to
-        # import sniffio on every request; without it each try searches sys.path, a few ms
-        # per alert charged to gpubot's CPU here. Marked absent, the import fails at once.
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
     use_test_helpers("integration/kube", "reliability")
     import control_plane
 
