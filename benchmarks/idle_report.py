@@ -98,7 +98,7 @@ class Pods(SimulatedKube):
         self._bench_pods = pods
 
     async def list_pods(
-        self, *, node: str | None = None, namespace: str | None = None
+        self, *, node: str | None = None, namespace: str | None = None, cached: bool = False
     ) -> list[PodInfo]:
         return self._bench_pods
 

@@ -173,8 +173,11 @@ class PodReads(Protocol):
     """Pods, their budgets, logs and events: what drains plan from and triage reads."""
 
     async def list_pods(
-        self, *, node: str | None = None, namespace: str | None = None
-    ) -> list[PodInfo]: ...
+        self, *, node: str | None = None, namespace: str | None = None, cached: bool = False
+    ) -> list[PodInfo]:
+        """`cached`: the API server may answer from its watch cache (a little behind, and far
+        cheaper for it and etcd): for a plan's figures, never for what is evicted or reset."""
+        ...
 
     async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]: ...
 

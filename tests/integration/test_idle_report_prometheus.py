@@ -54,7 +54,7 @@ class Pods(SimulatedKube):
     """The pod list of the exporter's workloads (the metrics come from Prometheus)."""
 
     async def list_pods(
-        self, *, node: str | None = None, namespace: str | None = None
+        self, *, node: str | None = None, namespace: str | None = None, cached: bool = False
     ) -> list[PodInfo]:
         made = datetime.now(UTC) - timedelta(hours=5)
         return [

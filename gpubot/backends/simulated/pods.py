@@ -9,7 +9,7 @@ from gpubot.domain.fleet.cluster import PodDisruptionBudget, PodEvent, PodInfo
 
 class SimulatedPodReads(OnState):
     async def list_pods(
-        self, *, node: str | None = None, namespace: str | None = None
+        self, *, node: str | None = None, namespace: str | None = None, cached: bool = False
     ) -> list[PodInfo]:
         with self._cluster.reading() as state:
             return [

@@ -51,7 +51,7 @@ class SlurmJobPods:
     # -- jobs as pods --
 
     async def list_pods(
-        self, *, node: str | None = None, namespace: str | None = None
+        self, *, node: str | None = None, namespace: str | None = None, cached: bool = False
     ) -> list[PodInfo]:
         if namespace not in (None, JOB_NAMESPACE):
             return []

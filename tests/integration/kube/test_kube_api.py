@@ -98,6 +98,19 @@ async def test_pods_on_a_node_with_gpus_and_resolved_owners(
     assert cluster.calls_of("GET", f"fieldSelector=spec.nodeName%3D{gpu}")
 
 
+async def test_a_plans_pod_list_may_come_from_the_api_servers_cache(
+    cluster: Cluster, kube: KubernetesKubeApi
+) -> None:
+    """resourceVersion=0: the API server answers from its watch cache (its index by node),
+    without reading etcd; the pods are the same."""
+    gpu, _, _, _ = _fleet(cluster)
+    fresh = {p.name for p in await kube.list_pods(node=gpu)}
+    assert not cluster.calls_of("GET", "resourceVersion=0")
+    cached = {p.name for p in await kube.list_pods(node=gpu, cached=True)}
+    assert cached == fresh == {"train-7d9f-abcde", "dcgm-x1"}
+    assert cluster.calls_of("GET", "resourceVersion=0")
+
+
 async def test_pod_reads_for_triage(cluster: Cluster, kube: KubernetesKubeApi) -> None:
     gpu, ml = cluster.add_node("gpu-a"), cluster.namespace("ml")
     cluster.add_pod(
