@@ -97,6 +97,7 @@ _REQUESTED = (
     _p(r"Requested amount of (?:GPU )?memory \((\d{1,20}) bytes\)"),  # TensorRT
     _p(r"requested buffer of size (\d{1,20})\b"),  # ONNX Runtime's arena
     _p(r"out of memory to allocate (\d{1,20}) bytes"),  # CuPy
+    _p(r"\[requestedSpace:\s{1,40}(\d{1,20}) B\]"),  # RELION's custom allocators
     _p(r"Out of memory allocating (\d{1,3}(?:,\d{3}){1,6}) bytes"),  # CuPy, grouped
     _p(r"Cannot allocate " + _SIZE + r" memory on"),  # PaddlePaddle
     _p(r"\bRequested\s{0,30}: " + _SIZE),  # cudaMallocAsync's report

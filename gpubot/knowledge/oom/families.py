@@ -198,6 +198,10 @@ GPU_OOM: tuple[Family, ...] = (
             # ... or its source file and line: "CUDA error: .../device_helpers.cuh(386): out of
             # memory" (XGBoost's GPU updater).
             r"|\bCUDA error:? [^\n]{0,240}?\.(?:cuh?|cpp|cc|hpp|h)\(\d{1,6}\):? out of memory"
+            # RELION's accelerated code: "out of memory in .../acc_backprojector_impl.h at line
+            # 37 (error-code 2)" (cudaErrorMemoryAllocation).
+            r"|\bout of memory in \S{1,300} at line \d{1,6} \(error-code 2\)"
+            r"|\bInsufficient memory on accelerator\b"  # LAMMPS' GPU package
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
@@ -268,8 +272,13 @@ SHM: tuple[Family, ...] = (
         ),
         # PostgreSQL's "out of shared memory" is its lock table full: its hint says so, and
         # pg_dump and pg_restore print it when they lock every table.
-        unless_near=_p(r"max_(?:pred_)?locks_per_transaction|\bpg_dump\b|\bpg_restore\b", _I),
-        unless_span=6,
+        # ... and a bus error beside df showing /dev/shm empty is not /dev/shm full.
+        unless_near=_p(
+            r"max_(?:pred_)?locks_per_transaction|\bpg_dump\b|\bpg_restore\b"
+            r"|\s0%\s{1,4}/dev/shm\s*$",
+            _I,
+        ),
+        unless_span=12,
     ),
     Family(
         "torch_shm_write",
@@ -296,6 +305,14 @@ SHM: tuple[Family, ...] = (
             r"|(?:shm\.h|shmutils\.cc|shm\.cc):\d{1,5} NCCL WARN [^\n]{0,120}?"
             r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
         ),
+    ),
+    # UCX's POSIX transport: "Not enough memory to write total of N bytes. Please check that
+    # /dev/shm or the directory you specified has more available memory".
+    Family(
+        "mpi_shm_backing_file",
+        "shm_exhausted",
+        "high",
+        _p(r"\bPlease check that /dev/shm\b[^\n]{0,80}?\bmore available memory\b", _I),
     ),
     # Open MPI's shared-memory transport finding no room in /dev/shm for its backing file
     # ("It appears as if there is not enough space for /dev/shm/vader_segment...").
@@ -465,6 +482,9 @@ SHM: tuple[Family, ...] = (
             _I,
         ),
         span=8,
+        # df showing /dev/shm empty beside it: the bus error is not /dev/shm filling up.
+        unless_near=_p(r"\s0%\s{1,4}/dev/shm\s*$"),
+        unless_span=12,
     ),
 )
 
@@ -580,6 +600,7 @@ HOST: tuple[Family, ...] = (
             # HTCondor holding (stopping) a job over its memory request.
             r"|\bput on hold by SYSTEM_PERIODIC_HOLD due to memory usage\b"
             r"|\bJob has gone over (?:cgroup )?memory limit of\b"
+            r"|\b(?:held|put on hold) because of (?:its |their )?memory usage\b"
             r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
             _I,
         ),
@@ -611,6 +632,9 @@ HOST: tuple[Family, ...] = (
             r"|\bNative memory allocation \((?:malloc|mmap)\) failed to (?:allocate|map)\b"
             r"|\binsufficient memory for the Java Runtime Environment to continue\b"
             r"|\bMalloc returns null: len=\d"  # Blender's guarded allocator
+            r"|\bmemory \(RAM\) is insufficient\b"  # Atomsk
+            r"|\bMemory allocation failed for \w{1,40} in the routine\b"  # FDS (Fortran)
+            r"|\bOut of CPU memory\b"  # gpu4pyscf's check before a host buffer
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
@@ -619,7 +643,10 @@ HOST: tuple[Family, ...] = (
         ),
         # ... or with the locked-memory limit named a few lines away (Elasticsearch's
         # "Increase RLIMIT_MEMLOCK" under its "Unable to lock JVM Memory: error=12").
-        unless_near=_p(r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b", _I),
+        # A size no machine holds (a negative one cast to unsigned) is another bug.
+        unless_near=_p(
+            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b|mach_vm_map\(size=\d{16,20}\)", _I
+        ),
         unless_span=4,
     ),
     *LIBRARY_HOST_OOM,

@@ -266,7 +266,7 @@ NEGATIVE: tuple[Family, ...] = (
             r"|attaching to shared memory segment[^\n]{0,200}?No such file or directory"
             # A key, region or segment that could not be made because the directory for it
             # (/dev/shm) is not there: shared memory missing, not full.
-            r"|shared memory (?:key|region|segment|pool)\b[^\n]{0,300}?"
+            r"|shared memory (?:key|region|segment|pool|object)\b[^\n]{0,300}?"
             r"(?:No such file or directory|\bENOENT\b)"
             r"|shared memory[^\n]{0,200}?Interrupted system call",
             _I,
@@ -337,6 +337,23 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "medium",
         _p(r"failed to allocate [^\n]{0,120}?: invalid argument", _I),
+    ),
+    # ... or with CUDA's invalid-argument error on the line before or after (a 3D array past
+    # the texture size limit): "CUDA error 11: invalid argument" / "Failed to allocate ...".
+    Family(
+        "allocation_invalid_argument",
+        "not_oom",
+        "medium",
+        _p(r"\bfailed to allocate\b", _I),
+        near=_p(r"\bCUDA error 11: invalid argument\b|\bcudaErrorInvalidValue\b", _I),
+        span=1,
+    ),
+    # A negative size asked of an allocator: a bug upstream, not memory exhausted.
+    Family(
+        "absurd_request",
+        "not_oom",
+        "high",
+        _p(r"\b(?:allocate|allocating) -\d{1,20} bytes\b", _I),
     ),
     # macOS malloc asked for more than 2^53 bytes: a negative size cast to unsigned.
     Family("absurd_request", "not_oom", "high", _p(r"mach_vm_map\(size=\d{16,20}\) failed")),

@@ -39,7 +39,11 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         "allocator_oom_header",
         "cuda_oom",
         "high",
-        _p(r"\bAllocation on device(?: \d{1,3})?\s{0,4}$", re.MULTILINE),
+        # (or with a logger's source column after it: "Allocation on device    execution.py:430").
+        _p(
+            r"\bAllocation on device(?: \d{1,3})?(?:\s{0,4}|\s{2,80}\S{1,80}\.py:\d{1,6}\s*)$",
+            re.MULTILINE,
+        ),
     ),
     # Vulkan's device memory exhausted (ggml's Vulkan backend, games, renderers):
     # VK_ERROR_OUT_OF_DEVICE_MEMORY, as the C API and Vulkan-Hpp name it. Its host-memory
@@ -51,6 +55,14 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         _p(
             r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b|\bErrorOutOfDeviceMemory\b|\bOutOfDeviceMemoryError\b"
         ),
+    ),
+    # Tenstorrent's allocator: "Out of Memory: Not enough space to allocate N B DRAM buffer
+    # across 12 banks".
+    Family(
+        "accelerator_dram_oom",
+        "cuda_oom",
+        "high",
+        _p(r"\bNot enough space to allocate \d{1,20} B (?:DRAM|L1) buffer across \d{1,4} banks\b"),
     ),
     # AWS Neuron's runtime (Inferentia, Trainium) out of device memory on a NeuronCore:
     # "TDRV:dmem_alloc_internal Failed to alloc DEVICE memory: 469762048", "Failed to
@@ -547,6 +559,30 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\boom_reaper[`'\"]? (?:messages|lines|entries|logs?)\b",
             _I,
         ),
+    ),
+    # The host's memory named as the cause, in a sentence: "I can confirm that the error is
+    # caused by CPU OOM", "Root cause: host cgroup OOM, not VRAM". The card's memory may be
+    # named too (as what it was not); a hedge is not a cause.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:is|was|were) caused by (?:a |an |the )?(?:CPU|host|system|RAM|container|cgroup)"
+            r"(?: memory| RAM| cgroup)? (?:OOM|out of memory)\b"
+            r"|\broot cause\W{1,6}(?:(?:is|was) )?(?:a |an |the )?(?:host|container|node|system)"
+            r"(?: cgroup| memory)? (?:OOM|out of memory)\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
+    ),
+    # macOS's memory-pressure killer: "last exit reason = OS_REASON_JETSAM", "jetsam under
+    # memory pressure".
+    Family(
+        "userspace_oom_killer",
+        "host_oom_killed",
+        "medium",
+        _p(r"\bOS_REASON_JETSAM\b|\bjetsam(?:med)?\b[^\n]{0,40}?\bmemory pressure\b", _I),
     ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(

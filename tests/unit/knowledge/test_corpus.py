@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind28` entries they miss are listed in HOLDOUT_MISSES … BLIND28_MISSES
+`blind3` to `blind30` entries they miss are listed in HOLDOUT_MISSES … BLIND30_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -210,6 +210,18 @@ BLIND27_MISSES: dict[str, str] = {}
 # The twenty-eighth part (zr-), desktops, notebooks and IDEs and threads in other languages,
 # measured before any rule was changed for it: 42 of 49 (85.7 %). Every miss is fixed.
 BLIND28_MISSES: dict[str, str] = {}
+# The twenty-ninth part (zs-), HPC and scientific codes, measured before any rule was
+# changed for it: 33 of 46 (71.7 %). Twelve misses are fixed; this one is left.
+BLIND29_MISSES: dict[str, str] = {
+    "zs-042": "shm_name_collision: PSM's 'Unable to allocate shared memory' from two runs "
+    "creating the same /dev/shm file is answered cannot_tell (low)",
+}
+# The thirtieth part (zt-), LLM training and serving in 2025 and 2026, measured before any
+# rule was changed for it: 38 of 45 (84.4 %). Six misses are fixed; this one is left.
+BLIND30_MISSES: dict[str, str] = {
+    "zt-016": "sigkill_confirmed_host_ram: return code -9, and the reporter agreeing later in "
+    "prose that more RAM was the cure, is answered killed_unknown (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -242,6 +254,8 @@ KNOWN_MISSES = {
     **BLIND26_MISSES,
     **BLIND27_MISSES,
     **BLIND28_MISSES,
+    **BLIND29_MISSES,
+    **BLIND30_MISSES,
 }
 
 
@@ -268,6 +282,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
+    splits = (*splits, "blind29", "blind30")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -302,6 +317,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind26" for key in BLIND26_MISSES)
     assert all(split[key] == "blind27" for key in BLIND27_MISSES)
     assert all(split[key] == "blind28" for key in BLIND28_MISSES)
+    assert all(split[key] == "blind29" for key in BLIND29_MISSES)
+    assert all(split[key] == "blind30" for key in BLIND30_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
