@@ -1,23 +1,24 @@
-"""SQLite writes that queue behind one another share a transaction, and still answer alone.
+"""Writes that queue behind one another share a transaction, and still answer alone, on
+SQLite and on PostgreSQL.
 
-The store's SQLite writes go through one writer thread; those that arrive while a write is
-under way are written together in the next transaction (one BEGIN IMMEDIATE and COMMIT). A
-group that fails is written call by call, so one caller's error never fails another's write
-and each caller gets its own result or error.
+The store's writes go through one writer thread; those that arrive while a write is under
+way are written together in the next transaction (one BEGIN and COMMIT, and on PostgreSQL
+one hold of the audit chain's head row and one WAL flush). A group that fails is written
+call by call, so one caller's error never fails another's write and each caller gets its
+own result or error.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, event
 
-from gpubot.backends.store import SqlStore, open_store
+from gpubot.backends.store import SqlStore
 from gpubot.domain.control.audit import AuditDraft
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
 from gpubot.errors import NotFoundError
@@ -43,13 +44,6 @@ def run(n: int) -> Run:
 
 def event_for(n: int) -> AuditDraft:
     return AuditDraft(ts=T0, actor="gpubot", kind="run.created", run_id=f"run-{n:010d}")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    store = open_store(f"sqlite:///{tmp_path / 'groups.db'}")
-    yield store
-    await store.close()
 
 
 @pytest.fixture

@@ -166,8 +166,8 @@ def _send_begin(conn: Connection, *, write: bool) -> None:
 
 
 class SqlDatabase:
-    """Runs each store call in a transaction in a worker thread: its own, or on SQLite, for
-    writes that queue behind another, one shared with those queued with it."""
+    """Runs each store call in a transaction in a worker thread: a read in its own, a write
+    that queues behind another in one shared with those queued with it."""
 
     def __init__(self, *, engine: Engine, audit_key: bytes | None = None) -> None:
         self._engine = engine
@@ -180,26 +180,22 @@ class SqlDatabase:
         self._lock = threading.Lock() if sqlite else None
         # A memory database is one shared connection: reads must queue too.
         self._lock_reads = sqlite and isinstance(engine.pool, StaticPool)
-        # SQLite has one writer at a time: its writes queue for one thread of their own,
-        # rather than parking a pool thread each on the lock (in a storm, eight threads
-        # taking turns at the lock cost more than the writes; benchmarks/intake.py).
-        self._writer = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubot-sqlite-writer")
-            if sqlite
-            else None
-        )
-        # ... and the writes that queue while one is under way share the next transaction
-        # (group commit): in a storm, one BEGIN and COMMIT, one thread hop, serve several
-        # steps' records. A group that fails is written call by call, so each caller gets
-        # its own result or error.
-        self._writes: GroupCommit[Callable[[Connection], Any], Any] | None = (
-            GroupCommit(self._write_group) if sqlite else None
-        )
+        # Writes queue for one thread of their own, and those that queue while one is under
+        # way share the next transaction (group commit): in a storm, one BEGIN and COMMIT,
+        # one thread hop, serve several steps' records. SQLite has one writer at a time
+        # anyway (eight threads taking turns at its lock cost more than the writes;
+        # benchmarks/intake.py). On PostgreSQL every audit append holds the chain's head row
+        # until its commit, so the writes of every replica pass it one transaction at a time,
+        # each with its WAL flush: a group holds it once and flushes once. A group that fails
+        # (a deadlock between replicas' groups included) is written call by call, so each
+        # caller gets its own result or error.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubot-store-writer")
+        self._writes: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._write_group)
 
     async def _run(
         self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False
     ) -> T:
-        if write and self._writes is not None:
+        if write:
             result: T = await self._writes.submit(fn)
             return result
         call = functools.partial(self._transact, fn, write=write, snapshot=snapshot)
@@ -285,8 +281,7 @@ class SqlDatabase:
     _head_columns = frozenset({"seal", "key_id"})
 
     def dispose(self) -> None:
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
+        self._writer.shutdown(wait=True)
         self._engine.dispose()
 
 
