@@ -88,7 +88,14 @@ GPU_OOM: tuple[Family, ...] = (
         # An allocation call that failed with another error's name failed for that error
         # (a context poisoned by an earlier illegal access refuses every call after it); and
         # XLA's pinned host memory, refused with the driver's OOM code, is not the card's.
-        unless=_p(_ADVICE + "|" + _OTHER_CUDA_ERROR + r"|bytes on host: CUDA_ERROR_", _I),
+        unless=_p(
+            _ADVICE
+            + "|"
+            + _OTHER_CUDA_ERROR
+            + r"|bytes on host: CUDA_ERROR_"
+            + r"|pinned memory \(\d{1,20} bytes\) could not be allocated",
+            _I,
+        ),
     ),
     Family(
         "cudnn_cublas_alloc_failed",
@@ -224,7 +231,8 @@ GPU_OOM: tuple[Family, ...] = (
         unless=_p(
             r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
             r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer"
-            r"|bytes on host: CUDA_ERROR_|"  # XLA's pinned host memory
+            r"|bytes on host: CUDA_ERROR_"  # XLA's pinned host memory
+            r"|pinned memory \(\d{1,20} bytes\) could not be allocated|"  # CuPy's staging
             + _ADVICE
             # A list of what it could have been ("could be out of memory killer, segfault").
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
@@ -302,8 +310,21 @@ SHM: tuple[Family, ...] = (
             r"failed to extend /dev/shm|Error while creating shared memory segment"
             r"|unable to allocate shared memory|NCCL_SHM_DISABLE"
             r"|NCCL WARN Call to posix_fallocate failed"
+            # NCCL's own segment name, when the message is wrapped before it.
+            r"|/dev/shm/nccl-\S{1,40} \(size \d{1,20}\), error: No space\b"
             r"|(?:shm\.h|shmutils\.cc|shm\.cc):\d{1,5} NCCL WARN [^\n]{0,120}?"
             r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
+        ),
+    ),
+    # multiprocessing's shared objects (their arena is a file in /dev/shm) refused with ENOSPC:
+    # "No space left on device to allocate `multiprocessing.Value`".
+    Family(
+        "dev_shm_full",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"No space left on device[^\n]{0,60}?\bmultiprocessing\.(?:Value|Array|RawValue"
+            r"|RawArray|Lock|Queue|shared_memory)\b"
         ),
     ),
     # UCX's POSIX transport: "Not enough memory to write total of N bytes. Please check that
@@ -509,7 +530,7 @@ HOST: tuple[Family, ...] = (
             r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
             r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
             r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer"
-            r"|\b(?:has been|was|were|got|is being|potentially) OOM[- ]Killed\b"  # runc, Backend.AI
+            r"|\b(?:has been|have been|was|were|got|is being|are being|potentially) OOM[- ]Killed\b"
             r"|\bcontainer oom [0-9a-f]{12,64}\b"  # docker events
             r"|killed by the cgroup out-of-memory handler"
             r"|killed as a result of limit of|Out of memory and no killable processes"
@@ -635,6 +656,8 @@ HOST: tuple[Family, ...] = (
             r"|\bmemory \(RAM\) is insufficient\b"  # Atomsk
             r"|\bMemory allocation failed for \w{1,40} in the routine\b"  # FDS (Fortran)
             r"|\bOut of CPU memory\b"  # gpu4pyscf's check before a host buffer
+            # Arrow's memory pool, for a megabyte or more (a few bytes refused is another bug).
+            r"|\bArrowMemoryError: (?:realloc|malloc|allocation) of size \d{7,20} failed\b"
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
@@ -645,7 +668,12 @@ HOST: tuple[Family, ...] = (
         # "Increase RLIMIT_MEMLOCK" under its "Unable to lock JVM Memory: error=12").
         # A size no machine holds (a negative one cast to unsigned) is another bug.
         unless_near=_p(
-            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b|mach_vm_map\(size=\d{16,20}\)", _I
+            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b|mach_vm_map\(size=\d{16,20}\)"
+            # ... or an illegal address behind the refusal (RMM's bad_alloc wrapping it).
+            r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b"
+            # ... or a size of ten terabytes and more: a corrupt input, not a shortage.
+            r"|\byou tried to allocate \d{14,20} bytes\b",
+            _I,
         ),
         unless_span=4,
     ),

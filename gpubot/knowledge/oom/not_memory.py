@@ -40,7 +40,9 @@ STOP_REQUESTED = Family(
         # gunicorn's master killing a worker that missed its timeout; uWSGI's for a request
         # over its harakiri timeout, or for a worker slow to stop on a reload ("NO MERCY").
         r"|\bWORKER TIMEOUT \(pid:\d{1,10}\)|\bHARAKIRI ON WORKER\b"
-        r"|\bis taking too much time to die\b",
+        r"|\bis taking too much time to die\b"
+        # A CI runner told to stop (its service stopped, the job cancelled).
+        r"|\bThe runner has received a shutdown signal\b",
         _I,
     ),
 )
@@ -92,6 +94,10 @@ SIGKILL = Family(
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        r"|\bReceived \"killed\" signal\b"  # CircleCI
+        # ... or named as the error a run ends with: "it ends with Killed error again".
+        r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"
+        r"(?-i:Killed) (?:error|message)\b"
         # The word reported bare: "python -m app shows killed in line 163".
         r"|\b(?:shows?|showed|prints?|printed|says|said) killed(?= (?:in|at) line\b|\s*[.!]?\s*$)"
         # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
@@ -311,6 +317,10 @@ NEGATIVE: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bOOM command not allowed when used memory\b|SERVER_ERROR out of memory storing"
+            # DuckDB at its memory_limit: "Out of Memory Error: failed to allocate data of size
+            # 256.0 MiB (260.3 MiB/476.8 MiB used)".
+            r"|\bOut of Memory Error: (?:failed to allocate|could not allocate) [^\n]{0,80}?"
+            r"\([\d.]{1,12} ?[KMGT]i?B/[\d.]{1,12} ?[KMGT]i?B used\)"
             # ClickHouse's memory tracker refusing a query over its server or user limit.
             r"|\(MEMORY_LIMIT_EXCEEDED\)|\bmemory limit exceeded: would use\b"
         ),
@@ -321,7 +331,11 @@ NEGATIVE: tuple[Family, ...] = (
         "pinned_host_memory",
         "not_oom",
         "medium",
-        _p(r"\bcould not allocate pinned host memory\b|\bbytes on host: CUDA_ERROR_\w{1,40}"),
+        _p(
+            r"\bcould not allocate pinned host memory\b|\bbytes on host: CUDA_ERROR_\w{1,40}"
+            # CuPy's PerformanceWarning: the staging buffer fell back to a synchronous copy.
+            r"|\bUsing synchronous transfer as pinned memory\b"
+        ),
     ),
     # The locked-memory limit (ulimit -l) refusing mlock: a setting to raise, and the
     # process runs on ("Unable to lock JVM Memory: error=12 ... Increase RLIMIT_MEMLOCK").
@@ -353,7 +367,11 @@ NEGATIVE: tuple[Family, ...] = (
         "absurd_request",
         "not_oom",
         "high",
-        _p(r"\b(?:allocate|allocating) -\d{1,20} bytes\b", _I),
+        _p(
+            r"\b(?:allocate|allocating) -\d{1,20} bytes\b"
+            r"|\byou tried to allocate \d{14,20} bytes\b",  # ten terabytes and more
+            _I,
+        ),
     ),
     # macOS malloc asked for more than 2^53 bytes: a negative size cast to unsigned.
     Family("absurd_request", "not_oom", "high", _p(r"mach_vm_map\(size=\d{16,20}\) failed")),

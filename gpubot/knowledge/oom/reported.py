@@ -531,8 +531,10 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b"
             # ... or the other way round: "running out of memory and causing python processes
             # getting killed".
-            r"|\b(?:run(?:ning|s)?|ran) out of memory\b[^\n]{0,60}?\b(?:causing|and|which|then)\b"
-            r"[^\n]{0,40}?\b(?:gets?|getting|got|being|been) killed\b"
+            r"|\b(?:(?:run(?:ning|s)?|ran) out of memory|(?:memory|RAM) is not enough)\b"
+            r"[^\n]{0,60}?"
+            r"\b(?:causing|and|which|then|so)\b[^\n]{0,40}?\b(?:gets?|getting|got|being|been|be)"
+            r" killed\b"
             # ... or with what killed it first: "when OS kill uwsgi because of OOM".
             r"|\b(?:the )?(?:OS|kernel|system|Linux|kubelet|Kubernetes|k8s|Docker)"
             r" (?:kills?|killed|killing)\b[^\n]{0,40}?\b(?:because of|due to) (?:an? )?"
@@ -571,7 +573,12 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:is|was|were) caused by (?:a |an |the )?(?:CPU|host|system|RAM|container|cgroup)"
             r"(?: memory| RAM| cgroup)? (?:OOM|out of memory)\b"
             r"|\broot cause\W{1,6}(?:(?:is|was) )?(?:a |an |the )?(?:host|container|node|system)"
-            r"(?: cgroup| memory)? (?:OOM|out of memory)\b",
+            r"(?: cgroup| memory)? (?:OOM|out of memory)\b"
+            # "This is the kernel OOM killer, not a compiler bug", "exited with return code -9
+            # due to RAM", "because of a lack of RAM".
+            r"|\b(?:this|it) (?:is|was) the (?:kernel(?:'s)? |Linux )?OOM[- ]killer\b"
+            r"|\b(?:code|status) (?:-9|137) due to RAM\b"
+            r"|\b(?:because of|due to) (?:a )?lack of RAM\b",
             _I,
         ),
         unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),

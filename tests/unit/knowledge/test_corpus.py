@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind30` entries they miss are listed in HOLDOUT_MISSES … BLIND30_MISSES
+`blind3` to `blind32` entries they miss are listed in HOLDOUT_MISSES … BLIND32_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -222,6 +222,31 @@ BLIND30_MISSES: dict[str, str] = {
     "zt-016": "sigkill_confirmed_host_ram: return code -9, and the reporter agreeing later in "
     "prose that more RAM was the cure, is answered killed_unknown (medium)",
 }
+# The thirty-first part (zu-), the hardest classes (host kills told in words, kills whose
+# cause is only guessed, hard negatives with memory words), measured before any rule was
+# changed for it: 38 of 49 (77.6 %). Four misses are fixed; these are left.
+BLIND31_MISSES: dict[str, str] = {
+    "zu-019": "sigkill_confirmed_oom: 'Caught fatal signal 9' counted in a table as the OOM "
+    "killer's is answered killed_unknown (medium)",
+    "zu-021": "kill_cured_by_more_ram: a linker's signal 9 traced to a 1 GiB VM in a design "
+    "note is answered killed_unknown (medium)",
+    "zu-024": "windows_commit_limit_in_prose: ERROR_COMMITMENT_LIMIT told in prose behind an "
+    "EAGAIN is answered not_oom (low)",
+    "zu-034": "sigkill_guessed_causes: a list of theories, the OOM killer 'most likely', is "
+    "answered host_oom_killed (medium)",
+    "zu-037": "hard_negative_oom_score_setting: labelled not_oom, answered cannot_tell (low)",
+    "zu-043": "hard_negative_memory_config_validation: labelled not_oom, answered cannot_tell "
+    "(low)",
+    "zu-046": "hard_negative_codesign_sigkill: macOS's SIGKILL for an invalid code signature "
+    "is answered killed_unknown (medium)",
+}
+# The thirty-second part (zv-), data and MLOps platforms and CI runners, measured before any
+# rule was changed for it: 32 of 44 (72.7 %). Ten misses are fixed; these are left.
+BLIND32_MISSES: dict[str, str] = {
+    "zv-030": "shm_in_prose: a DataLoader worker that exited, /dev/shm at 64M only in the "
+    "reporter's words, is answered not_oom (low)",
+    "zv-033": "allocator_page_size_bug: labelled not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -256,6 +281,8 @@ KNOWN_MISSES = {
     **BLIND28_MISSES,
     **BLIND29_MISSES,
     **BLIND30_MISSES,
+    **BLIND31_MISSES,
+    **BLIND32_MISSES,
 }
 
 
@@ -282,7 +309,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
-    splits = (*splits, "blind29", "blind30")
+    splits = (*splits, "blind29", "blind30", "blind31", "blind32")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -319,6 +346,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind28" for key in BLIND28_MISSES)
     assert all(split[key] == "blind29" for key in BLIND29_MISSES)
     assert all(split[key] == "blind30" for key in BLIND30_MISSES)
+    assert all(split[key] == "blind31" for key in BLIND31_MISSES)
+    assert all(split[key] == "blind32" for key in BLIND32_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
