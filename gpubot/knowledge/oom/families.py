@@ -101,7 +101,10 @@ GPU_OOM: tuple[Family, ...] = (
         "cudnn_cublas_alloc_failed",
         "cuda_oom",
         "high",
-        _p(r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED"),
+        _p(
+            r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED"
+            r"|CUSPARSE_STATUS_ALLOC_FAILED|CUFFT_ALLOC_FAILED"
+        ),
     ),
     Family(
         "xla_resource_exhausted",
@@ -212,6 +215,8 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
+            r"|\b(?:InitializeEncoder|CreateBitstreamBuffer|CreateInputBuffer|RegisterResource)"
+            r" failed: out of memory \(10\)"  # ffmpeg's NVENC: NV_ENC_ERR_OUT_OF_MEMORY
             r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated"
             # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
             # cudaErrorMemoryAllocation.
@@ -640,7 +645,7 @@ HOST: tuple[Family, ...] = (
             r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
             # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
             # another bug).
-            r"|mach_vm_map\(size=\d{1,12}\) failed"
+            r"|mach_vm_map\(size=\d{1,12}(?:, flags: \d{1,10})?\) failed"
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
@@ -658,21 +663,27 @@ HOST: tuple[Family, ...] = (
             r"|\bOut of CPU memory\b"  # gpu4pyscf's check before a host buffer
             # Arrow's memory pool, for a megabyte or more (a few bytes refused is another bug).
             r"|\bArrowMemoryError: (?:realloc|malloc|allocation) of size \d{7,20} failed\b"
+            # Unity's allocators; Core ML's Espresso on iOS.
+            r"|\bCould not allocate memory: System out of memory!"
+            r"|\bDynamicHeapAllocator out of memory\b"
+            r"|\bMemory allocation error 12: \d{1,20} bytes\b"
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
-            r"|register (?:host )?memory|cudaHostRegister|pinned memory|\block (?:JVM )?memory\b",
+            r"|register (?:host )?memory|cudaHostRegister|pinned memory|\block (?:JVM )?memory\b"
+            # numpy asked for ten tebibytes and more: a shape gone wrong, not a shortage.
+            r"|Unable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))",
             _I,
         ),
         # ... or with the locked-memory limit named a few lines away (Elasticsearch's
         # "Increase RLIMIT_MEMLOCK" under its "Unable to lock JVM Memory: error=12").
         # A size no machine holds (a negative one cast to unsigned) is another bug.
         unless_near=_p(
-            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b|mach_vm_map\(size=\d{16,20}\)"
+            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b|mach_vm_map\(size=\d{14,20}\b"
             # ... or an illegal address behind the refusal (RMM's bad_alloc wrapping it).
             r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b"
             # ... or a size of ten terabytes and more: a corrupt input, not a shortage.
-            r"|\byou tried to allocate \d{14,20} bytes\b",
+            r"|\byou tried to allocate \d{14,20} bytes\b|\bTrying to allocate: \d{14,20}B\b",
             _I,
         ),
         unless_span=4,

@@ -42,7 +42,9 @@ STOP_REQUESTED = Family(
         r"|\bWORKER TIMEOUT \(pid:\d{1,10}\)|\bHARAKIRI ON WORKER\b"
         r"|\bis taking too much time to die\b"
         # A CI runner told to stop (its service stopped, the job cancelled).
-        r"|\bThe runner has received a shutdown signal\b",
+        r"|\bThe runner has received a shutdown signal\b"
+        # Android 12's phantom process killer (more than 32 child processes, or too much CPU).
+        r"|\bphantom\)? process(?:es)? (?:killer|greater than|limit)",
         _I,
     ),
 )
@@ -99,13 +101,16 @@ SIGKILL = Family(
         r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"
         r"(?-i:Killed) (?:error|message)\b"
         # The word reported bare: "python -m app shows killed in line 163".
-        r"|\b(?:shows?|showed|prints?|printed|says|said) killed(?= (?:in|at) line\b|\s*[.!]?\s*$)"
+        r"|\b(?:shows?|showed|prints?|printed|says|said) killed"
+        r"(?= (?:in|at) line\b| at (?:last|the end)\b|\s*[.!]?\s*$)"
         # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
         # "g++: fatal error: Killed signal terminated program cc1plus".
         rf"|\bfatal error: {_KILLED} signal terminated program\b"
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
         r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
+        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
@@ -369,12 +374,20 @@ NEGATIVE: tuple[Family, ...] = (
         "high",
         _p(
             r"\b(?:allocate|allocating) -\d{1,20} bytes\b"
-            r"|\byou tried to allocate \d{14,20} bytes\b",  # ten terabytes and more
+            r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
+            r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
+            r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))",
             _I,
         ),
     ),
     # macOS malloc asked for more than 2^53 bytes: a negative size cast to unsigned.
-    Family("absurd_request", "not_oom", "high", _p(r"mach_vm_map\(size=\d{16,20}\) failed")),
+    # (From 14 digits, tens of terabytes: "mach_vm_map(size=96180599144448, flags: 100)".)
+    Family(
+        "absurd_request",
+        "not_oom",
+        "high",
+        _p(r"mach_vm_map\(size=\d{14,20}(?:, flags: \d{1,10})?\) failed"),
+    ),
     Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
     Family(
         "image_pull",

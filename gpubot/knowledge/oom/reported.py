@@ -54,6 +54,7 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         "high",
         _p(
             r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b|\bErrorOutOfDeviceMemory\b|\bOutOfDeviceMemoryError\b"
+            r"|\bOomError\(OutOfDeviceMemory\)"  # vulkano (Rust)
         ),
     ),
     # Tenstorrent's allocator: "Out of Memory: Not enough space to allocate N B DRAM buffer
@@ -589,7 +590,14 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "userspace_oom_killer",
         "host_oom_killed",
         "medium",
-        _p(r"\bOS_REASON_JETSAM\b|\bjetsam(?:med)?\b[^\n]{0,40}?\bmemory pressure\b", _I),
+        _p(
+            r"\bOS_REASON_JETSAM\b|\bjetsam(?:med)?\b[^\n]{0,40}?\bmemory pressure\b"
+            # A userspace killer named in a sentence: "killed by `systemd-oomd`".
+            r"|\bkilled by [`'\"]?(?:systemd-oomd|earlyoom|oomd|nohang)\b"
+            # Cray's node health: "under_oom detected for 5 seconds ... re-enabling OOM killer".
+            r"|\bunder_oom detected\b",
+            _I,
+        ),
     ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(
@@ -617,6 +625,9 @@ MEMORY_CURE = Family(
         r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
         r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
+        # "The error vanished after I upgraded my system with additional RAM".
+        r"|\b(?:vanished|went away|disappeared|was gone|stopped)\b[^\n]{0,20}?\bafter\b[^\n]{0,40}?"
+        r"\b(?:upgrad|add|increas|doubl|expand)\w{0,4}\b[^\n]{0,40}?\b(?:RAM|memory)\b"
         # ... in Chinese: "32G改为64G问题就解决了" (32G changed to 64G, the problem went away).
         r"|\d{1,4} ?[GM]B?\s?(?:改为|改成|换成|換成|加到|增加到|升级到|升級到|提高到)"
         r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)",

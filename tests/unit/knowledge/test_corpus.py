@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind32` entries they miss are listed in HOLDOUT_MISSES … BLIND32_MISSES
+`blind3` to `blind34` entries they miss are listed in HOLDOUT_MISSES … BLIND34_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -247,6 +247,15 @@ BLIND32_MISSES: dict[str, str] = {
     "reporter's words, is answered not_oom (low)",
     "zv-033": "allocator_page_size_bug: labelled not_oom, answered cannot_tell (low)",
 }
+# The thirty-third part (zw-), edge, embedded, media and graphics, measured before any rule
+# was changed for it: 27 of 39 (69.2 %). Eleven misses are fixed; this one is left.
+BLIND33_MISSES: dict[str, str] = {
+    "zw-034": "hard_negative_device_lost: WebGPU's tiny createBuffer failures after a lost "
+    "device are answered cannot_tell (low)",
+}
+# The thirty-fourth part (zx-), computational biology and scientific Python, measured before
+# any rule was changed for it: 26 of 32 (81.2 %). Every miss is fixed.
+BLIND34_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -283,6 +292,8 @@ KNOWN_MISSES = {
     **BLIND30_MISSES,
     **BLIND31_MISSES,
     **BLIND32_MISSES,
+    **BLIND33_MISSES,
+    **BLIND34_MISSES,
 }
 
 
@@ -309,7 +320,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind12a", "blind12b", "blind13", "blind14", "blind15", "blind16")
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
-    splits = (*splits, "blind29", "blind30", "blind31", "blind32")
+    splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -348,6 +359,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind30" for key in BLIND30_MISSES)
     assert all(split[key] == "blind31" for key in BLIND31_MISSES)
     assert all(split[key] == "blind32" for key in BLIND32_MISSES)
+    assert all(split[key] == "blind33" for key in BLIND33_MISSES)
+    assert all(split[key] == "blind34" for key in BLIND34_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
