@@ -13,6 +13,7 @@ from gpubot.knowledge.oom.localized import LOCALIZED_GPU_OOM, LOCALIZED_HOST_OOM
 from gpubot.knowledge.oom.reported import REPORTED_GPU_OOM, REPORTED_HOST_OOM, REPORTED_SHM
 from gpubot.knowledge.oom.scan import Family
 from gpubot.knowledge.oom.stacks import STACK_GPU_OOM, STACK_HOST_OOM, STACK_SHM
+from gpubot.knowledge.oom.told import TOLD_HOST_OOM
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -690,6 +691,7 @@ HOST: tuple[Family, ...] = (
     ),
     *LIBRARY_HOST_OOM,
     *REPORTED_HOST_OOM,
+    *TOLD_HOST_OOM,
     *LOCALIZED_HOST_OOM,
     *STACK_HOST_OOM,
 )

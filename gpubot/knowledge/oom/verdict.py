@@ -24,7 +24,7 @@ from gpubot.knowledge.oom.not_memory import (
     STOP_REQUESTED,
     WORKER_DIED,
 )
-from gpubot.knowledge.oom.reported import MEMCG_FILES, MEMORY_CURE, memcg_files_at_limit
+from gpubot.knowledge.oom.reported import MEMCG_FILES, memcg_files_at_limit
 from gpubot.knowledge.oom.scan import (
     Confidence,
     Lines,
@@ -34,6 +34,7 @@ from gpubot.knowledge.oom.scan import (
     find_first,
     log_lines,
 )
+from gpubot.knowledge.oom.told import MEMORY_CURE
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 

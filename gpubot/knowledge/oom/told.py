@@ -1,0 +1,284 @@
+"""Host memory failures told in people's words: a reporter, a maintainer, a design note.
+
+A host kill often reaches the thread not as the kernel's line but as a sentence: "the pod gets
+killed by Kubernetes when memory crosses the defined limit", "I can confirm that the error is
+caused by CPU OOM", "RAM usage is maxed and the notebook crashes", or the cure that worked
+("I resized to 8gb and it worked"). Each family here reads one such way of telling it; a
+hedge ("maybe", "could be", a list of theories) or the card's memory is not evidence. They are
+tried after the reporters' own lines (oom_reported), so a machine's line names the verdict
+when there is one. Patterns follow the bounds of oom_families: literals and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+TOLD_HOST_OOM: tuple[Family, ...] = (
+    # An operator's sentence that a pod or process ran out of memory and was killed: "the
+    # exporter pod runs out of memory about every hour and is killed with code 137". Not when
+    # the GPU is what ran out, and not a conditional ("if the pod runs out of memory ...").
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:pod|container|process|job|task|worker)s?\b[^\n]{0,60}?"
+            r"\b(?:runs?|ran|running) out of memory\b[^\n]{0,120}?"
+            r"\b(?:killed|OOMKilled|exit(?:s|ed)? with (?:code |status )?137)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b[^\n]{0,20}?\bout of memory\b"
+            r"|\b(?:if|when|whenever|once|in case)\b[^\n]{0,40}?\b(?:runs?|ran) out of memory\b",
+            _I,
+        ),
+    ),
+    # An operator who brought the OOM about by setting a container's memory ("reducing the
+    # memory to 500Mi ... can reproduce the OOM error"), beside the kill's exit code 137.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:reduc|lower|decreas|limit|set)\w{0,4}\b[^\n]{0,30}?\bmemory\b[^\n]{0,20}?"
+            r"\b(?:to|of|at) \d{1,6} ?(?:[KMG]i|[KMG]iB|[KMG]B)\b[^\n]{0,80}?\bOOM\b"
+            r"|\bOOM\b[^\n]{0,80}?\b(?:reduc|lower|decreas|limit|set)\w{0,4}\b[^\n]{0,30}?"
+            r"\bmemory\b[^\n]{0,20}?\b(?:to|of|at) \d{1,6} ?(?:[KMG]i|[KMG]iB|[KMG]B)\b",
+            _I,
+        ),
+        near=_p(r"\bexit ?Code:? 137\b|\bexit(?:ed)? (?:with )?(?:code |status )?137\b", _I),
+        span=30,
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b[^\n]{0,30}?\bOOM\b|\bOOM\b[^\n]{0,30}?\b(?:GPU|CUDA)\b", _I
+        ),
+    ),
+    # A kill that giving the container more memory cured: "I solved this 'killed' problem by
+    # adding --memory=\"16g\" to the docker command".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:solved|fixed|resolved|cured)\b[^\n]{0,60}?\bkill(?:ed|s)?\b[^\n]{0,100}?"
+            r"(?:--memory|--memory-limit|\bmem_limit)\s{0,2}[= :]\s{0,2}[\"']?\d{1,6}\s?[kKmMgG]",
+            _I,
+        ),
+    ),
+    # An out-of-memory and the SIGKILL it brought, in one sentence: "an 'OutOfMemory' issue,
+    # resulting in the process being killed by SIGKILL (signal 9)".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:OutOfMemory|out[- ]of[- ]memory|OOM)\b[^\n]{0,80}?"
+            r"\b(?:killed by (?:SIGKILL|signal 9)|SIGKILL(?:ed)?\b)",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|may|perhaps|probably|if|whether)\b|\?", _I
+        ),
+    ),
+    # RAM watched climbing past its size beside the kill: "the training was interrupted when
+    # the memory was over 100%" a few lines from "exit code 137".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RAM|memory)\b[^\n]{0,30}?\b(?:over|above|reached|hit|at) 100 ?%"
+            # ... or the memory left falling to nothing: "dropping to 0% available memory".
+            r"|\b(?:dropping|dropped|drops|fell|falls|falling|down) to 0 ?% (?:available|free)\b",
+            _I,
+        ),
+        near=_p(r"\bSIGKILL\b|\bsignal:? 9\b|\bexit code:? (?:137|-9)\b|\bKilled\b", _I),
+        span=8,
+        unless=_p(r"\b(?:GPU|VRAM|CUDA|video)\b|\b(?:if|maybe|might|may)\b", _I),
+    ),
+    # A cgroup limit crossed and the kill, told in one sentence: "total RSS crosses the cgroup
+    # limit and the kernel SIGKILLs the pod with exit 137".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RSS|memory|usage)\b[^\n]{0,40}?\b(?:crosses|crossed|exceeds|exceeded|hits|hit"
+            r"|reaches|reached) (?:the |its )?(?:cgroup|container|pod)(?:'s)? (?:memory )?limit\b"
+            r"[^\n]{0,80}?(?:\bSIGKILL|\bkill(?:s|ed)?\b|\b137\b|\bOOM)",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b|\b(?:if|whenever)\b", _I),
+    ),
+    # A notebook service's words for its RAM used up: "it says ran out of RAM".
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b(?:ran|runs|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
+    ),
+    # RAM filled up, and the notebook or process crashing or killed in the same sentence:
+    # "the ram usage is maxed and the notebook crashes".
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RAM|system memory|host memory)(?: usage)? (?:is |was |gets |got |goes |went )?"
+            r"(?:maxed|full|at 100 ?%|100 ?%)[^\n]{0,60}?"
+            r"\b(?:crash\w{0,3}|killed|dies|died|restart\w{0,3})\b",
+            _I,
+        ),
+        # Not the card's RAM ("GPU RAM is full"), nor advice ("if the RAM is full ...").
+        unless=_p(
+            r"\b(?:GPU|VRAM|video|CUDA)\s?(?:RAM|memory)\b|\bif (?:the )?(?:RAM|memory)\b", _I
+        ),
+    ),
+    # What a host's log said of a SIGKILL, told beside it: "the pycharm tips are 'interrupted
+    # by signal 9: sigkill'. I check my log in linux and it said cpu out of memory", "the
+    # system logs indicate that the process is terminated due to insufficient memory".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:logs?|dmesg|journal(?:ctl)?|syslog|kern\.log)\b[^\n]{0,60}?"
+            r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported)\b"
+            r"[^\n]{0,40}?(?:\b(?:CPU|RAM|host|system) (?:is |was |went |ran )?out of memory\b"
+            r"|\b(?:terminated|killed) (?:due to|because of|for) (?:insufficient|not enough"
+            r"|lack of|low) (?:memory|RAM)\b)",
+            _I,
+        ),
+        near=_p(
+            r"\bSIGKILL\b|\bsignal:? 9\b|exitcode:? -9\b|\bexit code:? (?:137|-9)\b|\bKilled\b",
+            _I,
+        ),
+        span=8,
+        # Not the card's memory, nor a guess at the cause.
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bout of memory"
+            r"|\b(?:maybe|might be|may be|perhaps|probably|if)\b[^\n]{0,40}?"
+            r"\b(?:out of memory|insufficient memory)",
+            _I,
+        ),
+    ),
+    # A kill by the orchestrator told with its cause in one sentence: "Container is killed by
+    # Kubernetes when memory crosses the defined limit".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\bkilled by (?:Kubernetes|k8s|the kubelet|kubelet|Docker|the container runtime)\b"
+            r"[^\n]{0,40}?\b(?:when|as|because|once)\b[^\n]{0,20}?\bmemory\b[^\n]{0,20}?"
+            r"\b(?:crosses|crossed|exceeds|exceeded|goes over|went over|hits|hit|reaches|reached)"
+            r" (?:the |its )?(?:defined |configured |set |memory )?limit\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b", _I),
+    ),
+    # A pod or worker killed because of an OOM, said in a sentence: "When a POD gets killed
+    # by K8S because of OOM", "worker crashes due to out of memory (OOME)".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
+            r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
+            r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b"
+            # ... or the other way round: "running out of memory and causing python processes
+            # getting killed".
+            r"|\b(?:(?:run(?:ning|s)?|ran) out of memory|(?:memory|RAM) is not enough)\b"
+            r"[^\n]{0,60}?"
+            r"\b(?:causing|and|which|then|so)\b[^\n]{0,40}?\b(?:gets?|getting|got|being|been|be)"
+            r" killed\b"
+            # ... or with what killed it first: "when OS kill uwsgi because of OOM".
+            r"|\b(?:the )?(?:OS|kernel|system|Linux|kubelet|Kubernetes|k8s|Docker)"
+            r" (?:kills?|killed|killing)\b[^\n]{0,40}?\b(?:because of|due to) (?:an? )?"
+            r"(?:OOM|OOME|out of memory)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b|\b(?:if|when(?!ever)|in case)\b[^\n]{0,20}?\b(?:it|the)\b"
+            r"[^\n]{0,30}?\bmight\b|\b(?:could|might|may) be\b",
+            _I,
+        ),
+    ),
+    # The kernel's OOM reaper named as what stopped the work, or its lines seen in the syslog
+    # ("jobs are stopped by `oom_reaper`", "lots of `oom_reaper` messages"): it frees the
+    # memory of a process the OOM killer has just killed.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:stopped|killed|terminated|reaped) by [`'\"]?oom_reaper\b"
+            # ... or a count of what a limit OOM-killed: "640Mi OOM-killed 39 mounts".
+            r"|\bOOM[- ]killed (?:\d{1,6}|several|many|multiple|dozens of|hundreds of) \w"
+            r"|\boom_reaper[`'\"]? (?:messages|lines|entries|logs?)\b",
+            _I,
+        ),
+    ),
+    # The host's memory named as the cause, in a sentence: "I can confirm that the error is
+    # caused by CPU OOM", "Root cause: host cgroup OOM, not VRAM". The card's memory may be
+    # named too (as what it was not); a hedge is not a cause.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:is|was|were) caused by (?:a |an |the )?(?:CPU|host|system|RAM|container|cgroup)"
+            r"(?: memory| RAM| cgroup)? (?:OOM|out of memory)\b"
+            r"|\broot cause\W{1,6}(?:(?:is|was) )?(?:a |an |the )?(?:host|container|node|system)"
+            r"(?: cgroup| memory)? (?:OOM|out of memory)\b"
+            # "This is the kernel OOM killer, not a compiler bug", "exited with return code -9
+            # due to RAM", "because of a lack of RAM".
+            r"|\b(?:this|it) (?:is|was) the (?:kernel(?:'s)? |Linux )?OOM[- ]killer\b"
+            r"|\b(?:code|status) (?:-9|137) due to RAM\b"
+            r"|\b(?:because of|due to) (?:a )?lack of RAM\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
+    ),
+)
+
+# A kill that more memory cured, told by whoever ran the job: "I resized to 8gb and it
+# worked", "solved this problem by expanding memory space of my container", "completed with
+# a limit of 750M". Evidence only beside a kill (SIGKILL, 137, Killed): the verdict reads it
+# there and nowhere else. Not the card's memory, and not a cure that failed.
+MEMORY_CURE = Family(
+    "kill_cured_by_more_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:resiz|increas|rais|expand|bump|upgrad|doubl|mov|switch)(?:ed|ing)\b[^\n]{0,60}?"
+        r"\b(?:memory|RAM|mem|swap|\d{1,5} ?(?:[GM]i?B|gb|mb|[GM]))\b[^\n]{0,60}?"
+        r"\b(?:(?:and |then )?(?:it |that |everything )?(?:worked|works|succeeded|completed"
+        r"|finished|went through|passed)|fixed (?:it|this|the)|solved (?:it|this|the))\b"
+        r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
+        r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
+        r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
+        r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
+        # "The error vanished after I upgraded my system with additional RAM".
+        r"|\b(?:vanished|went away|disappeared|was gone|stopped)\b[^\n]{0,20}?\bafter\b[^\n]{0,40}?"
+        r"\b(?:upgrad|add|increas|doubl|expand)\w{0,4}\b[^\n]{0,40}?\b(?:RAM|memory)\b"
+        # ... in Chinese: "32G改为64G问题就解决了" (32G changed to 64G, the problem went away).
+        r"|\d{1,4} ?[GM]B?\s?(?:改为|改成|换成|換成|加到|增加到|升级到|升級到|提高到)"
+        r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)",
+        _I,
+    ),
+    unless=_p(
+        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|not|no longer)\b"
+        r"|显存|顯存|还是|還是|没有|沒有",
+        _I,
+    ),
+)
