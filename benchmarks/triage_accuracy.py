@@ -79,6 +79,7 @@ HELD_OUT = (
     "blind32",
     "blind33",
     "blind34",
+    "blind36",
 )
 # Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.
 OOM_LABELS = frozenset({"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted"})

@@ -216,6 +216,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
+            r"|\bthrowing out of memory GPU_MGR\b"  # HeavyDB's GPU buffer manager
             r"|\b(?:InitializeEncoder|CreateBitstreamBuffer|CreateInputBuffer|RegisterResource)"
             r" failed: out of memory \(10\)"  # ffmpeg's NVENC: NV_ENC_ERR_OUT_OF_MEMORY
             r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated"
@@ -561,7 +562,9 @@ HOST: tuple[Family, ...] = (
             # "OOMKill" alone as a diagnostic report names the reason: "Restart Reason:
             # OOMKill (memory exceeded limit, SIGKILL)", "OOMKill (Exit Code 137)". Not the
             # noun in a sentence ("a signal 9 is often related to an OOMKill").
-            r"|\bOOMKill\**\s{0,3}\((?:[Ee]xit [Cc]ode|memory|137\b)"
+            r"|\bOOMKills?\**\s{0,3}\((?:[Ee]xit(?: [Cc]ode)?|memory|137\b)"
+            # ... and the kill told as still happening: "the queryNode is still oomkilled".
+            r"|\b(?:is|was|are|were|gets|got) still (?i:OOM[- ]?killed)\b"
             r"|\b[Rr]eason\W{1,6}OOMKill\b"
         ),
         # Nor the title of an article a post links to ("[OOMKilled Kubernetes Error](https:").

@@ -376,6 +376,7 @@ NEGATIVE: tuple[Family, ...] = (
             r"\b(?:allocate|allocating) -\d{1,20} bytes\b"
             r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
             r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
+            r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
             r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))",
             _I,
         ),

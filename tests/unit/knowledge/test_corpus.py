@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind34` entries they miss are listed in HOLDOUT_MISSES … BLIND34_MISSES
+`blind3` to `blind36` entries they miss are listed in HOLDOUT_MISSES … BLIND36_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -256,6 +256,12 @@ BLIND33_MISSES: dict[str, str] = {
 # The thirty-fourth part (zx-), computational biology and scientific Python, measured before
 # any rule was changed for it: 26 of 32 (81.2 %). Every miss is fixed.
 BLIND34_MISSES: dict[str, str] = {}
+# The thirty-sixth part (zz-), databases, search and vector stores, measured before any
+# rule was changed for it: 25 of 30 (83.3 %). Four misses are fixed; this one is left.
+BLIND36_MISSES: dict[str, str] = {
+    "zz-025": "java_heap: hppc's 'Not enough memory to allocate new buffers' inside the JVM, "
+    "the heap named only in the thread's title, is answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -294,6 +300,7 @@ KNOWN_MISSES = {
     **BLIND32_MISSES,
     **BLIND33_MISSES,
     **BLIND34_MISSES,
+    **BLIND36_MISSES,
 }
 
 
@@ -321,6 +328,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
     splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
+    splits = (*splits, "blind35", "blind36")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -361,6 +369,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind32" for key in BLIND32_MISSES)
     assert all(split[key] == "blind33" for key in BLIND33_MISSES)
     assert all(split[key] == "blind34" for key in BLIND34_MISSES)
+    assert all(split[key] == "blind36" for key in BLIND36_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
