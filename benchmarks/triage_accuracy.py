@@ -79,6 +79,7 @@ HELD_OUT = (
     "blind32",
     "blind33",
     "blind34",
+    "blind35",
     "blind36",
 )
 # Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.

@@ -290,7 +290,7 @@ SHM: tuple[Family, ...] = (
         # ... and a bus error beside df showing /dev/shm empty is not /dev/shm full.
         unless_near=_p(
             r"max_(?:pred_)?locks_per_transaction|\bpg_dump\b|\bpg_restore\b"
-            r"|\s0%\s{1,4}/dev/shm\s*$",
+            r"|\b\d{1,5}(?:\.\d{1,2})?[GT]\s{1,12}0\s{1,12}\d{1,5}(?:\.\d{1,2})?[GT]\s{1,4}0%\s{1,4}/dev/shm\s*$",
             _I,
         ),
         unless_span=12,
@@ -506,12 +506,15 @@ SHM: tuple[Family, ...] = (
         # which says nothing about /dev/shm's size.
         near=_p(
             r"DataLoader|dataloader|num_workers|shared memory(?! implementation)|/dev/shm"
-            r"|shm-size|\bshm\b",
+            r"|SharedArray|shm-size|\bshm\b",
             _I,
         ),
         span=8,
-        # df showing /dev/shm empty beside it: the bus error is not /dev/shm filling up.
-        unless_near=_p(r"\s0%\s{1,4}/dev/shm\s*$"),
+        # df showing a /dev/shm of gigabytes empty beside it: the bus error is not /dev/shm
+        # filling up (a small one shown empty before a job fills it still may be).
+        unless_near=_p(
+            r"\b\d{1,5}(?:\.\d{1,2})?[GT]\s{1,12}0\s{1,12}\d{1,5}(?:\.\d{1,2})?[GT]\s{1,4}0%\s{1,4}/dev/shm\s*$"
+        ),
         unless_span=12,
     ),
 )
@@ -645,7 +648,7 @@ HOST: tuple[Family, ...] = (
         "medium",
         _p(
             r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
-            r"|\b(?i:Torch: not enough memory: you tried to allocate)"  # TH's CPU allocator
+            r"|\b(?i:Torch: not enough memory: you tried to (?:re)?allocate)"  # TH's CPU allocator
             r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
             # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
             # another bug).
@@ -671,6 +674,7 @@ HOST: tuple[Family, ...] = (
             r"|\bCould not allocate memory: System out of memory!"
             r"|\bDynamicHeapAllocator out of memory\b"
             r"|\bMemory allocation error 12: \d{1,20} bytes\b"
+            r"|^ERROR: OutOfMemoryError\(\)"  # Julia's host allocator
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"

@@ -239,7 +239,11 @@ NEGATIVE: tuple[Family, ...] = (
         "java_heap",
         "not_oom",
         "high",
-        _p(r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"),
+        _p(
+            r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"
+            # Netty's pool of direct buffers at the JVM's configured maximum.
+            r"|\bOutOfDirectMemoryError\b"
+        ),
     ),
     # A crash by signal: SIGSEGV or SIGABRT, as a launcher reports a child's negative status.
     Family(

@@ -55,6 +55,8 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         _p(
             r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b|\bErrorOutOfDeviceMemory\b|\bOutOfDeviceMemoryError\b"
             r"|\bOomError\(OutOfDeviceMemory\)"  # vulkano (Rust)
+            r"|\bOutOfMemory\(Device\)"  # wgpu's allocator: AllocationError(OutOfMemory(Device))
+            r"|\bWebGPU device error\(\d{1,3}\): Out of memory\b"  # ONNX Runtime Web
         ),
     ),
     # Tenstorrent's allocator: "Out of Memory: Not enough space to allocate N B DRAM buffer
@@ -76,6 +78,15 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
             r"\bFailed to alloc DEVICE memory\b"
             r"|\bFailed to allocate [\d.]{1,12} ?[KMG]B \(usage: \w{1,20}\) on ND \d{1,3}:NC \d"
         ),
+    ),
+    # wgpu's validation error for a buffer or texture it could not get memory for.
+    Family(
+        "vulkan_out_of_device_memory",
+        "cuda_oom",
+        "medium",
+        _p(r"\bNot enough memory left\b"),
+        near=_p(r"\bDevice::create_(?:buffer|texture)\b"),
+        span=4,
     ),
     # The caching allocator's own warning: cudaMalloc failed with OOM on a device.
     Family(

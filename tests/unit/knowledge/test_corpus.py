@@ -256,6 +256,18 @@ BLIND33_MISSES: dict[str, str] = {
 # The thirty-fourth part (zx-), computational biology and scientific Python, measured before
 # any rule was changed for it: 26 of 32 (81.2 %). Every miss is fixed.
 BLIND34_MISSES: dict[str, str] = {}
+# The thirty-fifth part (zy-), ML and GPU stacks outside Python, measured before any rule
+# was changed for it: 33 of 45 (73.3 %). Eight misses are fixed; these are left.
+BLIND35_MISSES: dict[str, str] = {
+    "zy-022": "kill_cured_by_more_memory: labelled host_oom_killed, answered killed_unknown "
+    "(medium)",
+    "zy-039": "hard_negative_codesign_sigkill: macOS's SIGKILL for an invalid code signature "
+    "is answered killed_unknown (medium)",
+    "zy-043": "hard_negative_app_cap: ONNX Runtime Java's tensor-size cap is answered "
+    "cannot_tell (low)",
+    "zy-045": "ort_bfc_arena_cpu: ONNX Runtime's arena on the CPU provider, the provider not "
+    "named in the log, is answered cuda_oom (medium)",
+}
 # The thirty-sixth part (zz-), databases, search and vector stores, measured before any
 # rule was changed for it: 25 of 30 (83.3 %). Four misses are fixed; this one is left.
 BLIND36_MISSES: dict[str, str] = {
@@ -300,6 +312,7 @@ KNOWN_MISSES = {
     **BLIND32_MISSES,
     **BLIND33_MISSES,
     **BLIND34_MISSES,
+    **BLIND35_MISSES,
     **BLIND36_MISSES,
 }
 
@@ -369,6 +382,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind32" for key in BLIND32_MISSES)
     assert all(split[key] == "blind33" for key in BLIND33_MISSES)
     assert all(split[key] == "blind34" for key in BLIND34_MISSES)
+    assert all(split[key] == "blind35" for key in BLIND35_MISSES)
     assert all(split[key] == "blind36" for key in BLIND36_MISSES)
 
 

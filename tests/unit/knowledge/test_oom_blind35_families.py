@@ -49,3 +49,52 @@ def test_an_allocation_of_a_hundred_petabytes_is_absurd() -> None:
     )
     triage = classify(text)
     assert (triage.cls, triage.family) == ("not_oom", "absurd_request")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "called `Result::unwrap()` on an `Err` value: AllocationError(OutOfMemory(Device))\n",
+        "[E:onnxruntime:Default, webgpu_context.cc:120 operator()] WebGPU device error(2): Out "
+        "of memory\n",
+        "wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n"
+        "      note: label = `mesh data buffer`\n    Not enough memory left.\n",
+    ],
+)
+def test_wgpu_and_webgpu_out_of_device_memory_is_gpu_memory(text: str) -> None:
+    assert classify(text).cls == "cuda_oom"
+
+
+def test_wgpus_host_allocation_is_not_gpu_memory() -> None:
+    text = "called `Result::unwrap()` on an `Err` value: AllocationError(OutOfMemory(Host))\n"
+    assert classify(text).cls != "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "THNN.lua:109: $ Torch: not enough memory: you tried to reallocate 11GB. Buy new RAM!\n",
+        "ERROR: OutOfMemoryError()\nStacktrace:\n  [1] Array\n",
+    ],
+)
+def test_lua_torch_and_julia_refusing_host_memory_is_a_host_kill(text: str) -> None:
+    assert classify(text).cls == "host_oom_killed"
+
+
+def test_nettys_direct_memory_cap_is_not_an_oom() -> None:
+    text = (
+        "io.netty.util.internal.OutOfDirectMemoryError: failed to allocate 65536 byte(s) of "
+        "direct memory (used: 10429447, max: 10485760)\n"
+    )
+    assert classify(text).cls == "not_oom"
+
+
+def test_a_bus_error_filling_a_small_shm_shown_empty_before_is_shm() -> None:
+    text = (
+        "shell> df -h /dev/shm\n"
+        "Filesystem      Size  Used Avail Use% Mounted on\n"
+        "shm              64M     0   64M   0% /dev/shm\n"
+        "julia> A = SharedArray{Float64}(10_000_000);\n"
+        "signal (7): Bus error\n"
+    )
+    assert classify(text).cls == "shm_exhausted"
