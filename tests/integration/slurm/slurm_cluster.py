@@ -79,6 +79,13 @@ class SlurmCluster:
                 return found
         raise AssertionError(f"sinfo lists no node {node}")
 
+    def operator_flags(self, node: str) -> list[str]:
+        """The node's state flags as an operator (or gpubot) set them: without NOT_RESPONDING,
+        which slurmctld adds on its own when a ping to slurmd is late on a busy machine."""
+        flags = self.node_json(node)["state_flags"]
+        assert isinstance(flags, list)
+        return [str(f) for f in flags if f != "NOT_RESPONDING"]
+
     def node_state(self, node: str) -> str:
         """sinfo's state of the node, without the trailing * of a node slurmctld has not
         pinged since it was resumed (it takes jobs all the same)."""

@@ -46,5 +46,5 @@ async def test_agent_xid_event_quarantines_the_slurm_node(
     await bot.wait_status(run.id, RunStatus.WAITING_APPROVAL, RunStatus.FAILED)
     assert await bot.pending(run.id) == "drain", (await store.get_run(run.id)).note
     node = slurm.node_json("gpu002")
-    assert node["state_flags"] == ["DRAIN"]
+    assert slurm.operator_flags("gpu002") == ["DRAIN"]
     assert str(node["reason"]).startswith(f"gpubot xid79/cordon run={run.id} ")

@@ -33,7 +33,7 @@ async def test_xid79_drain_requeue_reset_diag_resume(slurm: SlurmCluster, store:
     # Quarantined: DRAIN with gpubot's reason naming the runbook, the run and the incident;
     # the job on it keeps running, and nothing new starts there.
     node = slurm.node_json("gpu001")
-    assert node["state_flags"] == ["DRAIN"]
+    assert slurm.operator_flags("gpu001") == ["DRAIN"]
     # Slurm has no taints: gpubot's XID taint is kept in its own reason.
     assert node["reason"] == (
         f"gpubot xid79/cordon run={run.id} incident={run.incident_id} [gpubot.io/xid=79:NoSchedule]"
