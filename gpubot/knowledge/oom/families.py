@@ -10,6 +10,7 @@ import re
 
 from gpubot.knowledge.oom.libraries import LIBRARY_GPU_OOM, LIBRARY_HOST_OOM
 from gpubot.knowledge.oom.localized import LOCALIZED_GPU_OOM, LOCALIZED_HOST_OOM
+from gpubot.knowledge.oom.not_memory import ABSURD_SIZE
 from gpubot.knowledge.oom.reported import REPORTED_GPU_OOM, REPORTED_HOST_OOM, REPORTED_SHM
 from gpubot.knowledge.oom.scan import Family
 from gpubot.knowledge.oom.stacks import STACK_GPU_OOM, STACK_HOST_OOM, STACK_SHM
@@ -678,20 +679,16 @@ HOST: tuple[Family, ...] = (
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
-            r"|register (?:host )?memory|cudaHostRegister|pinned memory|\block (?:JVM )?memory\b"
-            # numpy asked for ten tebibytes and more: a shape gone wrong, not a shortage.
-            r"|Unable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))",
+            r"|register (?:host )?memory|cudaHostRegister|pinned memory|\block (?:JVM )?memory\b",
             _I,
         ),
         # ... or with the locked-memory limit named a few lines away (Elasticsearch's
         # "Increase RLIMIT_MEMLOCK" under its "Unable to lock JVM Memory: error=12").
-        # A size no machine holds (a negative one cast to unsigned) is another bug.
+        # A size no machine holds (not_memory's ABSURD_SIZE) is another bug.
         unless_near=_p(
-            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b|mach_vm_map\(size=\d{14,20}\b"
+            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b"
             # ... or an illegal address behind the refusal (RMM's bad_alloc wrapping it).
-            r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b"
-            # ... or a size of ten terabytes and more: a corrupt input, not a shortage.
-            r"|\byou tried to allocate \d{14,20} bytes\b|\bTrying to allocate: \d{14,20}B\b",
+            r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b|" + ABSURD_SIZE,
             _I,
         ),
         unless_span=4,

@@ -19,6 +19,19 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 _I = re.IGNORECASE
 
+# A size asked of a host allocator that no machine holds: a negative size, or one cast from
+# it to unsigned, or a shape gone wrong. Another bug's symptom, whatever the words around it
+# say; the host-memory families do not count a refusal with one of these beside it.
+ABSURD_SIZE = (
+    r"\b(?:allocate|allocating) -\d{1,20} bytes\b"
+    r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
+    r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
+    r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
+    r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))"  # numpy
+    # macOS malloc: "mach_vm_map(size=96180599144448, flags: 100) failed".
+    r"|mach_vm_map\(size=\d{14,20}(?:, flags: \d{1,10})?\) failed"
+)
+
 LIVENESS = Family(
     "liveness_probe_kill",
     "not_oom",
@@ -371,28 +384,7 @@ NEGATIVE: tuple[Family, ...] = (
         near=_p(r"\bCUDA error 11: invalid argument\b|\bcudaErrorInvalidValue\b", _I),
         span=1,
     ),
-    # A negative size asked of an allocator: a bug upstream, not memory exhausted.
-    Family(
-        "absurd_request",
-        "not_oom",
-        "high",
-        _p(
-            r"\b(?:allocate|allocating) -\d{1,20} bytes\b"
-            r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
-            r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
-            r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
-            r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))",
-            _I,
-        ),
-    ),
-    # macOS malloc asked for more than 2^53 bytes: a negative size cast to unsigned.
-    # (From 14 digits, tens of terabytes: "mach_vm_map(size=96180599144448, flags: 100)".)
-    Family(
-        "absurd_request",
-        "not_oom",
-        "high",
-        _p(r"mach_vm_map\(size=\d{14,20}(?:, flags: \d{1,10})?\) failed"),
-    ),
+    Family("absurd_request", "not_oom", "high", _p(ABSURD_SIZE, _I)),
     Family("disk_full", "not_oom", "high", _p(r"No space left on device|ENOSPC|disk quota", _I)),
     Family(
         "image_pull",
