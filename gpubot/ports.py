@@ -153,7 +153,14 @@ class NodeOps(Protocol):
         message: str,
         event_type: Literal["Normal", "Warning"] = "Normal",
     ) -> None:
-        """A Kubernetes Event on the Node, so `kubectl describe node` shows what the bot did."""
+        """A Kubernetes Event on the Node, so `kubectl describe node` shows what the bot did.
+        Best effort and off the caller's path: an adapter may queue it and post it later
+        (a failure is logged, never raised), keeping the time it was made."""
+        ...
+
+    async def flush_events(self, *, timeout_s: float) -> int:
+        """Wait (at most `timeout_s`) for the node Events queued to be posted; how many are
+        left unposted. 0 at once where nothing is queued."""
         ...
 
 

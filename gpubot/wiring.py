@@ -276,9 +276,10 @@ class App:
         return [c for c in (self.lease, self.slack, self.scheduler) if c is not None]
 
     async def aclose(self, *, flush_seconds: float = 10.0) -> None:
-        """Wait for the service's work, send what is still queued for Slack (for at most
-        `flush_seconds`: serve gives what is left of its shutdown grace), close the store."""
-        await self.service.wait_idle()
+        """Wait for the service's work, post the node Events and send what is still queued
+        for Slack (each for at most `flush_seconds`: serve gives what is left of its
+        shutdown grace), close the store."""
+        await self.service.wait_idle(events_timeout_s=flush_seconds / 2)
         if self.slack is not None:
             await self.slack.aclose(grace=flush_seconds)
         await self.store.close()

@@ -308,7 +308,9 @@ SPECS: tuple[ActionSpec[Any], ...] = (
     ),
     ActionSpec(
         Action.NODE_CORDON,
-        "Mark the node unschedulable (records who and why); on Slurm, DRAIN with gpubot's reason.",
+        "Mark the node unschedulable (records who and why); on Slurm, DRAIN with gpubot's reason. "
+        "A Node Event (GpubotCordon) says so in `kubectl describe node`, queued and posted "
+        "after the step, off its path.",
         NodeParams,
         True,
         plan_cordon,

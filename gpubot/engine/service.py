@@ -484,9 +484,14 @@ class GpubotService:
         if not task.cancelled() and (exc := task.exception()) is not None:
             log.error("background task failed: %s", exc, exc_info=exc)
 
-    async def wait_idle(self) -> None:
+    async def wait_idle(self, *, events_timeout_s: float = 10.0) -> None:
+        """Until the work started here has ended and the node Events it queued are posted
+        (those for at most `events_timeout_s`: they are best effort)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        for name, cluster in self.e.clusters.items():
+            if left := await cluster.nodes.flush_events(timeout_s=events_timeout_s):
+                log.warning("cluster %s: %d node event(s) not posted", name, left)
 
     def start_up_warnings(self) -> list[str]:
         """Settings that leave the bot unable to act by itself, for the log at start-up."""

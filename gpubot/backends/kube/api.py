@@ -18,6 +18,7 @@ from gpubot.backends.kube import convert
 from gpubot.backends.kube.connect import CONNECTIONS
 from gpubot.backends.kube.dry_run import DryRunMemo
 from gpubot.backends.kube.errors import eviction_error, retry_after, translate
+from gpubot.backends.kube.event_queue import EventQueue
 from gpubot.backends.kube.node_cache import NodeCache
 from gpubot.backends.kube.pacing import TokenBucket
 from gpubot.backends.kube.workloads import KubeWorkloads
@@ -85,6 +86,7 @@ class KubernetesKubeApi:
         )
         self.nodes = NodeCache(self.core, request_timeout=request_timeout)
         self._dry_checks = DryRunMemo()
+        self.events = EventQueue(self._create_event)
 
     def close(self) -> None:
         self.nodes.stop()
@@ -293,6 +295,9 @@ class KubernetesKubeApi:
             "lastTimestamp": now,
             "count": 1,
         }
+        self.events.put(body, what=f"{reason} on {node}")
+
+    async def _create_event(self, body: dict[str, Any]) -> None:
         await self._call(
             _body(self.core.create_namespaced_event),  # nothing is read from the reply
             verb="create",
@@ -301,6 +306,9 @@ class KubernetesKubeApi:
             body=body,
             dry_run=self._dry,
         )
+
+    async def flush_events(self, *, timeout_s: float) -> int:
+        return await self.events.flush(timeout_s=timeout_s)
 
     # -- pods -----------------------------------------------------------------------------
 

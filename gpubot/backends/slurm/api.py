@@ -208,6 +208,9 @@ class SlurmKubeApi(SlurmJobPods):
         """Slurm keeps no node events: the drain reason and the audit trail say what happened."""
         log.info("slurm node %s: %s: %s", node, reason, message)
 
+    async def flush_events(self, *, timeout_s: float) -> int:
+        return 0  # nothing queued: the events went to the log
+
     # -- agent addresses --
 
     async def node_internal_ips(self) -> dict[str, str]:

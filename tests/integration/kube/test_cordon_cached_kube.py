@@ -53,6 +53,7 @@ async def test_a_cordon_from_the_live_cache_sends_the_patch_and_the_event_and_no
     await _live(kube, gpu)
     cluster.calls.clear()
     out = await run_cordon(_ctx(kube), NodeParams(node=gpu))
+    assert await kube.flush_events(timeout_s=30) == 0  # the Event goes off the step's path
     assert out["was_cordoned"] is False
     assert out["foreign"] is False
     assert cluster.calls_of("GET", f"/nodes/{gpu}") == []
@@ -86,6 +87,7 @@ async def test_a_node_cordoned_by_someone_since_the_cache_read_answers_409_and_s
     _cache_answers(kube, monkeypatch, before)
     cluster.calls.clear()
     out = await run_cordon(_ctx(kube), NodeParams(node=gpu))
+    assert await kube.flush_events(timeout_s=30) == 0  # the Event goes off the step's path
     assert [c.status for c in cluster.calls if c.method == "PATCH"] == [409]
     assert out == {"node": gpu, "was_cordoned": True, "cordoned_by": "alice", "foreign": True}
     annotations = cluster.node(gpu)["metadata"]["annotations"]
@@ -105,6 +107,7 @@ async def test_a_stale_version_for_a_node_still_schedulable_is_read_again_and_co
     _cache_answers(kube, monkeypatch, before)
     cluster.calls.clear()
     out = await run_cordon(_ctx(kube), NodeParams(node=gpu))
+    assert await kube.flush_events(timeout_s=30) == 0  # the Event goes off the step's path
     assert [c.status for c in cluster.calls if c.method == "PATCH"] == [409, 200]
     assert len(cluster.calls_of("GET", f"/nodes/{gpu}")) == 1
     assert out["was_cordoned"] is False
@@ -120,6 +123,7 @@ async def test_a_cached_cordon_is_confirmed_by_the_server_before_it_is_believed(
     fresh = await kube.get_node(node=gpu)
     _cache_answers(kube, monkeypatch, replace(fresh, unschedulable=True))
     out = await run_cordon(_ctx(kube), NodeParams(node=gpu))
+    assert await kube.flush_events(timeout_s=30) == 0  # the Event goes off the step's path
     assert out["was_cordoned"] is False
     assert cluster.node(gpu)["spec"]["unschedulable"] is True
 

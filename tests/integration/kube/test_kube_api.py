@@ -239,6 +239,7 @@ async def test_node_events_and_metadata_and_scale(
 ) -> None:
     gpu, ml = cluster.add_node("gpu-a"), cluster.namespace("ml")
     await kube.post_node_event(node=gpu, reason="GpubotCordon", message="cordoned by U1")
+    assert await kube.flush_events(timeout_s=30) == 0  # posted off the caller's path
     [event] = cluster.core.list_namespaced_event(
         "default", field_selector=f"involvedObject.name={gpu}"
     ).items
