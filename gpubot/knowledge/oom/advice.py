@@ -369,6 +369,12 @@ OTHER: dict[str, tuple[str, ...]] = {
         "startupProbe or raise initialDelaySeconds, timeoutSeconds and failureThreshold "
         "(loading a model can take minutes).",
     ),
+    "code_signing_kill": (
+        "macOS killed the process because a page of its code failed the signature check "
+        "(`CODE SIGNING: cs_invalid_page … sending SIGKILL`; the shell says `Killed: 9`): not "
+        "memory. Re-sign the binary after any change to it (`codesign --force --sign - <file>`), "
+        "or rebuild it rather than patching it in place.",
+    ),
     "stop_requested": (
         "The log shows a stop that was asked for (a restart, a delete, a preemption) just "
         "before the SIGKILL: the process did not exit within its grace period. Not an OOM; "

@@ -272,6 +272,17 @@ _MULTIPROCESSING = _p(
 SHM: tuple[Family, ...] = (
     *REPORTED_SHM,
     *STACK_SHM,
+    # The kubelet evicting for a memory-backed emptyDir mounted at /dev/shm (named for it:
+    # dshm, shm, dev-shm) over its sizeLimit: /dev/shm filled, not the node's disk.
+    Family(
+        "emptydir_shm_over_limit",
+        "shm_exhausted",
+        "high",
+        _p(
+            r"Usage of EmptyDir volume \"[\w.-]{0,40}?shm[\w.-]{0,40}\" exceeds the limit",
+            _I,
+        ),
+    ),
     Family(
         "dataloader_bus_error",
         "shm_exhausted",
@@ -500,8 +511,13 @@ SHM: tuple[Family, ...] = (
         "bus_error_with_workers",
         "shm_exhausted",
         "medium",
-        # SIGBUS by name or number ("signaled to shutdown with signal 7").
-        _p(r"\bBus error\b|\bSIGBUS\b|\bsignal:? 7\b", _I),
+        # SIGBUS by name or number ("signaled to shutdown with signal 7"), or as a launcher
+        # reports its worker's end ("exits with return code = -7", torchrun's "exitcode: -7").
+        _p(
+            r"\bBus error\b|\bSIGBUS\b|\bsignal:? 7\b"
+            r"|\bexits with return code = -7\b|\bexitcode\s{0,3}:\s{0,3}-7\b",
+            _I,
+        ),
         # shm named on its own counts too: "(shm)", "increase `shm`", "--shm-size".
         # PostgreSQL's initdb names its setting ("dynamic shared memory implementation"),
         # which says nothing about /dev/shm's size.

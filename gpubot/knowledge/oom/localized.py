@@ -83,6 +83,19 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         # The GPU's memory (显存, VRAM) running short is not the host's.
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
     ),
+    # The OOM killer named as what killed the process: "会被系统OOM杀进程" (the system's OOM
+    # kills the process), "被OOM killer杀掉", "OOM杀死了进程".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"被\s?(?:系统|系統|内核|內核|linux|Linux)?\s?(?:的\s?)?OOM(?:[ _-]?[Kk]iller)?\s?"
+            r"(?:杀|殺|[Kk]ill)"
+            r"|OOM(?:[ _-]?[Kk]iller)?\s?(?:杀|殺)(?:死|掉)?(?:了)?(?:进程|進程)"
+        ),
+        unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
+    ),
     # Host memory filling up, then the kill, in one sentence: "mem会用完" (mem gets used up)
     # then "自动kill", "内存会占用越来越多" (memory use keeps growing) then "进程被Killed".
     Family(

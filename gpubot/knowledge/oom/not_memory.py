@@ -124,7 +124,7 @@ SIGKILL = Family(
         r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
-        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         # The shell's word in a Chinese sentence: "出现Killed", "被Killed掉", "退出" and
@@ -137,7 +137,13 @@ SIGKILL = Family(
         r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码)\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
         # The exit status told in a sentence: "exits with a code of 137".
         r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
-        r"|\bexit (?:code|status) of (?:137|-9)\b"
+        r"|\b(?:exit|reason|return|error) (?:code|status) of (?:137|-9)\b"
+        # ... or before its noun: "all tasks return a `137` error status".
+        r"|\b(?:return|returns|returned|exit|exits|exited)(?: with)? (?:an? |the )?[`'\"]?137"
+        r"[`'\"]? (?:error |exit )?(?:status|code)\b"
+        # make's report of a recipe whose command was killed: "make: *** [Makefile:40: pytest]
+        # Killed".
+        r"|\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] (?:Killed|Error 137)\b"
         # ... or as the reason in a sentence: "the container keeps exiting due to 137".
         r"|\b(?:exit(?:s|ed|ing)?|die[sd]|dying|crash(?:es|ed|ing)?|terminat(?:es|ed|ing))"
         r" (?:due to|because of) (?:an? )?(?:exit )?(?:code |status )?(?:137|-9)\b"
@@ -160,13 +166,33 @@ WORKER_DIED = Family(
         r"|\bdied unexpectedly before finishing\b"
         r"|KernelRestarter: restarting kernel\b|\bkernel\b[^\n]{0,80}?\bappears to have died\b"
         r"|\bYour session (?:is |has )?crashed for (?:an )?unknown reason\b"  # Colab
-        r"|\bThe Kernel crashed while executing code in the (?:current )?cell\b",  # VS Code
+        r"|\bThe Kernel crashed while executing code in the (?:current )?cell\b"  # VS Code
+        r"|\bThe spark driver has stopped unexpectedly\b"  # Databricks
+        # Dask's scheduler giving up on a task whose workers all died.
+        r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b",
         _I,
     ),
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;
     # "exit code None" is how Ray reports a process that ended on a signal.
     unless=_p(r"\bexit code (?!None\b)-?\d", _I),
 )
+
+# macOS's kernel killing a process whose code pages fail their signature check: "CODE
+# SIGNING: cs_invalid_page(…): … denying page sending SIGKILL", a crash report's
+# "Namespace CODESIGNING" / "Code Signature Invalid". The shell then says "Killed: 9".
+CODE_SIGNING_KILL = Family(
+    "code_signing_kill",
+    "not_oom",
+    "high",
+    _p(
+        r"\bCODE SIGNING: (?:cs_invalid_page\b|process \d{1,10}\[[^\]\n]{0,80}\]: rejecting "
+        r"invalid page\b)|\bNamespace CODESIGNING\b|\bCode Signature Invalid\b"
+    ),
+)
+
+# A launcher tearing its workers down (DeepSpeed's sigkill_handler): the kill it reports is
+# its own, after another failure.
+LAUNCHER_TEARDOWN = _p(r"sigkill_handler\] Killing subprocess")
 
 # A launcher tearing its workers down reports the exit status of the one that failed first:
 # when that is not SIGKILL's (-9, 137), the workers' kill is the consequence, not the cause.

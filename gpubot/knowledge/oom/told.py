@@ -125,6 +125,25 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(r"\b(?:ran|runs|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
     ),
+    # ... or the machine the notebook or job ran on, said to have run out of memory: "Binder
+    # instance ran out of memory", "the runner VM ran out of memory". Not the card's memory,
+    # not a conditional or a guess.
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:Binder|Colab|Kaggle|JupyterHub|notebook|instance|VM|machine|server|node"
+            r"|runner|host)\b (?:(?:instance|server|VM|kernel) )?(?:ran|has run|had run) out of "
+            r"memory\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM|device)\b|\b(?:if|when|whether|maybe|might|may|could|perhaps"
+            r"|probably|guess|suspect)\b",
+            _I,
+        ),
+    ),
     # RAM filled up, and the notebook or process crashing or killed in the same sentence:
     # "the ram usage is maxed and the notebook crashes".
     Family(
@@ -244,11 +263,29 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             # due to RAM", "because of a lack of RAM".
             r"|\b(?:this|it) (?:is|was) the (?:kernel(?:'s)? |Linux )?OOM[- ]killer\b"
             r"|\b(?:code|status) (?:-9|137) due to RAM\b"
+            # "here it's an out-of-memory kill, not a network problem".
+            r"|\b(?:it's|it is|it was|this is|this was|that's|that was) an? "
+            r"(?:out[- ]of[- ]memory|OOM)[- ]kill\b"
             r"|\b(?:because of|due to) (?:a )?lack of RAM\b",
             _I,
         ),
         unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
     ),
+)
+
+# A kill its reporter found to be memory, told after the fact: "Turns out it was just a
+# memory problem." Read only beside a kill (SIGKILL, 137, Killed), as MEMORY_CURE is; not the
+# card's memory, not a hedge.
+KILL_FOUND_MEMORY = Family(
+    "kill_found_to_be_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:turns|turned) out(?: that)? (?:it|this|that) (?:was|is) (?:just |simply |only )?"
+        r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b",
+        _I,
+    ),
+    unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b", _I),
 )
 
 # A kill that more memory cured, told by whoever ran the job: "I resized to 8gb and it
@@ -277,7 +314,9 @@ MEMORY_CURE = Family(
         _I,
     ),
     unless=_p(
-        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|not|no longer)\b"
+        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|no longer)\b"
+        # "not" that negates a cure ("not solved", "not fix it"), not "and not just Killed".
+        r"|\bnot\b[^\n]{0,30}?\b(?:solv|fix|help|work|resolv|succeed|pass|complet|finish)"
         r"|显存|顯存|还是|還是|没有|沒有",
         _I,
     ),

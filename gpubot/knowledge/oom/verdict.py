@@ -15,7 +15,9 @@ from gpubot.knowledge.oom.allocator_numbers import (
 )
 from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
 from gpubot.knowledge.oom.not_memory import (
+    CODE_SIGNING_KILL,
     LAUNCHER_CHILD_EXIT,
+    LAUNCHER_TEARDOWN,
     LIVENESS,
     MEMORY_WORDS,
     NEGATIVE,
@@ -34,7 +36,7 @@ from gpubot.knowledge.oom.scan import (
     find_first,
     log_lines,
 )
-from gpubot.knowledge.oom.told import MEMORY_CURE
+from gpubot.knowledge.oom.told import KILL_FOUND_MEMORY, MEMORY_CURE
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
@@ -61,6 +63,7 @@ class Facts:
     liveness: Match | None
     evicted_not_memory: Match | None
     stop_requested: Match | None
+    code_signing: Match | None  # the OS killed it for an invalid code signature
     launcher_child_exit: Match | None
     sigkill: Match | None
     worker_died: Match | None  # a supervisor saw the worker die, and says not why
@@ -147,10 +150,11 @@ def gather(
         liveness=liveness,
         evicted_not_memory=find(NON_MEMORY_EVICTION, lines),
         stop_requested=find(STOP_REQUESTED, lines),
+        code_signing=find(CODE_SIGNING_KILL, lines),
         launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
         worker_died=find(WORKER_DIED, lines),
-        memory_cure=find(MEMORY_CURE, lines),
+        memory_cure=find(MEMORY_CURE, lines) or find(KILL_FOUND_MEMORY, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
@@ -261,6 +265,12 @@ def _stopped(f: Facts) -> Verdict | None:
     return _not_memory(f, "stop_requested", "medium", f.stop_requested.lines)
 
 
+def _code_signing(f: Facts) -> Verdict | None:
+    if f.code_signing is None:
+        return None
+    return _not_memory(f, "code_signing_kill", "high", f.code_signing.lines)
+
+
 def _launcher_child_exit(f: Facts) -> Verdict | None:
     if f.launcher_child_exit is None:
         return None
@@ -273,6 +283,16 @@ def _cured_by_memory(f: Facts) -> Verdict | None:
         return None
     lines = (*(f.sigkill.lines if f.sigkill is not None else ()), *f.memory_cure.lines)
     return Verdict("host_oom_killed", f.memory_cure.family.name, "medium", lines)
+
+
+def _teardown_after_failure(f: Facts) -> Verdict | None:
+    """A launcher's teardown is the only kill shown, and a known failure came first (an NCCL
+    watchdog's timeout, say): the kill is the launcher's answer to that failure."""
+    if f.exit_code is not None or f.sigkill is None or not f.negatives:
+        return None
+    if not all(LAUNCHER_TEARDOWN.search(line) for line in f.sigkill.lines):
+        return None
+    return _negative(f)
 
 
 def _sigkill(f: Facts) -> Verdict | None:
@@ -323,11 +343,15 @@ RULES: tuple[Rule, ...] = (
     Rule("evicted_not_memory", _evicted_not_memory),
     # Killed after a stop someone asked for (a restart, a delete, a preemption).
     Rule("stop_requested", _stopped),
+    # The OS killed it for a code page whose signature failed (macOS's "Killed: 9").
+    Rule("code_signing_kill", _code_signing),
     # A launcher killed its workers after one exited with its own, non-SIGKILL status.
     Rule("launcher_child_exit", _launcher_child_exit),
     # Killed, and more memory (a bigger machine, a higher limit) made the job pass: the kill
     # was for memory.
     Rule("kill_cured_by_memory", _cured_by_memory),
+    # A launcher killed its workers, and the failure it answered is in the log.
+    Rule("teardown_after_failure", _teardown_after_failure),
     # Killed by SIGKILL (137, -9, "Killed") and nothing says why: say so, and how to find out.
     Rule("sigkill", _sigkill),
     # A known failure that is not about memory: name it, so its own advice can follow.

@@ -224,7 +224,7 @@ BLIND30_MISSES: dict[str, str] = {
 }
 # The thirty-first part (zu-), the hardest classes (host kills told in words, kills whose
 # cause is only guessed, hard negatives with memory words), measured before any rule was
-# changed for it: 38 of 49 (77.6 %). Four misses are fixed; these are left.
+# changed for it: 38 of 49 (77.6 %). Five misses are fixed; these are left.
 BLIND31_MISSES: dict[str, str] = {
     "zu-019": "sigkill_confirmed_oom: 'Caught fatal signal 9' counted in a table as the OOM "
     "killer's is answered killed_unknown (medium)",
@@ -237,8 +237,6 @@ BLIND31_MISSES: dict[str, str] = {
     "zu-037": "hard_negative_oom_score_setting: labelled not_oom, answered cannot_tell (low)",
     "zu-043": "hard_negative_memory_config_validation: labelled not_oom, answered cannot_tell "
     "(low)",
-    "zu-046": "hard_negative_codesign_sigkill: macOS's SIGKILL for an invalid code signature "
-    "is answered killed_unknown (medium)",
 }
 # The thirty-second part (zv-), data and MLOps platforms and CI runners, measured before any
 # rule was changed for it: 32 of 44 (72.7 %). Ten misses are fixed; these are left.
@@ -257,12 +255,10 @@ BLIND33_MISSES: dict[str, str] = {
 # any rule was changed for it: 26 of 32 (81.2 %). Every miss is fixed.
 BLIND34_MISSES: dict[str, str] = {}
 # The thirty-fifth part (zy-), ML and GPU stacks outside Python, measured before any rule
-# was changed for it: 33 of 45 (73.3 %). Eight misses are fixed; these are left.
+# was changed for it: 33 of 45 (73.3 %). Nine misses are fixed; these are left.
 BLIND35_MISSES: dict[str, str] = {
     "zy-022": "kill_cured_by_more_memory: labelled host_oom_killed, answered killed_unknown "
     "(medium)",
-    "zy-039": "hard_negative_codesign_sigkill: macOS's SIGKILL for an invalid code signature "
-    "is answered killed_unknown (medium)",
     "zy-043": "hard_negative_app_cap: ONNX Runtime Java's tensor-size cap is answered "
     "cannot_tell (low)",
     "zy-045": "ort_bfc_arena_cpu: ONNX Runtime's arena on the CPU provider, the provider not "
@@ -341,7 +337,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
     splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
-    splits = (*splits, "blind35", "blind36")
+    splits = (*splits, "blind35", "blind36", "blind37", "blind38")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
