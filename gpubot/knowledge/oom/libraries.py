@@ -5,7 +5,7 @@ wrapped in an exception whose name speaks of host memory (`MemoryError: std::bad
 `java.lang.OutOfMemoryError`): RAPIDS (RMM, cuDF, Spark RAPIDS), CuPy, thrust, ONNX Runtime,
 TensorRT, PaddlePaddle, and PyTorch's cudaMallocAsync backend. These families are tried before
 the host families, so the device wording wins over the wrapper's. Patterns follow the bounds of
-oom_families: literals and bounded repeats only.
+*_families: literals and bounded repeats only.
 """
 
 from __future__ import annotations

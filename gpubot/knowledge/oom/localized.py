@@ -4,7 +4,7 @@ People paste errors as their tools print them in their locale, or translate them
 thread: a GPU out of memory in Chinese, Japanese or Korean ("显存不足", "GPU 0上出现内存不足",
 a machine-translated "CUDA:没有记忆"), and ENOMEM as glibc words it in other locales
 ("无法分配内存", "メモリを確保できません", "Невозможно выделить память"). These families read
-those words; the English ones are in oom_families. Patterns follow the same bounds: literals
+those words; the English ones are in *_families. Patterns follow the same bounds: literals
 and bounded repeats.
 """
 

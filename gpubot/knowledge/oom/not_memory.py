@@ -2,7 +2,7 @@
 
 Kills with a cause of their own (a liveness probe, a stop someone asked for, an eviction for
 disk), a SIGKILL whose cause the log does not give, and failures that only look like memory.
-Patterns follow the same bounds as oom_families: no nested unbounded repeats.
+Patterns follow the same bounds as *_families: no nested unbounded repeats.
 """
 
 from __future__ import annotations

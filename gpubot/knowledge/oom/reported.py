@@ -5,7 +5,7 @@ a driver status code or a framework's failed check; a host kill as the words of 
 the killing (systemd-oomd, a batch scheduler, a notebook service, the memory cgroup's own
 report, an old kernel's victim line); a full /dev/shm as a server's shared-memory pool or key
 that could not grow; a SIGKILL as the scheduler's line about the task. Each family here reads
-one such reporter. Patterns follow the bounds of oom_families: literals and bounded repeats.
+one such reporter. Patterns follow the bounds of *_families: literals and bounded repeats.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ first 256 characters), and whether it is the GPU's or the host's is told by the 
 (ONNX Runtime's NCHWc layout exists only on the CPU); the kernel's OOM killer may be seen only
 by its task table's rows in syslog; a report may say in a sentence that nodes ran low on memory
 and workers were killed; NCCL's shared-memory transport may be named only by its function.
-Patterns follow the bounds of oom_families: literals and bounded repeats.
+Patterns follow the bounds of *_families: literals and bounded repeats.
 """
 
 from __future__ import annotations

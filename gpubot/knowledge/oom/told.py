@@ -6,7 +6,7 @@ caused by CPU OOM", "RAM usage is maxed and the notebook crashes", or the cure t
 ("I resized to 8gb and it worked"). Each family here reads one such way of telling it; a
 hedge ("maybe", "could be", a list of theories) or the card's memory is not evidence. They are
 tried after the reporters' own lines (oom_reported), so a machine's line names the verdict
-when there is one. Patterns follow the bounds of oom_families: literals and bounded repeats.
+when there is one. Patterns follow the bounds of *_families: literals and bounded repeats.
 """
 
 from __future__ import annotations

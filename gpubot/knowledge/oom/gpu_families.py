@@ -1,0 +1,254 @@
+"""GPU memory exhausted: the many wordings of a failed device allocation, each family with
+its class and confidence (fragmentation is decided later, from the allocator's numbers).
+
+Every pattern is a bounded alternation of literals (no nested unbounded repeats), so a
+megabyte-long line costs linear time; the scanning itself is in gpubot.knowledge.oom.scan.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.libraries import LIBRARY_GPU_OOM
+from gpubot.knowledge.oom.localized import LOCALIZED_GPU_OOM
+from gpubot.knowledge.oom.reported import REPORTED_GPU_OOM
+from gpubot.knowledge.oom.scan import Family
+from gpubot.knowledge.oom.stacks import STACK_GPU_OOM
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+# A line that only advises what to do if an OOM happens ("If you encounter CUDA out of memory,
+# try --tile") is not evidence that one did.
+_ADVICE = (
+    r"\b(?:if|when|in case) you(?:'re| are)? (?:encounter|get|see|hit|run into|face|meet|have"
+    r"|run out|running out)\b"
+)
+# CUDA errors that are not a shortage of memory, as a failed call reports them.
+_OTHER_CUDA_ERROR = (
+    r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
+    r"|unspecified launch failure|misaligned address"
+    r"|busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE"
+)
+# TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
+# pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
+_HOST_DEVICE = (
+    r"/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b"
+    r"|MemoryError: Unable to allocate"
+)
+
+GPU_OOM: tuple[Family, ...] = (
+    Family(
+        "pytorch_cuda_oom",
+        "cuda_oom",
+        "high",
+        _p(r"(?:CUDA|HIP|XPU|MPS backend) out of memory|torch(?:\.cuda)?\.OutOfMemoryError"),
+        unless=_p(_ADVICE, _I),
+    ),
+    # The allocator's tail without its head: "Tried to allocate 2.00 MiB (GPU 0; 7.93 GiB
+    # total capacity; ..." or "... GPU 0 has a total capacity of ...", or its bracketed
+    # numbers alone: "(GPU 0; 15.75 GiB total capacity; 79.11 MiB already allocated; ...".
+    Family(
+        "pytorch_allocator_tail",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"Tried to allocate \d[\d.]{0,20} ?\w{1,5}[ .]{1,3}\(?GPU \d{1,3}(?:; | has a total)"
+            r"|\(GPU \d{1,3}; \d[\d.]{0,20} ?\w{1,5} total capacity; [^\n]{0,80}?"
+            r"(?:already allocated|free;)"
+            # The message's own last sentence, which only the allocator's OOM prints ("If
+            # reserved memory is >> allocated memory try setting max_split_size_mb ...").
+            r"|llocated memory(?: is large)? try setting "
+            r"(?:max_split_size_mb|PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\S{0,40}) to avoid fragmentation"
+        ),
+        # A logger that wraps its lines may break the message anywhere ("... 13.20 GiB. GPU 0"
+        # / "has a total capacity of ...").
+        wraps=True,
+    ),
+    Family(
+        "cuda_runtime_oom",
+        "cuda_oom",
+        "high",
+        _p(
+            r"CUDA error: out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY"
+            r"|cuda runtime error \(2\) : out of memory|cudaMalloc(?:Async)? failed"
+            r"|cuMemAlloc(?:Async)? failed|CUDA driver error: out of memory"
+            r"|\bHIP_ERROR_OutOfMemory\b|\bhipErrorOutOfMemory\b"  # ROCm's codes
+        ),
+        # An allocation call that failed with another error's name failed for that error
+        # (a context poisoned by an earlier illegal access refuses every call after it); and
+        # XLA's pinned host memory, refused with the driver's OOM code, is not the card's.
+        unless=_p(
+            _ADVICE
+            + "|"
+            + _OTHER_CUDA_ERROR
+            + r"|bytes on host: CUDA_ERROR_"
+            + r"|pinned memory \(\d{1,20} bytes\) could not be allocated",
+            _I,
+        ),
+    ),
+    Family(
+        "cudnn_cublas_alloc_failed",
+        "cuda_oom",
+        "high",
+        _p(
+            r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED"
+            r"|CUSPARSE_STATUS_ALLOC_FAILED|CUFFT_ALLOC_FAILED"
+        ),
+    ),
+    Family(
+        "xla_resource_exhausted",
+        "cuda_oom",
+        "high",
+        _p(
+            r"(?:RESOURCE_EXHAUSTED|Resource exhausted):?\s{0,4}(?:\S{1,80}\s{1,4}){0,3}?"
+            r"(?:Out of memory|Failed to allocate|failed to allocate|allocat\w{0,6} \d)",
+        ),
+        wraps=True,
+        unless=_p(_HOST_DEVICE),
+    ),
+    # XLA's report of a program whose buffers did not fit the device: "Out of memory while
+    # trying to allocate 2359296 bytes." over "BufferAssignment OOM Debugging."
+    Family(
+        "xla_resource_exhausted",
+        "cuda_oom",
+        "medium",
+        _p(r"\bBufferAssignment OOM Debugging\b"),
+        unless=_p(_HOST_DEVICE),
+    ),
+    # A TPU's (or any XLA device's) high-bandwidth memory: "Ran out of memory in memory space
+    # hbm. Used 9.08G of 7.48G hbm. Exceeded hbm capacity by 1.60G."
+    Family(
+        "xla_resource_exhausted",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\bRan out of memory in memory space hbm\b|\bExceeded hbm capacity by\b"
+            # XLA's runtime refusing a device buffer (a TPU's HBM, a GPU's memory).
+            r"|\bError allocating device buffer: Attempting to allocate\b",
+            _I,
+        ),
+    ),
+    Family(
+        "tf_resource_exhausted",
+        "cuda_oom",
+        "high",
+        _p(
+            r"OOM when allocating tensor"
+            r"|ResourceExhaustedError\b.{0,200}?(?:failed to allocate memory|out of memory)"
+            r"|failed to allocate memory \[Op:"
+            r"|ran out of memory trying to allocate"
+            # TF1's "ResourceExhaustedError (see above for traceback): OOM" and the tensors
+            # report_tensor_allocations_upon_oom lists on the GPU's BFC allocator.
+            r"|ResourceExhaustedError\b[^\n]{0,200}?\bOOM\b"
+            r"|Current usage from device: \S{0,160}, allocator: GPU_\d{1,3}_bfc",
+            _I,
+        ),
+        wraps=True,
+        # The BFC allocator's own warning that a fallback was taken is not a failure.
+        unless=_p(rf"caller indicates that this is not a failure|{_HOST_DEVICE}"),
+    ),
+    Family(
+        "nccl_cuda_oom",
+        "cuda_oom",
+        "high",
+        _p(r"Cuda failure \d{0,4} ?'?out of memory|Failed to CUDA (?:c|m)alloc", _I),
+    ),
+    Family(
+        "inference_kv_cache",
+        "cuda_oom",
+        "high",
+        _p(
+            r"No available memory for the cache blocks"
+            r"|larger than the maximum number of tokens that can be stored in KV cache"
+            r"|is larger than the available KV cache memory"
+            r"|on startup is less than desired GPU memory utilization"
+            r"|Free memory on device \S{0,40}.{0,40}less than desired GPU memory"
+            r"|Not enough memory\. Please try to increase --mem-fraction-static"
+            r"|Not enough memory to handle \d{1,9} (?:prefill |total )?tokens"
+            # SGLang: the weights took the share of the device the KV cache pool needed.
+            # vLLM's profile leaving the KV cache nothing: "reserved for KV Cache is -1.05GiB".
+            r"|\breserved for KV Cache is -\d"
+            r"|\bleave no (?:GPU |device )?memory for the KV cache"
+            r"|\bno (?:GPU |device )?memory (?:left |remaining )?for the KV cache"
+        ),
+        wraps=True,
+    ),
+    Family(
+        "accelerate_batch_search",
+        "cuda_oom",
+        "medium",
+        _p(r"No executable batch size found, reached zero"),
+    ),
+    *LIBRARY_GPU_OOM,
+    *REPORTED_GPU_OOM,
+    *LOCALIZED_GPU_OOM,
+    *STACK_GPU_OOM,
+    # Last resort for GPU wording not known above: "out of memory" said of a device, or of a
+    # GPU allocator or pool named in one word ("CudaCustomAllocator out of memory").
+    Family(
+        "gpu_out_of_memory_generic",
+        "cuda_oom",
+        "medium",
+        _p(
+            # GPU as a word, not inside a host's name ("gke-pool-gpu-n1-7lpz ran out of memory").
+            r"(?:(?<![\w-])GPU\b(?!-\w)|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)"
+            r"[^\n]{0,80}?out of memory"
+            r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
+            # ... or its source file and line: "CUDA error: .../device_helpers.cuh(386): out of
+            # memory" (XGBoost's GPU updater).
+            r"|\bCUDA error:? [^\n]{0,240}?\.(?:cuh?|cpp|cc|hpp|h)\(\d{1,6}\):? out of memory"
+            # RELION's accelerated code: "out of memory in .../acc_backprojector_impl.h at line
+            # 37 (error-code 2)" (cudaErrorMemoryAllocation).
+            r"|\bout of memory in \S{1,300} at line \d{1,6} \(error-code 2\)"
+            r"|\bInsufficient memory on accelerator\b"  # LAMMPS' GPU package
+            r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
+            r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
+            r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
+            r"|\bthrowing out of memory GPU_MGR\b"  # HeavyDB's GPU buffer manager
+            r"|\b(?:InitializeEncoder|CreateBitstreamBuffer|CreateInputBuffer|RegisterResource)"
+            r" failed: out of memory \(10\)"  # ffmpeg's NVENC: NV_ENC_ERR_OUT_OF_MEMORY
+            r"|Requested amount of GPU memory \(\d{1,20} bytes\) could not be allocated"
+            # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
+            # cudaErrorMemoryAllocation.
+            r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
+            r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
+            r"|GpuLaunchKernel[^\n]{0,400}?out of memory"  # TF launching a GPU kernel
+            r"|\bfailed due to insufficient GPU memory\b"  # TensorRT-LLM's executor
+            # The CUDA samples' wording: "Failed to allocate device vector A (error code out
+            # of memory)!".
+            r"|\bFailed to allocate device [^\n]{0,60}?\(error code out of memory\)",
+            _I,
+        ),
+        # A C++ exception's what() names the CUDA allocator's source file on one line and
+        # the error on the next.
+        wraps=True,
+        # A host's name may hold "gpu" (gpu-node-7): the kernel's OOM killer on it is the host's.
+        unless=_p(
+            r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
+            r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer"
+            r"|bytes on host: CUDA_ERROR_"  # XLA's pinned host memory
+            r"|pinned memory \(\d{1,20} bytes\) could not be allocated|"  # CuPy's staging
+            + _ADVICE
+            # A list of what it could have been ("could be out of memory killer, segfault").
+            + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
+            # A guess between the card and the host ("gpu or ram went out of memory").
+            + r"|\b(?:GPU|VRAM) or (?:the )?(?:CPU |system |host )?(?:RAM|memory)\b"
+            + r"|\b(?:RAM|CPU) or (?:the )?(?:GPU|VRAM)\b",
+            _I,
+        ),
+    ),
+    # RAPIDS (cuDF, Spark RAPIDS): its CUDA exception, and its device store's failed allocation.
+    Family(
+        "gpu_out_of_memory_generic",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\bcudf\.CudaException: out of memory\b"
+            r"|\bDevice allocation of \d{1,20} bytes failed, device store has\b"
+        ),
+    ),
+)

@@ -1,0 +1,211 @@
+"""Host or container memory: the kernel's OOM killer, the memory cgroup, the kubelet's
+eviction, memory monitors and refused host allocations, each family with its class and
+confidence.
+
+Every pattern is a bounded alternation of literals (no nested unbounded repeats), so a
+megabyte-long line costs linear time; the scanning itself is in gpubot.knowledge.oom.scan.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.libraries import LIBRARY_HOST_OOM
+from gpubot.knowledge.oom.localized import LOCALIZED_HOST_OOM
+from gpubot.knowledge.oom.not_memory import ABSURD_SIZE
+from gpubot.knowledge.oom.reported import REPORTED_HOST_OOM
+from gpubot.knowledge.oom.scan import Family
+from gpubot.knowledge.oom.stacks import STACK_HOST_OOM
+from gpubot.knowledge.oom.told import TOLD_HOST_OOM
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+_HEDGED = (
+    r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
+    # Ray's newer wording of the same list: "Some common causes include: (1) ... OOM killer".
+    r"|\b(?:common|likely|usual|typical) causes? (?:include|are)\b"
+)
+
+HOST: tuple[Family, ...] = (
+    Family(
+        "tf_host_allocator",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"(?:OOM when allocating tensor|Resource exhausted|RESOURCE_EXHAUSTED"
+            r"|ResourceExhaustedError)[^\n]{0,400}?"
+            r"(?:/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b)",
+            _I,
+        ),
+    ),
+    Family(
+        "kernel_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"Out of memory: Kill(?:ed)? process|Memory cgroup out of memory"
+            r"|\boom-kill:|invoked oom-killer|oom_reaper: reaped|oom_kill_process"
+            r"|Detected \d{1,6} oom[-_]kill event"  # Slurm's cgroup plugin
+            r"|killed by (?:the |SIGKILL by )?(?:Linux )?OOM[- ]killer"
+            r"|\b(?:has been|have been|was|were|got|is being|are being|potentially) OOM[- ]Killed\b"
+            r"|\bcontainer oom [0-9a-f]{12,64}\b"  # docker events
+            r"|killed by the cgroup out-of-memory handler"
+            r"|killed as a result of limit of|Out of memory and no killable processes"
+            r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
+            r"|Cgroup OOM encountered|\bCgroupOOM\b"  # the kubelet's events for both
+            # The OOM killer's victim line on its own (older kernels print no prefix to it).
+            r"|\bKilled process \d{1,10} \([^)\n]{1,64}\)[^\n]{0,80}?total-vm:",
+            _I,
+        ),
+        # A list of what might have happened (Ray's "potential root causes. (1) ... OOM
+        # killer (2) ray stop --force (3) SIGSEGV") names no cause.
+        unless=_p(_HEDGED, _I),
+    ),
+    Family(
+        "kubelet_oomkilled",
+        "host_oom_killed",
+        "high",
+        # Not `OOMKilled: false`, which docker inspect prints for every other exit.
+        _p(
+            r"\b(?:OOMKill(?:ed|ing)|OOM ?[Kk]ill(?:ed|ing))\b"
+            r"(?!\"?\s{0,3}[:=]?\s{0,3}\"?(?:false|False)\b)"
+            # "OOMKill" alone as a diagnostic report names the reason: "Restart Reason:
+            # OOMKill (memory exceeded limit, SIGKILL)", "OOMKill (Exit Code 137)". Not the
+            # noun in a sentence ("a signal 9 is often related to an OOMKill").
+            r"|\bOOMKills?\**\s{0,3}\((?:[Ee]xit(?: [Cc]ode)?|memory|137\b)"
+            # ... and the kill told as still happening: "the queryNode is still oomkilled".
+            r"|\b(?:is|was|are|were|gets|got) still (?i:OOM[- ]?killed)\b"
+            r"|\b[Rr]eason\W{1,6}OOMKill\b"
+        ),
+        # Nor the title of an article a post links to ("[OOMKilled Kubernetes Error](https:").
+        unless=_p(r"\[[^\]\n]{0,80}\bOOM ?Kill\w{0,3}\b[^\]\n]{0,80}\]\(https?://"),
+    ),
+    Family(
+        "kubelet_memory_eviction",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"low on resource: memory|had condition: \[MemoryPressure\]"
+            r"|evicted due to (?:node )?memory pressure"
+            # The kubelet's eviction manager and its node event, reclaiming memory.
+            r"|EvictionThresholdMet[^\n]{0,200}?reclaim memory|signal=memory\.available"
+            r"|eviction manager: [^\n]{0,120}\[MemoryPressure\]",
+            _I,
+        ),
+    ),
+    Family(
+        "ray_memory_monitor",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"killed due to memory pressure \(OOM\)|killed due to the node running low on memory"
+            r"|ray\.exceptions\.OutOfMemoryError"
+            # Ray before 2.x: the memory monitor raised instead of killing.
+            r"|RayOutOfMemoryError\b|More than \d{1,3}% of the memory on node"
+            r"|killing latest task[^\n]{0,200}to avoid running out of memory"
+            r"|exceeds the memory usage threshold[^\n]{0,40}Ray killed this worker"
+        ),
+    ),
+    # Userspace OOM killers act before the kernel's, on memory pressure.
+    Family(
+        "userspace_oom_killer",
+        "host_oom_killed",
+        "high",
+        _p(
+            r"systemd-oomd\[\d{1,10}\]: Killed|earlyoom[^\n]{0,80}(?:low memory|sending SIGKILL)"
+            r"|\bKilled [^\n]{0,160}? due to memory (?:pressure|used)"
+        ),
+        # earlyoom saying its kill failed: nothing died for memory (oom_killer_failed).
+        unless_near=_p(r"\bearlyoom\[\d{1,10}\]: kill failed\b", _I),
+        unless_span=12,
+    ),
+    Family(
+        "dask_memory_budget",
+        "host_oom_killed",
+        "high",
+        # Not a budget of 0 %, a setting that restarts every worker at once.
+        _p(r"exceeded [1-9]\d{0,2}% memory budget|[1-9]\d{0,2}% memory budget\. Restarting"),
+    ),
+    Family(
+        "batch_scheduler_memory_kill",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"task \d{1,6}: Out Of Memory|exceeded (?:job |its )?memory limit"
+            r"|running beyond physical memory limits|Container killed due to memory usage"
+            r"|killed by YARN for exceeding (?:physical )?memory limits"
+            r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
+            r"|Memory limit of [\d.]{1,12} ?[KMGT]i?B exceeded"  # Cloud Run
+            r"|Exceeded (?:soft|hard) (?:private )?memory limit"  # App Engine
+            # HTCondor holding (stopping) a job over its memory request.
+            r"|\bput on hold by SYSTEM_PERIODIC_HOLD due to memory usage\b"
+            r"|\bJob has gone over (?:cgroup )?memory limit of\b"
+            r"|\b(?:held|put on hold) because of (?:its |their )?memory usage\b"
+            r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
+            _I,
+        ),
+    ),
+    # The kernel refused a host allocation (ENOMEM) instead of killing: the container's limit
+    # or the node's RAM was reached all the same. Memory locked for RDMA or pinned for the GPU
+    # (ulimit -l) and the dynamic loader's static TLS block fail with the same words and are
+    # not a shortage of RAM.
+    Family(
+        "host_allocation_refused",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+            r"|\b(?i:Torch: not enough memory: you tried to (?:re)?allocate)"  # TH's CPU allocator
+            r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
+            # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
+            # another bug).
+            r"|mach_vm_map\(size=\d{1,12}(?:, flags: \d{1,10})?\) failed"
+            r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
+            r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
+            r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
+            r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
+            r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
+            r"|memory allocation of \d{1,20} bytes failed"  # Rust
+            r"|\bC error: out of memory"  # pandas' C parser
+            r"|\bvirtual memory exhausted\b"  # GCC and other tools, on a refused allocation
+            # The JVM's own process (not its heap) refused by the OS: its hs_err report.
+            r"|\bNative memory allocation \((?:malloc|mmap)\) failed to (?:allocate|map)\b"
+            r"|\binsufficient memory for the Java Runtime Environment to continue\b"
+            r"|\bMalloc returns null: len=\d"  # Blender's guarded allocator
+            r"|\bmemory \(RAM\) is insufficient\b"  # Atomsk
+            r"|\bMemory allocation failed for \w{1,40} in the routine\b"  # FDS (Fortran)
+            r"|\bOut of CPU memory\b"  # gpu4pyscf's check before a host buffer
+            # Arrow's memory pool, for a megabyte or more (a few bytes refused is another bug).
+            r"|\bArrowMemoryError: (?:realloc|malloc|allocation) of size \d{7,20} failed\b"
+            # Unity's allocators; Core ML's Espresso on iOS.
+            r"|\bCould not allocate memory: System out of memory!"
+            r"|\bDynamicHeapAllocator out of memory\b"
+            r"|\bMemory allocation error 12: \d{1,20} bytes\b"
+            r"|^ERROR: OutOfMemoryError\(\)"  # Julia's host allocator
+        ),
+        unless=_p(
+            r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"
+            r"|register (?:host )?memory|cudaHostRegister|pinned memory|\block (?:JVM )?memory\b",
+            _I,
+        ),
+        # ... or with the locked-memory limit named a few lines away (Elasticsearch's
+        # "Increase RLIMIT_MEMLOCK" under its "Unable to lock JVM Memory: error=12").
+        # A size no machine holds (not_memory's ABSURD_SIZE) is another bug.
+        unless_near=_p(
+            r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b"
+            # ... or an illegal address behind the refusal (RMM's bad_alloc wrapping it).
+            r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b|" + ABSURD_SIZE,
+            _I,
+        ),
+        unless_span=4,
+    ),
+    *LIBRARY_HOST_OOM,
+    *REPORTED_HOST_OOM,
+    *TOLD_HOST_OOM,
+    *LOCALIZED_HOST_OOM,
+    *STACK_HOST_OOM,
+)
