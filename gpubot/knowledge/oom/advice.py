@@ -369,6 +369,17 @@ OTHER: dict[str, tuple[str, ...]] = {
         "startupProbe or raise initialDelaySeconds, timeoutSeconds and failureThreshold "
         "(loading a model can take minutes).",
     ),
+    "bus_error_disk_full": (
+        "A bus error beside a full root filesystem: a file mapped from a disk with no space "
+        "left faults when it is first written. Free space on that filesystem (or give the "
+        "container a larger one); /dev/shm is not the cause.",
+    ),
+    "xpu_allocation_size_cap": (
+        "An Intel GPU refuses a single allocation of 4 GiB or more by default, with memory "
+        "free on the card; PyTorch reports it as 'XPU out of memory'. Split the tensor (or "
+        "the batch) so no one allocation reaches 4 GiB, or allow large allocations where the "
+        "runtime offers it (Level Zero's relaxed allocation limits).",
+    ),
     "code_signing_kill": (
         "macOS killed the process because a page of its code failed the signature check "
         "(`CODE SIGNING: cs_invalid_page … sending SIGKILL`; the shell says `Killed: 9`): not "

@@ -29,7 +29,7 @@ _ADVICE = (
 )
 # CUDA errors that are not a shortage of memory, as a failed call reports them.
 _OTHER_CUDA_ERROR = (
-    r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
+    r"illegal (?:CUDA |cuda )?memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
     r"|unspecified launch failure|misaligned address"
     r"|busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE"
 )
@@ -237,7 +237,9 @@ GPU_OOM: tuple[Family, ...] = (
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
             # A guess between the card and the host ("gpu or ram went out of memory").
             + r"|\b(?:GPU|VRAM) or (?:the )?(?:CPU |system |host )?(?:RAM|memory)\b"
-            + r"|\b(?:RAM|CPU) or (?:the )?(?:GPU|VRAM)\b",
+            + r"|\b(?:RAM|CPU) or (?:the )?(?:GPU|VRAM)\b"
+            # The line's error is an illegal address; the OOM it names is told in passing.
+            + r"|\billegal (?:CUDA )?memory access\b",
             _I,
         ),
     ),

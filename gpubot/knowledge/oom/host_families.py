@@ -108,6 +108,9 @@ HOST: tuple[Family, ...] = (
             r"|RayOutOfMemoryError\b|More than \d{1,3}% of the memory on node"
             r"|killing latest task[^\n]{0,200}to avoid running out of memory"
             r"|exceeds the memory usage threshold[^\n]{0,40}Ray killed this worker"
+            # The kill report's opening, where a paste cuts the rest: "Memory on the node
+            # (IP: …, ID: …) where the task (task ID: …, name=…, pid=…, memory used=…".
+            r"|\bMemory on the node \(IP: [^)\n]{1,200}\) where the (?:task|actor) \("
         ),
     ),
     # Userspace OOM killers act before the kernel's, on memory pressure.
@@ -140,6 +143,7 @@ HOST: tuple[Family, ...] = (
             r"|killed by YARN for exceeding (?:physical )?memory limits"
             r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
             r"|Memory limit of [\d.]{1,12} ?[KMGT]i?B exceeded"  # Cloud Run
+            r"|\bFunction killed\. Error: memory limit exceeded\b"  # Cloud Functions
             r"|Exceeded (?:soft|hard) (?:private )?memory limit"  # App Engine
             # HTCondor holding (stopping) a job over its memory request.
             r"|\bput on hold by SYSTEM_PERIODIC_HOLD due to memory usage\b"

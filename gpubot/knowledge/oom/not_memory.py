@@ -56,6 +56,10 @@ STOP_REQUESTED = Family(
         r"|\bis taking too much time to die\b"
         # A CI runner told to stop (its service stopped, the job cancelled).
         r"|\bThe runner has received a shutdown signal\b"
+        # A platform's time limit: Lambda's "Task timed out after 30.27 seconds", Heroku's
+        # R10 (boot) and R12 (exit) timeouts, each followed by its SIGKILL.
+        r"|\bTask timed out after \d{1,6}(?:\.\d{1,3})? seconds\b"
+        r"|\bError R1[02] \((?:Boot|Exit) timeout\)"
         # Android 12's phantom process killer (more than 32 child processes, or too much CPU).
         r"|\bphantom\)? process(?:es)? (?:killer|greater than|limit)",
         _I,
@@ -110,6 +114,7 @@ SIGKILL = Family(
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         r"|\bReceived \"killed\" signal\b"  # CircleCI
+        r"|\b(?:Proc|Process|Task|Job):\s{0,3}Killed\b"  # a batch step's status line
         # ... or named as the error a run ends with: "it ends with Killed error again".
         r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"
         r"(?-i:Killed) (?:error|message)\b"
@@ -122,7 +127,11 @@ SIGKILL = Family(
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
         r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
-        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        r"[_*`\"']{1,3}(?:(?-i:Killed)\.?[_*`\"']{1,3}"
+        # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
+        r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b|[.,;]|\s*$))"
+        # ... or named as the trouble: 'The "killed" issue could be due to ...'.
+        r"|\bthe [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
         r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
@@ -216,7 +225,7 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "high",
         _p(
-            r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
+            r"illegal (?:CUDA )?memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
             r"|misaligned address|illegal instruction was encountered",
             _I,
         ),
@@ -290,8 +299,11 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "high",
         _p(
-            r"Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bsignal 11\b"
-            r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6)\b",
+            r"Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGFPE\b|\bsignal 11\b"
+            r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6|8)\b"
+            # 128 + the signal, as a container or a worker reports it: 139 (SIGSEGV), 136
+            # (SIGFPE).
+            r"|\bexit(?:ed)? with exit code (?:139|136)\b",
             _I,
         ),
         # One item of a list of what might have happened ("Some common causes include: ...
@@ -493,6 +505,16 @@ NEGATIVE: tuple[Family, ...] = (
         _p(r"\bBus error\b", _I),
         near=_p(r"\bhuge ?pages?\b|\bhugetlb", _I),
         span=8,
+    ),
+    # A bus error beside df showing the root filesystem full: a file mapped from a full
+    # disk faults on its first write.
+    Family(
+        "bus_error_disk_full",
+        "not_oom",
+        "medium",
+        _p(r"\bBus error\b", _I),
+        near=_p(r"\s100%\s{1,4}/\s*$"),
+        span=15,
     ),
 )
 

@@ -231,6 +231,25 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\.service: Failed with result '?oom-kill'?"
         ),
     ),
+    # The userspace killer said, in a sentence, to have killed something: "oomd makes
+    # arbitrary choices … `systemd-resolved` was killed". Its list of candidates alone is no
+    # kill (it may then fail to kill any: "Failed to kill any cgroups" has no "was killed"),
+    # nor is a kill denied, a conditional or a question.
+    Family(
+        "userspace_oom_killer",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:systemd-oomd|oomd|earlyoom)\b[^\n]{0,240}?\b(?:was|were|got|been|has|have|it)"
+            r" killed\b",
+            re.IGNORECASE,
+        ),
+        unless=_p(
+            r"\b(?:didn't|did not|doesn't|does not|never|not) kill"
+            r"|\b(?:if|whether|would|could|might)\b|\?",
+            re.IGNORECASE,
+        ),
+    ),
     # What killed it, named by whatever saw the kill: systemd for a unit ("A process of this
     # unit has been killed by the OOM killer"), or a report of it. Not a guess at a cause.
     Family(

@@ -290,10 +290,24 @@ SHM: tuple[Family, ...] = (
         ),
         span=8,
         # df showing a /dev/shm of gigabytes empty beside it: the bus error is not /dev/shm
-        # filling up (a small one shown empty before a job fills it still may be).
+        # filling up (a small one shown empty before a job fills it still may be); nor
+        # when df shows the root filesystem full (a file mapped from a full disk), or the
+        # host's huge pages are named (a mapping of huge pages the container may not use).
         unless_near=_p(
             r"\b\d{1,5}(?:\.\d{1,2})?[GT]\s{1,12}0\s{1,12}\d{1,5}(?:\.\d{1,2})?[GT]\s{1,4}0%\s{1,4}/dev/shm\s*$"
+            r"|\s100%\s{1,4}/\s*$|\bhuge ?pages?\b|\bhugetlb",
+            re.IGNORECASE | re.MULTILINE,
         ),
         unless_span=12,
+    ),
+    # A bus error caught inside NCCL (its backtrace names it): NCCL's shared-memory
+    # transport maps its segments in /dev/shm, and a full one faults on first touch.
+    Family(
+        "nccl_bus_error",
+        "shm_exhausted",
+        "medium",
+        _p(r"\bCaught signal 7 \(Bus error\b"),
+        near=_p(r"\bnccl\w{0,40}\(|libnccl\.so", re.IGNORECASE),
+        span=15,
     ),
 )

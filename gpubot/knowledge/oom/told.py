@@ -118,12 +118,33 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         ),
         unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b|\b(?:if|whenever)\b", _I),
     ),
-    # A notebook service's words for its RAM used up: "it says ran out of RAM".
+    # A notebook service's words for its RAM used up: "it says ran out of RAM". Not a guess
+    # at a kill's cause ("could be … running out of RAM", "most likely running out of system
+    # memory").
     Family(
         "notebook_memory_exhausted",
         "host_oom_killed",
         "medium",
         _p(r"\b(?:ran|runs|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
+        unless=_p(r"\b(?:could|might|may|maybe|perhaps|possibly|probably|likely|if|whether)\b", _I),
+    ),
+    # The OOM killer's kills named as what happens: "getting oom kills even with 20GB RAM".
+    # Not what a setting avoids, nor a question.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:getting|get|gets|got|seeing|see|saw|hitting|hit|having|had) "
+            r"(?:an? |the |more |frequent |repeated |constant )?(?:OOM|out[- ]of[- ]memory)[- ]?"
+            r"kill(?:s|ed)?\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:avoid|prevent|without|never|no longer|if|whether|could"
+            r"|might|maybe)\b|\?",
+            _I,
+        ),
     ),
     # ... or the machine the notebook or job ran on, said to have run out of memory: "Binder
     # instance ran out of memory", "the runner VM ran out of memory". Not the card's memory,
@@ -170,8 +191,11 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\b(?:logs?|dmesg|journal(?:ctl)?|syslog|kern\.log)\b[^\n]{0,60}?"
-            r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported)\b"
+            r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported|stating"
+            r"|states?|stated|saying)\b"
             r"[^\n]{0,40}?(?:\b(?:CPU|RAM|host|system) (?:is |was |went |ran )?out of memory\b"
+            # "a log in `dmesg` stating that the reason is "out of memory"".
+            r"|\breason (?:is|was) [\"'`]?(?:out of memory|OOM)\b"
             r"|\b(?:terminated|killed) (?:due to|because of|for) (?:insufficient|not enough"
             r"|lack of|low) (?:memory|RAM)\b)",
             _I,
@@ -299,8 +323,10 @@ MEMORY_CURE = Family(
     _p(
         r"\b(?:resiz|increas|rais|expand|bump|upgrad|doubl|mov|switch)(?:ed|ing)\b[^\n]{0,60}?"
         r"\b(?:memory|RAM|mem|swap|\d{1,5} ?(?:[GM]i?B|gb|mb|[GM]))\b[^\n]{0,60}?"
-        r"\b(?:(?:and |then )?(?:it |that |everything )?(?:worked|works|succeeded|completed"
-        r"|finished|went through|passed)|fixed (?:it|this|the)|solved (?:it|this|the))\b"
+        r"\b(?:(?:and |then )?(?:it |that |everything )?(?:worked|works|succeeded|succeeds"
+        r"|completed|completes|finished|finishes|went through|passed|passes)"
+        r"|fixed (?:it|this|the)|solved (?:it|this|the)"
+        r"|did the (?:job|trick))\b"
         r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
         r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"

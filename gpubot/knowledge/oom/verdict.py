@@ -203,6 +203,27 @@ def _absurd(f: Facts) -> Verdict | None:
     return Verdict("not_oom", "absurd_request", "high", f.gpu_oom[0].lines)
 
 
+# Intel's GPUs refuse one allocation of 4 GiB or more by default (Level Zero's
+# maxMemAllocSize is just under 4 GiB) and PyTorch says "XPU out of memory" for it.
+XPU_MAX_ALLOCATION = 4 * GiB
+
+
+def _xpu_size_cap(f: Facts) -> Verdict | None:
+    """An XPU request at or over the one-allocation cap and well under the card's size (at
+    most three quarters of it), where the message does not show less free than asked: the
+    cap refused it, not exhaustion. A request near the whole card fails either way."""
+    if not f.gpu_oom or not any("XPU out of memory" in line for line in f.gpu_oom[0].lines):
+        return None
+    wanted, free, total = f.numbers.requested, f.numbers.free, f.numbers.total
+    if wanted is None or wanted.value < XPU_MAX_ALLOCATION:
+        return None
+    if (free is not None and free.value < wanted.value) or (
+        total is not None and 4 * wanted.value > 3 * total.value
+    ):
+        return None
+    return _not_memory(f, "xpu_allocation_size_cap", "medium", f.gpu_oom[0].lines)
+
+
 def _gpu(f: Facts) -> Verdict | None:
     if not f.gpu_oom:
         return None
@@ -329,6 +350,8 @@ def _nothing(f: Facts) -> Verdict:
 RULES: tuple[Rule, ...] = (
     # A request many times the device is another bug's symptom, whatever the wording.
     Rule("absurd_request", _absurd),
+    # One allocation over an Intel GPU's per-allocation cap, with room on the card.
+    Rule("xpu_allocation_size_cap", _xpu_size_cap),
     # The process itself said the GPU ran out: the most specific evidence a log carries, so
     # it outranks what the pod status adds later. Fragmentation is read from the numbers.
     Rule("gpu_memory", _gpu),

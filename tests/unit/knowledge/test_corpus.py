@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind36` entries they miss are listed in HOLDOUT_MISSES … BLIND36_MISSES
+`blind3` to `blind40` entries they miss are listed in HOLDOUT_MISSES … BLIND40_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -193,13 +193,11 @@ BLIND24_MISSES: dict[str, str] = {
 # measured before any rule was changed for it: 31 of 47 (66.0 %). Every miss is fixed.
 BLIND25_MISSES: dict[str, str] = {}
 # The twenty-sixth part (zp-), accelerator memory in the wordings rarest in PyTorch's
-# threads, measured before any rule was changed for it: 36 of 44 (81.8 %). Five misses are
+# threads, measured before any rule was changed for it: 36 of 44 (81.8 %). Six misses are
 # fixed; these are left.
 BLIND26_MISSES: dict[str, str] = {
     "zp-022": "gpu_oom_word_not_exhaustion: a translation layer's 'Out of memory in "
     "cuStreamCreate' with memory said to be barely used is answered cannot_tell (low)",
-    "zp-032": "alloc_size_cap: an XPU request of 4 GiB with 15 GiB free, refused by a size "
-    "cap, is answered cuda_oom (high); free memory above the request is common in real OOMs",
     "zp-037": "kernel_oom_report: the kernel's memory report with a zone below its min "
     "watermark and no kill line is answered cannot_tell (low)",
 }
@@ -270,6 +268,13 @@ BLIND36_MISSES: dict[str, str] = {
     "zz-025": "java_heap: hppc's 'Not enough memory to allocate new buffers' inside the JVM, "
     "the heap named only in the thread's title, is answered cannot_tell (low)",
 }
+# The fortieth part (yd-), GPU memory in research and application code, measured before
+# any rule was changed for it: 35 of 43 (81.4 %). Seven misses are fixed; this one is left,
+# a label that could go either way.
+BLIND40_MISSES: dict[str, str] = {
+    "yd-043": "absurd_request: a 34.33 GiB request on a 6 GiB card (5.7 times it), labelled "
+    "not_oom (absurd), answered cuda_oom (high): the bar is ten times the card",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -310,6 +315,7 @@ KNOWN_MISSES = {
     **BLIND34_MISSES,
     **BLIND35_MISSES,
     **BLIND36_MISSES,
+    **BLIND40_MISSES,
 }
 
 
@@ -337,7 +343,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind17", "blind18", "blind19", "blind20", "blind21", "blind22")
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
     splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
-    splits = (*splits, "blind35", "blind36", "blind37", "blind38")
+    splits = (*splits, "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -380,6 +386,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind34" for key in BLIND34_MISSES)
     assert all(split[key] == "blind35" for key in BLIND35_MISSES)
     assert all(split[key] == "blind36" for key in BLIND36_MISSES)
+    assert all(split[key] == "blind40" for key in BLIND40_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
