@@ -69,6 +69,7 @@ NVSENTINEL = {
     "event_to_cordon_p99_ms": 500,
 }
 PER_PAYLOAD, IN_FLIGHT = 10, 8
+REPLICA_PROBES = 20  # single alerts, one at a time, over each replica count
 DRAINS_AT_ONCE = 10
 
 
@@ -518,10 +519,17 @@ def traffic(
 
 
 def replica_storms(
-    plane: Any, admin: Any, nodes: list[str], *, args: argparse.Namespace, runbooks: Path
+    plane: Any,
+    admin: Any,
+    nodes: list[str],
+    *,
+    probes: list[str],
+    args: argparse.Namespace,
+    runbooks: Path,
 ) -> list[dict[str, Any]]:
     """The single-alert storm over 1, 2 and 3 `gpubot serve` replicas (fleet_replicas.py),
-    after the nodes are uncordoned; [] with --replicas ''."""
+    after the nodes are uncordoned, and before it single alerts for `probes` one at a time;
+    [] with --replicas ''."""
     counts = [int(c) for c in args.replicas.split(",") if c.strip()]
     if not counts:
         return []
@@ -535,6 +543,7 @@ def replica_storms(
             note(f"storm over {n} replica(s)")
             first = 20_000_000 + i * 1_000_000
             bodies = [payload([alert(node, first + k)]) for k, node in enumerate(nodes)]
+            singles = [payload([alert(node, first + 500_000 + k)]) for k, node in enumerate(probes)]
             results.append(
                 fleet_replicas.run_count(
                     n,
@@ -542,6 +551,7 @@ def replica_storms(
                     admin=admin,
                     nodes=nodes,
                     bodies=bodies,
+                    probes=list(zip(probes, singles, strict=True)),
                     runbooks=runbooks,
                     tmp=Path(tmp),
                     qps=args.qps,
@@ -630,8 +640,16 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
         await app.aclose()
         kube.close()
     try:
+        # Nodes neither storm touched, for the replicas' single alerts.
+        spare = names[args.storm + args.singles :][:REPLICA_PROBES]
         replicas = await asyncio.to_thread(
-            replica_storms, plane, admin, storm_nodes, args=args, runbooks=tmp / "runbooks"
+            replica_storms,
+            plane,
+            admin,
+            storm_nodes,
+            probes=spare,
+            args=args,
+            runbooks=tmp / "runbooks",
         )
     finally:
         admin_api.close()

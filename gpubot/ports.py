@@ -638,6 +638,12 @@ class Store(
         end, so that the first alert does not pay for compiling them; nothing is kept."""
         ...
 
+    def watch_writes(self, wake: Callable[[], None]) -> bool:
+        """Call `wake` (from another thread) soon after another process commits a write to
+        the store (a replica's run or vote, the CLI's cancel); False where the store cannot
+        tell (SQLite: one process writes it), and `wake` is never called."""
+        ...
+
     async def close(self) -> None: ...
 
 

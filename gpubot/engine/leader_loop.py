@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from asyncio import FIRST_COMPLETED
 from typing import TYPE_CHECKING
 
 from gpubot.domain.control.audit import AuditTrailError
@@ -24,6 +25,7 @@ from gpubot.knowledge.xid.catalog import catalog
 
 if TYPE_CHECKING:
     from gpubot.engine.service import GpubotService
+    from gpubot.ports import Clock
 
 log = logging.getLogger(__name__)
 _ACTIVE = (RunStatus.RUNNING, RunStatus.WAITING_APPROVAL, RunStatus.HELD)
@@ -41,6 +43,9 @@ _FOR_THE_LEADER = (
 )
 
 
+NEWS_GAP_SECONDS = 0.02  # after word of another process's write, the least time between looks
+
+
 class LeaderLoop:
     """The service's background work (one per service: `service.background`)."""
 
@@ -48,6 +53,7 @@ class LeaderLoop:
         self.s = service
         self.e = service.e
         self._waking = False
+        self._news: asyncio.Event | None = None  # set when another process wrote to the store
         self._followed: int | None = None  # the audit seq follow() has read up to, leading
         self._term: int | None = None  # the leadership term follow() last looked at
         self.warming = False  # the clusters' node caches are filling (warm): not ready yet
@@ -180,6 +186,39 @@ class LeaderLoop:
         # The follow-up after intake may have failed (the database went away after the
         # alert was stored): without this, such an incident would wait for a restart.
         await self._start_missing_runs()
+
+    def watch_store(self) -> bool:
+        """From now on, know when another process writes to the store (PostgreSQL): a run a
+        replica created, a vote, the CLI's cancel. `pause` then ends early, so the leader
+        acts on them at once; False where the store cannot tell (the pause is then whole)."""
+        loop = asyncio.get_running_loop()
+        news = asyncio.Event()
+
+        def wake() -> None:  # from the store's own thread
+            loop.call_soon_threadsafe(news.set)
+
+        if not self.e.store.watch_writes(wake):
+            return False
+        self._news = news
+        return True
+
+    async def pause(self, clock: Clock, seconds: float) -> None:
+        """Until `seconds` have passed on `clock`, or another process wrote to the store;
+        then at least NEWS_GAP_SECONDS, so a storm's writes cost at most one look per gap."""
+        news = self._news
+        if news is None:
+            await clock.sleep(seconds)
+            return
+        sleeping = asyncio.ensure_future(clock.sleep(seconds))
+        waiting = asyncio.ensure_future(news.wait())
+        try:
+            done, _ = await asyncio.wait((sleeping, waiting), return_when=FIRST_COMPLETED)
+        finally:
+            for task in (sleeping, waiting):
+                task.cancel()
+        if waiting in done:
+            news.clear()
+            await clock.sleep(NEWS_GAP_SECONDS)
 
     async def follow(self) -> None:
         """Often (every second): the leader's look at what other replicas recorded for it.

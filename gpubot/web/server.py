@@ -136,7 +136,8 @@ async def ticker(service: GpubotService, clock: Clock | None = None) -> None:
     next_tick = clock.monotonic() + TICK_SECONDS
     leader = LeaderLog()
     while True:
-        await clock.sleep(FOLLOW_SECONDS)
+        # Ends early when another process wrote to the store (PostgreSQL's notifications).
+        await service.background.pause(clock, FOLLOW_SECONDS)
         leader.check(service.read.is_leader())
         try:
             if clock.monotonic() >= next_tick:
@@ -171,6 +172,7 @@ async def serve(
     # ready until they have (or their time is up), so no alert is routed here before.
     service.spawn(service.background.warm())
     await service.background.recover()
+    service.background.watch_store()
     ticking = asyncio.create_task(ticker(service))
     loop = asyncio.get_running_loop()
     try:

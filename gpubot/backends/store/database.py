@@ -7,6 +7,7 @@ import functools
 import hashlib
 import json
 import re
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ from sqlalchemy.schema import CreateSchema
 from gpubot.backends.store.grouping import GroupCommit
 from gpubot.backends.store.prepared import send
 from gpubot.backends.store.tables import audit, audit_head, metadata, runs
+from gpubot.backends.store.trail_watch import CURRENT_SCHEMA, NOTIFY, TrailWatch, channel_for
 from gpubot.domain.control.audit import GENESIS_HASH, ChainHead, head_is_sealed, key_id, seal_head
 from gpubot.errors import ConfigError
 
@@ -191,6 +193,11 @@ class SqlDatabase:
         # caller gets its own result or error.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubot-store-writer")
         self._writes: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._write_group)
+        # On PostgreSQL each write group tells the other processes on the store's channel
+        # (trail_watch): this process's token, so its own watch does not wake it.
+        self._token = secrets.token_hex(8)
+        self._channel: str | None = None
+        self._watches: list[TrailWatch] = []
 
     async def _run(
         self, fn: Callable[[Connection], T], *, write: bool, snapshot: bool = False
@@ -203,7 +210,12 @@ class SqlDatabase:
 
     async def _write_group(self, fns: Sequence[Callable[[Connection], Any]]) -> list[Any]:
         def each(conn: Connection) -> list[Any]:
-            return [fn(conn) for fn in fns]
+            done = [fn(conn) for fn in fns]
+            if self._postgres:  # delivered at the commit, to the other processes' watches
+                if self._channel is None:
+                    self._channel = channel_for(conn.exec_driver_sql(CURRENT_SCHEMA).scalar())
+                conn.execute(NOTIFY, {"channel": self._channel, "token": self._token})
+            return done
 
         call = functools.partial(self._transact, each, write=True)
         return await asyncio.get_running_loop().run_in_executor(self._writer, call)
@@ -280,7 +292,20 @@ class SqlDatabase:
     # read-only (no upgrade).
     _head_columns = frozenset({"seal", "key_id"})
 
+    def watch_writes(self, wake: Callable[[], None]) -> bool:
+        """Call `wake` (from a thread of the watch's own) soon after another process commits
+        a write to this store: PostgreSQL only; False on SQLite, where `wake` is never
+        called (one process writes the file)."""
+        if not self._postgres:
+            return False
+        watch = TrailWatch(self._engine, token=self._token, wake=wake)
+        self._watches.append(watch)
+        watch.start()
+        return True
+
     def dispose(self) -> None:
+        for watch in self._watches:
+            watch.stop()
         self._writer.shutdown(wait=True)
         self._engine.dispose()
 

@@ -31,6 +31,9 @@ class _Service:
     async def tick(self) -> None:
         self.ticks.append(self.clock.monotonic())
 
+    async def pause(self, clock: FakeClock, seconds: float) -> None:
+        await clock.sleep(seconds)  # no word of other processes' writes (SQLite)
+
     async def follow(self) -> None:
         if self.clock.monotonic() in self.fail_at:
             raise RuntimeError("the store went away")
