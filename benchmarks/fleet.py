@@ -640,8 +640,12 @@ async def bench(plane: Any, args: argparse.Namespace, tmp: Path) -> None:
         await app.aclose()
         kube.close()
     try:
-        # Nodes neither storm touched, for the replicas' single alerts.
-        spare = names[args.storm + args.singles :][:REPLICA_PROBES]
+        # Nodes neither storm touched, for the replicas' single alerts: as many as the
+        # replicas' cap leaves room for beside the storm (their runs hold those cordons).
+        import fleet_replicas
+
+        room = int(fleet_replicas.CAP_FRACTION * args.nodes) - args.storm
+        spare = names[args.storm + args.singles :][: max(0, min(REPLICA_PROBES, room))]
         replicas = await asyncio.to_thread(
             replica_storms,
             plane,

@@ -36,6 +36,9 @@ from kubernetes import client
 from gpubot.domain.runbooks.shards import shard_of
 
 SHARDS = 6
+# The replicas' cordon cap: room for the single alerts' cordons beside the storm's half of
+# the fleet (a replica's cap counts the cordons its runs hold, not only the live ones).
+CAP_FRACTION = 0.6
 NAMESPACE = "gpubot-bench"
 GROUP = "gpubot-leader"
 
@@ -124,7 +127,7 @@ def _probe(
             owner = holders.get(shard_of(f"sim/{node}", SHARDS))
             (own if owner == f"replica-{k}" else other).append(taken)
     return {
-        "all": percentiles(own + other),
+        "all": percentiles(own + other) if own or other else None,
         "taken_by_the_shards_holder": percentiles(own) if own else None,
         "taken_by_another_replica": percentiles(other) if other else None,
     }
@@ -194,9 +197,10 @@ def run_count(
                     "renew_seconds": 1,
                 },
                 policy={
-                    # Room for the single alerts' cordons beside the storm's half of the fleet
-                    # (a replica's cap counts the cordons its runs hold, not only the live ones).
-                    "blast_radius": {"max_cordoned_fraction": 0.6, "max_cordoned_count": 1_000_000},
+                    "blast_radius": {
+                        "max_cordoned_fraction": CAP_FRACTION,
+                        "max_cordoned_count": 1_000_000,
+                    },
                     "attempts": {"max_attempts": 1_000_000},
                 },
             )

@@ -133,8 +133,9 @@ def test_module_hops_reads_the_flow_here_and_at_the_baseline(printed: Any) -> No
 
 def test_fleet_runs_against_a_real_api_server() -> None:
     """24 GPU nodes on a real kube-apiserver: 3 single alerts, a storm on 10 nodes, 2 of them
-    drained (3 pods each, behind budgets), then the storm again over 2 sharded `serve`
-    replicas on PostgreSQL. Every figure is there, nothing got a 5xx, no step ran twice."""
+    drained (3 pods each, behind budgets), then 4 single alerts and the storm again over 2
+    sharded `serve` replicas on PostgreSQL. Every figure is there, nothing got a 5xx, no step
+    ran twice."""
     args = ["--nodes", "24", "--storm", "10", "--singles", "3", "--drain-nodes", "2", "--pods", "3"]
     args += ["--replicas", "2"]
     run = subprocess.run(
@@ -162,9 +163,12 @@ def test_fleet_runs_against_a_real_api_server() -> None:
         assert record[phase]["server_errors_5xx"] == 0
         assert record[phase]["peak_requests_in_1s"] <= record[phase]["bucket_allows_in_1s"]
     [sharded] = record["replicas"]
+    # Single alerts one at a time over the replicas: the cap (60 % of 24) leaves room for 4.
+    assert sharded["single_alert_to_cordon"]["all"]["samples"] == 4
     assert sharded["replicas"] == 2
     assert sum(sharded["cordoned_by_replica"].values()) == 10
-    assert (sharded["steps_started"], sharded["steps_started_twice"]) == (10, 0)
+    # The storm's 10 runs and the single alerts' 4, each step started once.
+    assert (sharded["steps_started"], sharded["steps_started_twice"]) == (14, 0)
     assert record["baseline"]["nvsentinel"]["cordon_nodes_per_s"] == 2.5
     storms = (record["storm"], record["single_alert_storm"])
     assert [s["alerts_per_webhook"] for s in storms] == [10, 1]
