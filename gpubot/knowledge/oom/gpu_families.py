@@ -35,6 +35,12 @@ _OTHER_CUDA_ERROR = (
 )
 # TensorFlow and XLA name the device an allocation failed on: the CPU's allocators (and the
 # pinned host pool) are host memory, and numpy's MemoryError inside TF's wrapper is too.
+# A reporter's guess at the cause of something else ("keeps getting killed (maybe due to CUDA
+# out of memory)"): not the message itself.
+_GUESS = (
+    r"\b(?:maybe|probably|possibly|perhaps|might be|could be)(?: due to| because of| caused by"
+    r"| an?)? (?:the )?(?:CUDA|HIP) out of memory"
+)
 _HOST_DEVICE = (
     r"/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b"
     r"|MemoryError: Unable to allocate"
@@ -46,7 +52,7 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(r"(?:CUDA|HIP|XPU|MPS backend) out of memory|torch(?:\.cuda)?\.OutOfMemoryError"),
-        unless=_p(_ADVICE, _I),
+        unless=_p(f"{_ADVICE}|{_GUESS}", _I),
     ),
     # The allocator's tail without its head: "Tried to allocate 2.00 MiB (GPU 0; 7.93 GiB
     # total capacity; ..." or "... GPU 0 has a total capacity of ...", or its bracketed
@@ -174,8 +180,25 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\breserved for KV Cache is -\d"
             r"|\bleave no (?:GPU |device )?memory for the KV cache"
             r"|\bno (?:GPU |device )?memory (?:left |remaining )?for the KV cache"
+            # An engine's own check that the cache does not fit: "Not enough memory for KV
+            # cache", "Not enough memory for 24 blocks of KV cache".
+            r"|\bNot enough memory for (?:the )?(?:\d{1,9} blocks of )?KV[- ]cache\b"
         ),
         wraps=True,
+    ),
+    # A run said to OOM because PyTorch's caching allocator found no block: "OOMs at
+    # iteration 3 ... the caching allocator can't find a contiguous block". Not advice.
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:OOMs|OOMed|OOM'd|OOMing|runs? out of (?:GPU )?memory|ran out of (?:GPU )?memory)"
+            r"\b[^\n]{0,200}?\bcaching allocator (?:can't|cannot|could not|couldn't|fails to"
+            r"|failed to) find\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|whether|might|may|could)\b", _I),
     ),
     Family(
         "accelerate_batch_search",
@@ -233,6 +256,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|bytes on host: CUDA_ERROR_"  # XLA's pinned host memory
             r"|pinned memory \(\d{1,20} bytes\) could not be allocated|"  # CuPy's staging
             + _ADVICE
+            + f"|{_GUESS}"
             # A list of what it could have been ("could be out of memory killer, segfault").
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
             # A guess between the card and the host ("gpu or ram went out of memory").

@@ -149,6 +149,8 @@ HOST: tuple[Family, ...] = (
             r"|\bput on hold by SYSTEM_PERIODIC_HOLD due to memory usage\b"
             r"|\bJob has gone over (?:cgroup )?memory limit of\b"
             r"|\b(?:held|put on hold) because of (?:its |their )?memory usage\b"
+            # Galaxy's release script rerunning a job HTCondor held, with more memory.
+            r"|\brerunning held job\b[^\n]{0,160}?\bmemory_provisioned \d{1,9}, request_memory\b"
             r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
             _I,
         ),

@@ -156,7 +156,18 @@ SIGKILL = Family(
         # ... or as the reason in a sentence: "the container keeps exiting due to 137".
         r"|\b(?:exit(?:s|ed|ing)?|die[sd]|dying|crash(?:es|ed|ing)?|terminat(?:es|ed|ing))"
         r" (?:due to|because of) (?:an? )?(?:exit )?(?:code |status )?(?:137|-9)\b"
-        + REPORTED_SIGKILL,
+        # A kill told in a sentence, by whom it came from if anyone: "keeps getting killed",
+        # "get killed by the OS", "the OS kills the process", "it causes my program killed".
+        r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
+        r"|\b(?:get|gets|got|getting|is|was|were|been) killed by (?:the )?"
+        r"(?:OS|SO|system|operating system|kernel|Linux)\b"
+        r"|\bthe (?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that) (?:process|program|job)"
+        r"|\bcaus(?:es|ed) (?:my |the |our )?(?:program|process|job|training) (?:to be |to get "
+        r"|being |getting )?killed\b"
+        # A notebook service ending its process and printing ^C that nobody typed: "gives a
+        # \"^C\" at the last line", "showing a kill command `^C`".
+        r"|\b(?:gives?|shows?|showing|prints?|printed|ends? with|with) (?:a |the )?"
+        r"(?:kill command )?[\"'`]\^C[\"'`]" + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),
 )
@@ -209,7 +220,13 @@ LAUNCHER_CHILD_EXIT = Family(
     "launcher_child_exit",
     "not_oom",
     "medium",
-    _p(r"\] exits with return code = (?!-9\b|137\b)-?\d{1,4}\b"),
+    _p(
+        r"\] exits with return code = (?!-9\b|137\b)-?\d{1,4}\b"
+        # SkyPilot's list of its nodes' return codes, one of them the worker's own failure
+        # (the 137s are SkyPilot killing the others), or its sentence saying so.
+        r"|\bfailed with return code list: \[[\d,\s]{0,60}?\b(?!137\b)[1-9]\d{0,2}\b"
+        r"|\b(?:kill(?:s|ed)?|clean(?:s|ed)? up) the processes on (?:the )?other nodes\b"
+    ),
 )
 
 # Look like a memory failure (or sit where one would), are not one: each gets its own advice.

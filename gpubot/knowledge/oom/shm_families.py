@@ -138,6 +138,13 @@ SHM: tuple[Family, ...] = (
             + r" (?:is|was) full",
             _I,
         ),
+        # A condition ("if /dev/shm is full the loader may hang") is not a report of one.
+        unless=_p(
+            r"\b(?:if|in case|unless|when|whenever)\s{1,3}(?:the )?"
+            + _SHM_DIR
+            + r" (?:is|was) full",
+            _I,
+        ),
     ),
     # /dev/shm told filling up, or enlarged to get a job to run: "/dev/shm in the server pod
     # is quickly filling up", "had to manually increase the Docker `/dev/shm`".
@@ -277,15 +284,18 @@ SHM: tuple[Family, ...] = (
         # reports its worker's end ("exits with return code = -7", torchrun's "exitcode: -7").
         _p(
             r"\bBus error\b|\bSIGBUS\b|\bsignal:? 7\b"
-            r"|\bexits with return code = -7\b|\bexitcode\s{0,3}:\s{0,3}-7\b",
+            r"|\bexits with return(?: code)?\s{0,3}=?\s{0,3}-7\b|\bexitcode\s{0,3}:\s{0,3}-7\b"
+            r"|\breturn code\s{0,3}=\s{0,3}-7\b",
             _I,
         ),
         # shm named on its own counts too: "(shm)", "increase `shm`", "--shm-size".
         # PostgreSQL's initdb names its setting ("dynamic shared memory implementation"),
         # which says nothing about /dev/shm's size.
         near=_p(
-            r"DataLoader|dataloader|num_workers|shared memory(?! implementation)|/dev/shm"
-            r"|SharedArray|shm-size|\bshm\b",
+            r"DataLoader|dataloader|num_workers|shared? ?memory(?! implementation)|/dev/shm"
+            r"|SharedArray|\bshm[-_ ]size\b|\bshm\b"
+            # ... in Chinese: "docker共享内存开小了" (docker's shared memory set too small).
+            r"|\u5171\u4eab\u5185\u5b58",
             _I,
         ),
         span=8,
@@ -299,6 +309,26 @@ SHM: tuple[Family, ...] = (
             re.IGNORECASE | re.MULTILINE,
         ),
         unless_span=12,
+    ),
+    # /dev/shm said to be full, in a sentence: "that data eventually filled up /dev/shm",
+    # "grows continuously until /dev/shm (default size: 64 MiB) is exhausted", "my job
+    # failed with /dev/shm issues". Not a condition, and not advice on avoiding it.
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"\b(?:fill(?:s|ed|ing)?(?: up)?|exhaust(?:s|ed|ing)?)\b (?:all of |up )?/dev/shm\b"
+            r"|/dev/shm\b(?: \([^)\n]{0,40}\))? (?:is|was|got|gets|became|becomes) (?:completely )?"
+            r"(?:full|exhausted|filled up)\b"
+            r"|\bfail(?:s|ed)?\b[^\n]{0,60}?\bwith /dev/shm (?:issues?|problems?|errors?)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:if|in case|unless|never|avoid\w{0,3}|prevent\w{0,3}|might|could|may)\b"
+            r"[^\n]{0,40}?/dev/shm",
+            _I,
+        ),
     ),
     # A bus error caught inside NCCL (its backtrace names it): NCCL's shared-memory
     # transport maps its segments in /dev/shm, and a full one faults on first touch.

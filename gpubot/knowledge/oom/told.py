@@ -23,6 +23,50 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 
 TOLD_HOST_OOM: tuple[Family, ...] = (
+    # The OOM killer named as what ended it, in a sentence: "The kernel OOM-killed 11 worker
+    # processes", "was in a crash-loop due to OOMKilled". Not a guess or a question.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:kernel|kubelet|system|OS|it|was|were|got|been|being|gets?) OOM[- ]?killed\b"
+            r"|\b(?:crash[- ]?loop\w{0,3}|restart\w{0,3}|killed|dying|died|failing|failed)\b"
+            r"[^\n]{0,30}?\b(?:due to|because of) (?:an? |the )?OOM[- ]?kill(?:ed|er|s)?\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could|if"
+            r"|whether|suspect|instead of|rather than|never|without)\b|\?",
+            _I,
+        ),
+    ),
+    # Host memory running out and the OS killing the process for it, in one clause: "we run
+    # out of system RAM and the OS kills the process to save itself". Not a condition.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:ran|runs?|running) out of (?:system |host )?(?:RAM|memory)\b[^\n]{0,20}?"
+            r"\band (?:then )?(?:the )?(?:OS|kernel|system) kill(?:s|ed)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:if|when|whenever|once|in case)\b[^\n]{0,30}?\b(?:ran|runs?|running) out of",
+            _I,
+        ),
+    ),
+    # Host memory named as what ran out, beside the kill it caused: "OOM of CPU memory" and
+    # "it causes my program killed".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(r"\bOOM (?:of|on|in) (?:the )?(?:CPU|host|system) (?:memory|RAM)\b", _I),
+        near=_p(r"\bkill(?:s|ed)?\b", _I),
+        span=8,
+    ),
     # An operator's sentence that a pod or process ran out of memory and was killed: "the
     # exporter pod runs out of memory about every hour and is killed with code 137". Not when
     # the GPU is what ran out, and not a conditional ("if the pod runs out of memory ...").
@@ -125,7 +169,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         "notebook_memory_exhausted",
         "host_oom_killed",
         "medium",
-        _p(r"\b(?:ran|runs|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
+        _p(r"\b(?:ran|runs?|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
         unless=_p(r"\b(?:could|might|may|maybe|perhaps|possibly|probably|likely|if|whether)\b", _I),
     ),
     # The OOM killer's kills named as what happens: "getting oom kills even with 20GB RAM".
@@ -312,6 +356,22 @@ KILL_FOUND_MEMORY = Family(
     unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b", _I),
 )
 
+# A kill its maintainer put down to too little memory: "this notebook does not work with the
+# free version of Colab due to insufficient memory". Read only beside a kill, as MEMORY_CURE
+# is; not the card's memory, not a guess.
+KILL_FOR_WANT_OF_MEMORY = Family(
+    "kill_found_to_be_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:does not|doesn't|did not|didn't|won't|will not|cannot|can't) (?:work|run|fit"
+        r"|finish|complete)\b[^\n]{0,80}?\b(?:due to|because of) (?:insufficient|not enough"
+        r"|a lack of|lack of|limited) (?:host |system )?(?:memory|RAM)\b",
+        _I,
+    ),
+    unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\u663e\u5b58|\b(?:maybe|might|perhaps|could)\b", _I),
+)
+
 # A kill that more memory cured, told by whoever ran the job: "I resized to 8gb and it
 # worked", "solved this problem by expanding memory space of my container", "completed with
 # a limit of 750M". Evidence only beside a kill (SIGKILL, 137, Killed): the verdict reads it
@@ -336,7 +396,16 @@ MEMORY_CURE = Family(
         r"\b(?:upgrad|add|increas|doubl|expand)\w{0,4}\b[^\n]{0,40}?\b(?:RAM|memory)\b"
         # ... in Chinese: "32G改为64G问题就解决了" (32G changed to 64G, the problem went away).
         r"|\d{1,4} ?[GM]B?\s?(?:改为|改成|换成|換成|加到|增加到|升级到|升級到|提高到)"
-        r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)",
+        r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)"
+        # ... "增加内存后已正常" (after adding memory it runs normally).
+        r"|(?:增加|加大|扩大|擴大|提高|升级|升級)(?:了)?(?:虚拟机|虛擬機)?(?:内存|內存|記憶體)"
+        r"(?:后|後|之后|之後|以后|以後)?[^\n]{0,6}?(?:已|就)?(?:正常|解决|解決|好了|可以了)"
+        # "Had to allocate 70Gb of swap to make it work"; "I solved by using a 32Gb RAM
+        # machine + 10Gb Swap".
+        r"|\b(?:had|needed) to (?:allocate|add|use|give it)\b[^\n]{0,40}?\b(?:memory|RAM|swap)\b"
+        r"[^\n]{0,30}?\bto make it (?:work|run|pass|finish)\b"
+        r"|\bsolved\b(?: it| this)? by using (?:a |an )?\d{1,4} ?(?:[GT]i?B|gb|[GT]) ?"
+        r"(?:of )?(?:RAM|memory)\b",
         _I,
     ),
     unless=_p(

@@ -36,7 +36,7 @@ from gpubot.knowledge.oom.scan import (
     find_first,
     log_lines,
 )
-from gpubot.knowledge.oom.told import KILL_FOUND_MEMORY, MEMORY_CURE
+from gpubot.knowledge.oom.told import KILL_FOR_WANT_OF_MEMORY, KILL_FOUND_MEMORY, MEMORY_CURE
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
@@ -154,7 +154,9 @@ def gather(
         launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
         worker_died=find(WORKER_DIED, lines),
-        memory_cure=find(MEMORY_CURE, lines) or find(KILL_FOUND_MEMORY, lines),
+        memory_cure=find(MEMORY_CURE, lines)
+        or find(KILL_FOUND_MEMORY, lines)
+        or find(KILL_FOR_WANT_OF_MEMORY, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,

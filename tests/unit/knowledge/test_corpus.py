@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind42` entries they miss are listed in HOLDOUT_MISSES … BLIND42_MISSES
+`blind3` to `blind42` entries they miss are listed in HOLDOUT_MISSES … BLIND40_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -172,7 +172,6 @@ BLIND23_MISSES: dict[str, str] = {
     "zm-007": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zm-010": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zm-015": "sigkill: labelled killed_unknown, answered cannot_tell (low)",
-    "zm-020": "hard_negative: labelled not_oom, answered killed_unknown (medium)",
     "zm-023": "hard_negative: labelled not_oom, answered cannot_tell (low)",
     "zm-036": "hard_negative: labelled not_oom, answered cannot_tell (low)",
     "zm-041": "shm_in_prose: labelled shm_exhausted, answered cannot_tell (low)",
@@ -275,54 +274,6 @@ BLIND40_MISSES: dict[str, str] = {
     "yd-043": "absurd_request: a 34.33 GiB request on a 6 GiB card (5.7 times it), labelled "
     "not_oom (absurd), answered cuda_oom (high): the bar is ten times the card",
 }
-# The forty-first part (ye-), host kills on Kubernetes, batch systems and notebook services,
-# measured before any rule was changed for it: 34 of 45 (75.6 %).
-BLIND41_MISSES: dict[str, str] = {
-    "ye-002": "shm_full_in_prose: a job 'failed ... with /dev/shm issues' beside 71G left in "
-    "/dev/shm is answered cannot_tell",
-    "ye-014": "shm_full_in_prose: 'that data eventually filled up /dev/shm' is answered not_oom "
-    "(low)",
-    "ye-015": "sigkill_with_guess: 'keeps getting killed (maybe due to CUDA out of memory)' is "
-    "answered cuda_oom (high): the guess is read as the message",
-    "ye-016": "notebook_ram: a Colab cell 'getting killed' with a ^C nobody typed, the "
-    "maintainer's 'does not work ... due to insufficient memory', is answered cannot_tell",
-    "ye-021": "accelerator_kv_cache: 'Lack of device memory' and 'Not enough memory for 24 "
-    "blocks of KV cache' before a startupProbe's SIGTERM is answered not_oom (low)",
-    "ye-022": "launcher_cleanup_137: SkyPilot's return code list [137, 1, 137 137], its own "
-    "cleanup of the other nodes, is answered killed_unknown",
-    "ye-025": "batch_scheduler_memory_limit: Galaxy rerunning jobs HTCondor held "
-    "(memory_provisioned, request_memory) is answered cannot_tell",
-    "ye-026": "oomkilled_in_prose: 'in a crash-loop due to OOMKIlled' is answered cannot_tell",
-    "ye-027": "shm_full_in_prose: 'until /dev/shm (default size: 64 MiB) is exhausted' is "
-    "answered not_oom (low)",
-    "ye-033": "memory_kill_in_prose: 'The kernel OOM-killed 11 worker processes' is answered "
-    "cannot_tell",
-    "ye-043": "notebook_killed_unknown: Colab's process stopping with a '^C' at the last line "
-    "is answered not_oom (low)",
-}
-# The forty-second part (yf-), GPU memory in LLM tooling of 2024-2026, measured before any
-# rule was changed for it: 34 of 44 (77.3 %).
-BLIND42_MISSES: dict[str, str] = {
-    "yf-006": "inference_kv_cache: 'Not enough memory for KV cache' is answered cannot_tell",
-    "yf-010": "gpu_oom_in_prose: a run that OOMs because the caching allocator finds no "
-    "contiguous block, told in a PR, is answered not_oom (low)",
-    "yf-019": "kill_cured_by_more_memory: 'get killed by the SO', solved 'by using a 32Gb RAM "
-    "machine + 10Gb Swap', is answered not_oom (low)",
-    "yf-020": "memory_kill_in_prose: 'we run out of system RAM and the OS kills the process' "
-    "beside torchrun's SIGTERM is answered not_oom (terminated on request)",
-    "yf-022": "memory_kill_in_prose: 'OOM of CPU memory' and 'it causes my program killed' "
-    "are answered cannot_tell",
-    "yf-023": "kill_cured_by_more_memory: Killed, then 'after increasing memory it is normal' "
-    "in Chinese, is answered killed_unknown",
-    "yf-024": "kill_cured_by_more_memory: zsh's killed, then 'had to allocate 70Gb of swap to "
-    "make it work', is answered killed_unknown",
-    "yf-025": "launcher_sigbus_shm: 'return code=-7' beside docker's shared memory in Chinese "
-    "is answered not_oom (low)",
-    "yf-026": "launcher_sigbus_shm: 'return code = -7' and docker's shm_size is answered "
-    "not_oom (low)",
-    "yf-028": "launcher_sigbus_shm: 'exits with return -7' and 'share memory' is answered "
-    "not_oom (low)",
-}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -364,8 +315,6 @@ KNOWN_MISSES = {
     **BLIND35_MISSES,
     **BLIND36_MISSES,
     **BLIND40_MISSES,
-    **BLIND41_MISSES,
-    **BLIND42_MISSES,
 }
 
 
@@ -438,8 +387,6 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind35" for key in BLIND35_MISSES)
     assert all(split[key] == "blind36" for key in BLIND36_MISSES)
     assert all(split[key] == "blind40" for key in BLIND40_MISSES)
-    assert all(split[key] == "blind41" for key in BLIND41_MISSES)
-    assert all(split[key] == "blind42" for key in BLIND42_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
