@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 from typing import Any, TextIO
 
@@ -19,6 +20,9 @@ from gpubot.domain.results import Button, Code, Fields, Message, Table, Text
 from gpubot.domain.terminal import safe
 
 CELL = 60  # widest table cell, in characters
+# What textwrap changes in a line that fits: whitespace other than spaces (replaced), and
+# whitespace at its end (dropped).
+_RESHAPED = re.compile(r"[\t\n\x0b\x0c\r]|\s$")
 
 
 def readable(cell: str) -> str:
@@ -51,6 +55,14 @@ def cut(text: str, width: int) -> str:
     return head.rstrip(" ,;:") + "…"
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` at word boundaries; one line as it is when it fits
+    and has no whitespace textwrap would change (most cells: no need to split it)."""
+    if len(text) <= width and not _RESHAPED.search(text):
+        return [text]
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+
+
 def _table(table: Table) -> list[str]:
     """Aligned columns; the last column wraps at word boundaries (nothing follows it), the
     others are cut at one with "…"."""
@@ -61,7 +73,7 @@ def _table(table: Table) -> list[str]:
     widths.append(last)
     out = []
     for n, row in enumerate([heads, *rows]):
-        wrapped = textwrap.wrap(row[-1], last, break_on_hyphens=False) or [""]
+        wrapped = _wrap(row[-1], last)
         first = [cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)]
         out.append("  ".join([*first, wrapped[0]]).rstrip())
         pad = "  ".join(" " * w for w in widths[:-1])

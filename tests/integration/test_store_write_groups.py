@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import Engine, event
 
 from gpubot.backends.store import SqlStore
+from gpubot.backends.store import audit as audit_store
 from gpubot.domain.control.audit import AuditDraft
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState
 from gpubot.errors import NotFoundError
@@ -89,4 +90,46 @@ async def test_a_failing_write_fails_alone(store: SqlStore) -> None:
     assert results[2][1] is True  # type: ignore[index]
     assert (await store.get_run(run(1).id)).status is RunStatus.SUCCEEDED
     assert {r.id for r in await store.list_runs()} == {run(1).id, run(2).id}
+    assert await store.verify() == []
+
+
+@pytest.fixture
+def head_reads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Each read of the chain's head row by an append (a prepared statement, run on the
+    driver's cursor directly, so it is counted where it is run)."""
+    seen: list[Any] = []
+    read = audit_store._HEAD_FOR_UPDATE.first
+
+    def counted(conn: Any, *args: Any, **kw: Any) -> Any:
+        seen.append(conn)
+        return read(conn, *args, **kw)
+
+    monkeypatch.setattr(audit_store._HEAD_FOR_UPDATE, "first", counted)
+    return seen
+
+
+async def test_appends_in_one_transaction_read_the_head_row_once(
+    store: SqlStore, commits: list[Any], head_reads: list[str]
+) -> None:
+    events = await asyncio.gather(*(store.append(event_for(n)) for n in range(12)))
+    # Each append chains on the one before it in the group, not on a stale head.
+    assert [e.seq for e in sorted(events, key=lambda e: e.seq)] == list(range(1, 13))
+    assert len(head_reads) <= len(commits) <= 2
+    assert await store.verify() == []
+
+
+async def test_a_reseal_grouped_after_appends_chains_on_the_head_it_wrote(
+    store: SqlStore,
+) -> None:
+    await store.append(event_for(0))
+    results = await asyncio.gather(
+        store.append(event_for(1)),
+        store.append(event_for(2)),
+        store.reseal(AuditDraft(ts=T0, actor="operator", kind="audit.resealed", reason="drill")),
+        store.append(event_for(3)),
+    )
+    resealed = results[2][1]  # type: ignore[index]
+    after = results[3]
+    assert after.seq == resealed.seq + 1  # type: ignore[union-attr]
+    assert after.prev_hash == resealed.hash  # type: ignore[union-attr]
     assert await store.verify() == []

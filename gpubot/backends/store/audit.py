@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -124,7 +124,7 @@ class SqlAuditLog(SqlDatabase):
     def _append(self, conn: Connection, draft: AuditDraft) -> AuditEvent:
         # FOR UPDATE queues concurrent appenders on PostgreSQL (SQLite renders nothing here;
         # its writers are serialised by the process lock and BEGIN IMMEDIATE).
-        head = _HEAD_FOR_UPDATE.first(conn)
+        head = _held_head(conn) or _HEAD_FOR_UPDATE.first(conn)
         if head is None:
             # Re-creating it would restart the chain and hide whatever removed it.
             count = conn.scalar(select(func.count()).select_from(audit))
@@ -161,6 +161,7 @@ class SqlAuditLog(SqlDatabase):
             ) from exc
         seal = seal_head(seq, digest, key=self._audit_key)
         _MOVE_HEAD.run(conn, {"new_seq": seq, "new_hash": digest, "new_seal": seal})
+        _hold_head(conn, {"seq": seq, "hash": digest, "seal": seal, "key_id": head["key_id"]})
         return event
 
     def _head(self, conn: Connection) -> ChainHead | None:
@@ -198,6 +199,7 @@ class SqlAuditLog(SqlDatabase):
         return problems, head
 
     def _reseal(self, conn: Connection, draft: AuditDraft) -> tuple[ChainHead | None, AuditEvent]:
+        conn.info.pop(_HELD_HEAD, None)  # the head is rewritten here, not by an append
         old = self._head(conn)
         last = self._last(conn)
         seal = seal_head(last.seq, last.hash, key=self._audit_key)
@@ -247,6 +249,25 @@ _MOVE_HEAD = Prepared(
 _INCIDENT_EVENTS = Prepared(
     select(audit).where(audit.c.incident_id == bindparam("incident_id")).order_by(audit.c.seq)
 )
+
+
+# The head row as this transaction's last append left it. A write group appends several
+# events in one transaction, and the row it holds (FOR UPDATE on PostgreSQL, the write lock
+# on SQLite) changes only through that transaction until it ends: each append after the
+# first starts from what the one before wrote instead of reading the row again. Keyed by
+# the transaction itself, so a new transaction (a retry, the next group) reads the row.
+_HELD_HEAD = "gpubot.audit_head_held"
+
+
+def _held_head(conn: Connection) -> Mapping[str, Any] | None:
+    held = conn.info.get(_HELD_HEAD)
+    if held is not None and held[0] is conn.get_transaction():
+        return held[1]  # type: ignore[no-any-return]
+    return None
+
+
+def _hold_head(conn: Connection, row: Mapping[str, Any]) -> None:
+    conn.info[_HELD_HEAD] = (conn.get_transaction(), row)
 
 
 @functools.cache

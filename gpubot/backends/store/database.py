@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import hashlib
 import json
@@ -53,6 +54,13 @@ _RETRY_SQLSTATES = frozenset({"40001", "40P01"})
 # Backoff before redoing a transaction whose connection was lost; after these, the error
 # goes up (the webhook answers 503, a run waits for the next tick).
 _RECONNECT_DELAYS = (0.05, 0.2, 0.5)
+# Store reads run on threads of their own, this many; with the writer's thread, a watch's
+# connection and room for the odd caller on another thread, the pool keeps POOL_SIZE
+# connections open. A pool smaller than the threads that use it opens a connection past
+# its size for a read and closes it after (SQLite: a file open and four PRAGMAs; PostgreSQL:
+# a new backend process), which a storm of reads did about every other alert.
+READERS = 6
+POOL_SIZE = READERS + 4
 
 
 def json_roundtrip(value: Any) -> Any:
@@ -112,6 +120,7 @@ def _postgres_engine(parsed: URL, *, schema: str | None, pre_ping: bool) -> Engi
         parsed,
         connect_args=connect_args,
         pool_pre_ping=pre_ping,
+        pool_size=POOL_SIZE,
         json_serializer=dumps,
     )
 
@@ -125,12 +134,15 @@ def _sqlite_engine(parsed: URL, *, create: bool = True, begin_event: bool = True
             raise StoreMissingError(f"store.url: no database at {path} (nothing was created)")
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
+    pooled: dict[str, Any] = (
+        # One shared connection, or every thread would get its own empty memory database.
+        {"poolclass": StaticPool} if memory else {"pool_size": POOL_SIZE}
+    )
     engine = create_engine(
         parsed,
         connect_args={"check_same_thread": False},
-        # One shared connection, or every thread would get its own empty memory database.
-        poolclass=StaticPool if memory else None,
         json_serializer=dumps,
+        **pooled,
     )
     event.listen(engine, "connect", _sqlite_connect)
     if begin_event:
@@ -192,6 +204,7 @@ class SqlDatabase:
         # (a deadlock between replicas' groups included) is written call by call, so each
         # caller gets its own result or error.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubot-store-writer")
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpubot-store")
         self._writes: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._write_group)
         # On PostgreSQL each write group tells the other processes on the store's channel
         # (trail_watch): this process's token, so its own watch does not wake it.
@@ -206,7 +219,9 @@ class SqlDatabase:
             result: T = await self._writes.submit(fn)
             return result
         call = functools.partial(self._transact, fn, write=write, snapshot=snapshot)
-        return await asyncio.to_thread(call)
+        context = contextvars.copy_context()  # as asyncio.to_thread passes it on
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, functools.partial(context.run, call))
 
     async def _write_group(self, fns: Sequence[Callable[[Connection], Any]]) -> list[Any]:
         def each(conn: Connection) -> list[Any]:
@@ -307,6 +322,7 @@ class SqlDatabase:
         for watch in self._watches:
             watch.stop()
         self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
         self._engine.dispose()
 
 

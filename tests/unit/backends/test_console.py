@@ -5,8 +5,12 @@ from __future__ import annotations
 import io
 import json
 import re
+import textwrap
 
-from gpubot.backends.console import CELL, ConsoleNotifier, cut, readable, render
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpubot.backends.console import CELL, ConsoleNotifier, _wrap, cut, readable, render
 from gpubot.domain.results import Button, Fields, Message, Table
 from gpubot.domain.terminal import safe
 
@@ -75,3 +79,14 @@ async def test_every_printed_line_shows_control_characters_as_escapes() -> None:
     assert all(line.startswith(("┣━ ", "┃")) for line in lines), lines
     assert safe(FORGED) in lines[0]
     assert "\\x1b[2K" in printed
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab -\t\n\r\x0b\x0c\u00a0é")), max_size=80),
+    width=st.integers(min_value=1, max_value=70),
+)
+def test_a_cell_wraps_as_textwrap_wraps_it(text: str, width: int) -> None:
+    """The last column's lines are textwrap's, whether or not the cell fits as it is."""
+    expected = textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+    assert _wrap(text, width) == expected
