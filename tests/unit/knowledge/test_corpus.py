@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind42` entries they miss are listed in HOLDOUT_MISSES … BLIND40_MISSES
+`blind3` to `blind44` entries they miss are listed in HOLDOUT_MISSES … BLIND44_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -274,6 +274,50 @@ BLIND40_MISSES: dict[str, str] = {
     "yd-043": "absurd_request: a 34.33 GiB request on a 6 GiB card (5.7 times it), labelled "
     "not_oom (absurd), answered cuda_oom (high): the bar is ten times the card",
 }
+# The forty-third part (yg-), GPU memory in vision, audio and scientific code, measured
+# before any rule was changed for it: 37 of 45 (82.2 %).
+BLIND43_MISSES: dict[str, str] = {
+    "yg-004": "dataloader_worker_sigkill: 'is killed by signal:killed' (no space) is "
+    "answered not_oom (low)",
+    "yg-009": "kill_told_in_prose: a process that 'gets killed' under a title 'OOM when using "
+    "VAD', nothing else naming the memory, is answered cannot_tell",
+    "yg-010": "kill_told_in_prose: 'consuming all the RAM on my machine (240GB) and then being "
+    "killed by the kernel' is answered not_oom (low)",
+    "yg-011": "numpy_unable_to_allocate: numpy's 'unable to allocate 920. MiB for an array' "
+    "without its exception's name is answered cannot_tell",
+    "yg-014": "kill_told_in_prose: 'killed by the system for using too much ram' is answered "
+    "killed_unknown",
+    "yg-015": "kill_told_in_prose: 'system memory blows up and the process is killed' is "
+    "answered cannot_tell",
+    "yg-018": "shm_said_in_prose: shared memory capped at 12 GB where 24 GB is needed, the "
+    "error line cut off, is answered cannot_tell",
+    "yg-022": "kill_told_in_prose: 'got killed by the os' then 'for using too much RAM' on "
+    "the next line is answered killed_unknown",
+}
+# The forty-fourth part (yh-), kills and memory limits told the way operators write them,
+# in several languages, measured before any rule was changed for it: 37 of 47 (78.7 %).
+BLIND44_MISSES: dict[str, str] = {
+    "yh-018": "oom_killer_in_prose: 'OOM Killerで強制終了' (force-terminated by the OOM "
+    "killer) with exit 137 is answered killed_unknown",
+    "yh-023": "kill_cured_by_more_memory: a grid engine job killed with SIGKILL that 'succeeds "
+    "with 64G memory reservation' is answered killed_unknown",
+    "yh-026": "chrome_dev_shm: Chrome's 'FATAL:memory.cc(22)] Out of memory' beside docker's "
+    "64 MB /dev/shm and --shm-size is answered cannot_tell",
+    "yh-027": "shm_sigbus: a bus error traced to share_memory() in docker is answered not_oom "
+    "(low)",
+    "yh-032": "sigkill_with_guess: exit 137 and 'maybe ... it's getting OOMKilled' is "
+    "answered host_oom_killed (high): the guess is read as the kubelet's reason",
+    "yh-039": "userspace_killer_idle: earlyoom's start-up line 'SIGKILL when mem <=' is read "
+    "as a kill, though it killed nothing",
+    "yh-042": "exit_127_guess: exit code 127 beside a commenter's 'Code 137 is OOM killer' is "
+    "answered killed_unknown",
+    "yh-043": "absurd_request: 400 GiB asked of a 79.25 GiB card, more than any GPU holds, is "
+    "answered cuda_oom (high): the card's size was printed, so only its tenfold counted",
+    "yh-044": "liveness_probe_kill: a liveness probe's restart told in prose with status 137 "
+    "is answered killed_unknown",
+    "yh-046": "memory_overuse_no_kill: 'Task should be OOMkilled' (it was not) is answered "
+    "host_oom_killed (high)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -315,6 +359,8 @@ KNOWN_MISSES = {
     **BLIND35_MISSES,
     **BLIND36_MISSES,
     **BLIND40_MISSES,
+    **BLIND43_MISSES,
+    **BLIND44_MISSES,
 }
 
 
@@ -343,7 +389,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind23", "blind24", "blind25", "blind26", "blind27", "blind28")
     splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
     splits = (*splits, "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
-    splits = (*splits, "blind41", "blind42")
+    splits = (*splits, "blind41", "blind42", "blind43", "blind44")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -387,6 +433,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind35" for key in BLIND35_MISSES)
     assert all(split[key] == "blind36" for key in BLIND36_MISSES)
     assert all(split[key] == "blind40" for key in BLIND40_MISSES)
+    assert all(split[key] == "blind43" for key in BLIND43_MISSES)
+    assert all(split[key] == "blind44" for key in BLIND44_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
