@@ -170,9 +170,11 @@ class AllocatorNumbers:
             return False
         if self.requested.value == 0:  # nothing was asked for: a shape or size bug upstream
             return True
+        if self.requested.value > ABSURD_WITHOUT_CAPACITY:  # whatever the card
+            return True
         if self.total is not None and self.total.value > 0:
             return self.requested.value > ABSURD_TIMES_CAPACITY * self.total.value
-        return self.requested.value > ABSURD_WITHOUT_CAPACITY
+        return False
 
     def own_reserve(self) -> int | None:
         """How much the failing process itself holds, as best the message tells."""

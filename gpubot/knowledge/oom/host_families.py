@@ -81,8 +81,15 @@ HOST: tuple[Family, ...] = (
             r"|\b(?:is|was|are|were|gets|got) still (?i:OOM[- ]?killed)\b"
             r"|\b[Rr]eason\W{1,6}OOMKill\b"
         ),
-        # Nor the title of an article a post links to ("[OOMKilled Kubernetes Error](https:").
-        unless=_p(r"\[[^\]\n]{0,80}\bOOM ?Kill\w{0,3}\b[^\]\n]{0,80}\]\(https?://"),
+        # Nor the title of an article a post links to ("[OOMKilled Kubernetes Error](https:"),
+        # a guess ("thought that maybe ... it's getting OOMKilled") or what should have
+        # happened ("Task should be OOMkilled").
+        unless=_p(
+            r"\[[^\]\n]{0,80}\bOOM ?Kill\w{0,3}\b[^\]\n]{0,80}\]\(https?://"
+            r"|\b(?:maybe|perhaps|possibly|whether)\b[^\n]{0,60}?\bOOM ?[Kk]ill"
+            r"|\b(?:should|would|could|must|expected to) (?:have )?(?:be|been|get|gotten) "
+            r"(?i:OOM ?kill)",
+        ),
     ),
     Family(
         "kubelet_memory_eviction",
@@ -172,6 +179,8 @@ HOST: tuple[Family, ...] = (
             r"|mach_vm_map\(size=\d{1,12}(?:, flags: \d{1,10})?\) failed"
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
+            # numpy's message without its exception's name, as an app passes it on.
+            r"|\b(?i:unable to allocate) [\d.]{1,12} ?[KMGTP]i?B for an array with shape\b"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
             r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)

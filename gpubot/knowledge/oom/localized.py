@@ -93,6 +93,8 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
             r"被\s?(?:系统|系統|内核|內核|linux|Linux)?\s?(?:的\s?)?OOM(?:[ _-]?[Kk]iller)?\s?"
             r"(?:杀|殺|[Kk]ill)"
             r"|OOM(?:[ _-]?[Kk]iller)?\s?(?:杀|殺)(?:死|掉)?(?:了)?(?:进程|進程)"
+            # ... in Japanese: "OOM Killerで強制終了", "OOM Killerによって強制終了される".
+            r"|OOM(?:[ _-]?[Kk]iller)?\s?(?:で|によって|により)\s?(?:強制)?(?:終了|停止|kill|殺)"
         ),
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
     ),

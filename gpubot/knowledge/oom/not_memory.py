@@ -36,7 +36,16 @@ LIVENESS = Family(
     "liveness_probe_kill",
     "not_oom",
     "high",
-    _p(r"Liveness probe failed|failed liveness probe", _I),
+    _p(
+        r"Liveness probe failed|failed liveness probe"
+        # ... told: "We have defined the liveness probe ... after performing a restart of the
+        # container ... status code 137".
+        r"|\bliveness[ _-]?probe\W{0,2}\b[^\n]{0,120}?\b(?:restart\w{0,3}|kill(?:s|ed))\b",
+        _I,
+    ),
+    # Not a probe set up to restart on something else said in passing ("add a liveness
+    # probe to restart it if it hangs").
+    unless=_p(r"\b(?:add|adding|set up|configure|should|could|if)\b[^\n]{0,30}?\bliveness", _I),
 )
 
 # Someone asked for the stop: a kill with a known cause that is not memory.
@@ -101,7 +110,7 @@ SIGKILL = Family(
         r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
         r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
         r"|sigkill_handler\] Killing subprocess"  # DeepSpeed's launcher, tearing down
-        r"|killed by signal: Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
+        r"|killed by signal:\s?Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
         r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
         r"|exited (?:with )?(?:code )?137\b"
         r"|\bExited \((?:137|-9)\)"  # docker ps, docker inspect's State.Status line
@@ -170,6 +179,8 @@ SIGKILL = Family(
         r"(?:kill command )?[\"'`]\^C[\"'`]" + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),
+    # earlyoom's start-up line saying when it would send SIGKILL is no kill.
+    unless=_p(r"\bSIGKILL when mem <="),
 )
 
 # A supervisor's report that the worker it watched died, with nothing about why: Ray's

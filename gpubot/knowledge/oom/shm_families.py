@@ -293,6 +293,8 @@ SHM: tuple[Family, ...] = (
         # which says nothing about /dev/shm's size.
         near=_p(
             r"DataLoader|dataloader|num_workers|shared? ?memory(?! implementation)|/dev/shm"
+            # torch's Tensor.share_memory_() and a module's share_memory().
+            r"|\bshare_memory(?:_\(|\b)"
             r"|SharedArray|\bshm[-_ ]size\b|\bshm\b"
             # ... in Chinese: "docker共享内存开小了" (docker's shared memory set too small).
             r"|\u5171\u4eab\u5185\u5b58",
@@ -329,6 +331,16 @@ SHM: tuple[Family, ...] = (
             r"[^\n]{0,40}?/dev/shm",
             _I,
         ),
+    ),
+    # Chrome's renderer out of memory where /dev/shm is named beside it: Chrome maps its
+    # shared memory there, and a container's 64 MB default is what runs out.
+    Family(
+        "chrome_dev_shm",
+        "shm_exhausted",
+        "medium",
+        _p(r"FATAL:memory\.cc\(\d{1,5}\)\] Out of memory\."),
+        near=_p(r"/dev/shm|--shm-size|disable-dev-shm-usage", _I),  # noqa: S108
+        span=12,
     ),
     # A bus error caught inside NCCL (its backtrace names it): NCCL's shared-memory
     # transport maps its segments in /dev/shm, and a full one faults on first touch.

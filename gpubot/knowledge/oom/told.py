@@ -57,6 +57,39 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A process that took all the RAM and was killed, in one sentence: "consuming all the
+    # RAM on my machine (240GB) and then being killed by the kernel", "killed by the system
+    # for using too much ram". Not the card's memory, not a condition or a guess.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:consum\w{1,4}|eat\w{0,3}|us(?:ing|es|ed)|fill\w{0,3}|exhaust\w{0,4}|taking|took)"
+            r" (?:up )?all (?:the |of the |my |of my )?(?:available )?(?:system )?(?:RAM|memory)\b"
+            r"[^\n]{0,80}?\bkill(?:s|ed)?\b"
+            r"|\bkilled\b[^\n]{0,80}?\bfor using too much (?:RAM|memory|system memory)\b"
+            r"|\b(?:system|host) memory (?:blows up|blew up|explodes|exploded|spikes|spiked)\b"
+            r"[^\n]{0,60}?\bkilled\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|video) (?:memory|RAM)\b|\bVRAM\b"
+            r"|\b(?:if|when|whenever|maybe|might|may|could|perhaps)\b"
+            r"[^\n]{0,40}?\b(?:consum|eat|us|fill|exhaust|tak|killed)",
+            _I,
+        ),
+    ),
+    # ... the reason on the line after the kill: "got killed by the os(tried on windows)"
+    # then "for using too much RAM".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(r"^\W{0,4}for using too much (?:RAM|memory|system memory)\b", _I | re.MULTILINE),
+        near=_p(r"\bkilled\b", _I),
+        span=1,
+    ),
     # Host memory named as what ran out, beside the kill it caused: "OOM of CPU memory" and
     # "it causes my program killed".
     Family(
@@ -391,6 +424,10 @@ MEMORY_CURE = Family(
         r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
         r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
+        # "I managed to get the job to succeed with 64G memory reservation".
+        r"|\b(?:succeed|succeeded|work|worked|complete|completed|finish|finished|pass|passed)"
+        r" with (?:a |an )?\d{1,5} ?(?:[GMT]i?B?|gb|mb) (?:of )?(?:memory|RAM)"
+        r"(?: reservation| limit| request)?\b"
         # "The error vanished after I upgraded my system with additional RAM".
         r"|\b(?:vanished|went away|disappeared|was gone|stopped)\b[^\n]{0,20}?\bafter\b[^\n]{0,40}?"
         r"\b(?:upgrad|add|increas|doubl|expand)\w{0,4}\b[^\n]{0,40}?\b(?:RAM|memory)\b"
