@@ -467,6 +467,9 @@ NEGATIVE: tuple[Family, ...] = (
             r"|DeadlineExceeded|longer than the specified deadline",
             _I,
         ),
+        # torchrun's agent sending SIGTERM to the other workers after one of them failed:
+        # nobody asked for that stop, the failed worker's end is the cause.
+        unless=_p(r"\bSending process \d{1,10} closing signal SIGTERM\b"),
     ),
     Family(
         "cuda_launch_failure",

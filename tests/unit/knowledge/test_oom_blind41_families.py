@@ -193,3 +193,22 @@ def test_a_cleanup_after_a_workers_own_failure_is_not_a_kill(text: str) -> None:
 def test_a_list_of_137s_alone_is_no_cleanup() -> None:
     text = "ERROR: Job 3 failed with return code list: [137, 137]\n"
     assert classify(text).family != "launcher_child_exit"
+
+
+def test_torchruns_teardown_is_no_stop_someone_asked_for() -> None:
+    """The agent's SIGTERM to the other workers follows one worker's failure: not a
+    confident "asked to stop", which would send the reader away from that failure."""
+    text = (
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4100 closing "
+        "signal SIGTERM\n"
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4101 closing "
+        "signal SIGTERM\n"
+    )
+    triage = classify(text)
+    assert triage.family != "terminated_on_request"
+    assert triage.confidence == "low"
+
+
+def test_a_sigterm_received_is_still_a_requested_stop() -> None:
+    triage = classify("Received SIGTERM, shutting down the server\n")
+    assert (triage.cls, triage.family) == ("not_oom", "terminated_on_request")
