@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind44` entries they miss are listed in HOLDOUT_MISSES … BLIND44_MISSES
+`blind3` to `blind46` entries they miss are listed in HOLDOUT_MISSES … BLIND46_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -290,6 +290,43 @@ BLIND44_MISSES: dict[str, str] = {
     "yh-046": "memory_overuse_no_kill: 'Task should be OOMkilled' (it was not) is answered "
     "cannot_tell: the memory words stay unexplained",
 }
+# The forty-fifth part (yi-), HPC and batch systems, measured before any rule was changed
+# for it: 33 of 46 (71.7 %).
+BLIND45_MISSES: dict[str, str] = {
+    "yi-004": "batch_scheduler_memory_kill: labelled host_oom_killed, answered not_oom (low)",
+    "yi-005": "memcg_oom_kill_count: labelled host_oom_killed, answered cannot_tell (low)",
+    "yi-008": "batch_watchdog_memory_kill: labelled host_oom_killed, answered not_oom (low)",
+    "yi-009": "batch_scheduler_memory_kill: labelled host_oom_killed, answered cannot_tell (low)",
+    "yi-022": "allocator_idle_reserve: labelled cuda_oom_fragmentation, answered cuda_oom (high)",
+    "yi-024": "allocator_idle_reserve: labelled cuda_oom_fragmentation, answered cuda_oom (high)",
+    "yi-026": "dev_shm_too_small: labelled shm_exhausted, answered cannot_tell (low)",
+    "yi-027": "dev_shm_too_small: labelled shm_exhausted, answered not_oom (low)",
+    "yi-031": "scheduler_task_killed: labelled killed_unknown, answered not_oom (low)",
+    "yi-039": "shared_memory_not_full: labelled not_oom, answered cannot_tell (low)",
+    "yi-043": "pinned_host_alloc_failed: labelled not_oom, answered cuda_oom (medium)",
+    "yi-045": "slurm_oom_state_on_success: labelled not_oom, answered host_oom_killed (medium)",
+    "yi-046": "shared_memory_not_full: labelled not_oom, answered cannot_tell (low)",
+}
+# The forty-sixth part (yj-), accelerators and runtimes beyond CUDA, measured before any
+# rule was changed for it: 31 of 46 (67.4 %).
+BLIND46_MISSES: dict[str, str] = {
+    "yj-003": "xla_hbm_reserve: labelled cuda_oom, answered cannot_tell (low)",
+    "yj-005": "npu_allocator_header: labelled cuda_oom, answered cannot_tell (low)",
+    "yj-006": "level_zero_out_of_device_memory: labelled cuda_oom, answered cannot_tell (low)",
+    "yj-009": "opencl_mem_object_allocation_failure: labelled cuda_oom, answered "
+    "host_oom_killed (medium)",
+    "yj-011": "directml_e_outofmemory: labelled cuda_oom, answered cannot_tell (low)",
+    "yj-016": "killed_by_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
+    "yj-020": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "yj-021": "host_oom_told_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yj-022": "host_oom_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yj-023": "macos_out_of_application_memory: labelled host_oom_killed, answered not_oom (low)",
+    "yj-025": "dev_shm_full: labelled shm_exhausted, answered not_oom (low)",
+    "yj-028": "sigkill_cause_unknown: labelled killed_unknown, answered cannot_tell (low)",
+    "yj-034": "xla_vmem_scoped_limit: labelled not_oom, answered cannot_tell (low)",
+    "yj-039": "per_allocation_cap: labelled not_oom, answered cuda_oom (high)",
+    "yj-040": "tiny_request_broken_runtime: labelled not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -333,6 +370,8 @@ KNOWN_MISSES = {
     **BLIND40_MISSES,
     **BLIND43_MISSES,
     **BLIND44_MISSES,
+    **BLIND45_MISSES,
+    **BLIND46_MISSES,
 }
 
 
@@ -362,6 +401,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
     splits = (*splits, "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
     splits = (*splits, "blind41", "blind42", "blind43", "blind44")
+    splits = (*splits, "blind45", "blind46")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -407,6 +447,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind40" for key in BLIND40_MISSES)
     assert all(split[key] == "blind43" for key in BLIND43_MISSES)
     assert all(split[key] == "blind44" for key in BLIND44_MISSES)
+    assert all(split[key] == "blind45" for key in BLIND45_MISSES)
+    assert all(split[key] == "blind46" for key in BLIND46_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
