@@ -51,7 +51,10 @@ GPU_OOM: tuple[Family, ...] = (
         "pytorch_cuda_oom",
         "cuda_oom",
         "high",
-        _p(r"(?:CUDA|HIP|XPU|MPS backend) out of memory|torch(?:\.cuda)?\.OutOfMemoryError"),
+        _p(
+            r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of memory"
+            r"|torch(?:\.cuda)?\.OutOfMemoryError"
+        ),
         unless=_p(f"{_ADVICE}|{_GUESS}", _I),
     ),
     # The allocator's tail without its head: "Tried to allocate 2.00 MiB (GPU 0; 7.93 GiB
@@ -200,6 +203,15 @@ GPU_OOM: tuple[Family, ...] = (
         ),
         unless=_p(r"\b(?:if|whether|might|may|could)\b", _I),
     ),
+    # ONNX Runtime's DirectML provider: its GPU buffer allocator failing with E_OUTOFMEMORY.
+    Family(
+        "gpu_out_of_memory_generic",
+        "cuda_oom",
+        "medium",
+        _p(r"\bDmlExecutionProvider\S{0,200}BucketizedBufferAllocator\.cpp"),
+        near=_p(r"\b8007000E\b|\bE_OUTOFMEMORY\b|Not enough memory resources", _I),
+        span=3,
+    ),
     Family(
         "accelerate_batch_search",
         "cuda_oom",
@@ -231,6 +243,13 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
+            # Level Zero (Intel's oneAPI), Vulkan and OpenCL name the device's memory.
+            r"|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b|\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b"
+            r"|\bErrorOutOfDeviceMemory\b|\b(?:CL_)?MEM_OBJECT_ALLOCATION_FAILURE\b"
+            # XLA's TPU allocator: "Attempting to reserve 3.95G at the bottom of memory. That
+            # was not possible." (the HBM summary follows).
+            r"|\bAttempting to reserve [\d.]{1,10}[KMGT] at the (?:bottom|top) of memory\. "
+            r"That was not possible\b"
             r"|\bthrowing out of memory GPU_MGR\b"  # HeavyDB's GPU buffer manager
             r"|\b(?:InitializeEncoder|CreateBitstreamBuffer|CreateInputBuffer|RegisterResource)"
             r" failed: out of memory \(10\)"  # ffmpeg's NVENC: NV_ENC_ERR_OUT_OF_MEMORY
@@ -249,6 +268,9 @@ GPU_OOM: tuple[Family, ...] = (
         # A C++ exception's what() names the CUDA allocator's source file on one line and
         # the error on the next.
         wraps=True,
+        # A CUDA call for page-locked host memory named on the next line: not the card's.
+        unless_near=_p(r"\b(?:cudaMallocHost|cudaHostAlloc|cuMemHostAlloc|cuMemAllocHost)\("),
+        unless_span=1,
         # A host's name may hold "gpu" (gpu-node-7): the kernel's OOM killer on it is the host's.
         unless=_p(
             r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"

@@ -158,7 +158,9 @@ HOST: tuple[Family, ...] = (
             r"|\b(?:held|put on hold) because of (?:its |their )?memory usage\b"
             # Galaxy's release script rerunning a job HTCondor held, with more memory.
             r"|\brerunning held job\b[^\n]{0,160}?\bmemory_provisioned \d{1,9}, request_memory\b"
-            r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b",
+            r"|\b(?:replica|worker|master|container|task|job)\b[^\n]{0,40}\bran out-of-memory\b"
+            # HTCondor's hold for a job over its memory request; isolate's cgroup kill count.
+            r"|\bHoldReasonCode\s{0,2}=\s{0,2}34\b|\bcg-oom-killed:\s{0,2}[1-9]",
             _I,
         ),
     ),
@@ -179,6 +181,8 @@ HOST: tuple[Family, ...] = (
             r"|mach_vm_map\(size=\d{1,12}(?:, flags: \d{1,10})?\) failed"
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
+            # MSVC's text for std::bad_alloc, as a C++ exception reaches Python on Windows.
+            r"|\b(?:Exception|error)\b[^\n]{0,60}?: bad allocation\s*$"
             # numpy's message without its exception's name, as an app passes it on.
             r"|\b(?i:unable to allocate) [\d.]{1,12} ?[KMGTP]i?B for an array with shape\b"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go

@@ -110,7 +110,8 @@ SIGKILL = Family(
         r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
         r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
         r"|sigkill_handler\] Killing subprocess"  # DeepSpeed's launcher, tearing down
-        r"|killed by signal:\s?Killed|received signal 9\b|\bsignal 9\b|\bKilled: 9\b"
+        r"|killed by signal:\s?Killed|received signal 9\b|\bcommand returned:? -9\b"
+        r"|\bsignal 9\b|\bKilled: 9\b"
         r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
         r"|exited (?:with )?(?:code )?137\b"
         r"|\bExited \((?:137|-9)\)"  # docker ps, docker inspect's State.Status line
@@ -309,7 +310,12 @@ NEGATIVE: tuple[Family, ...] = (
         "kernel_shared_memory_limit",
         "not_oom",
         "high",
-        _p(r"out of resource: shared memory|OutOfResources: out of resource", _I),
+        _p(
+            r"out of resource: shared memory|OutOfResources: out of resource"
+            # XLA:TPU compiling a kernel past the core's on-chip vector memory.
+            r"|\bRan out of memory in memory space vmem\b",
+            _I,
+        ),
     ),
     Family(
         "java_heap",
@@ -421,6 +427,8 @@ NEGATIVE: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bcould not allocate pinned host memory\b|\bbytes on host: CUDA_ERROR_\w{1,40}"
+            # cudaMallocHost and cudaHostAlloc: page-locked host memory, named in the failure.
+            r"|\bReturn value 2 from '(?:cudaMallocHost|cudaHostAlloc)\("
             # CuPy's PerformanceWarning: the staging buffer fell back to a synchronous copy.
             r"|\bUsing synchronous transfer as pinned memory\b"
         ),

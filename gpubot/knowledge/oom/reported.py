@@ -372,7 +372,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\b(?:srun|slurmstepd): error: [^\n]{0,120}?\bOut Of Memory\b",
             _I,
         ),
-        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|whenever|in case)\b", _I),
+        # Nor Slurm's flag beside exit 0:125 on a job that finished (nothing was killed).
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|whenever|in case)\b|\b0:125\b", _I),
     ),
     # Windows' commit limit: the paging file too small for what the process asked of it
     # (WinError 1455, "页面文件太小", "Auslagerungsdatei ist zu klein").
@@ -414,7 +415,7 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
 
 # A scheduler's line about a task it saw die of SIGKILL, with nothing about why.
 REPORTED_SIGKILL = (
-    r"|\bsrun: error: \S{1,120}: tasks? [\d,-]{1,40}: Killed\b"
+    r"|\b(?:srun|yhrun): error: \S{1,120}: tasks? [\d,-]{1,40}: Killed\b"
     r"|\bWTERMSIG 9\b|\bkilled by (?:an )?unknown signal\b"
 )
 

@@ -37,6 +37,7 @@ MAX_LINES = 50_000  # and of those, the last lines only (a line costs Python wor
 MAX_LINE_CHARS = 8 * 1024  # longer lines are read in pieces of this size
 WRAP_JOIN_CHARS = 400  # how much of the next line a wrapped message may continue into
 WRAP_LINES = 4  # how many lines a message wrapped inside a parenthesis may run over
+HARD_WRAP_MIN = 72  # a line at least this long, ending mid-sentence, was cut at a fixed width
 # A family's pattern runs only on the lines holding one of its words (oom_literals), and on
 # at most this many of them and this many characters, the last ones: a log that repeats a
 # word on every line (a hostile one, or a retry loop) costs no more than that per family.
@@ -270,15 +271,22 @@ def _context(lines: Sequence[str], hits: dict[int, None]) -> str:
 
 def _continued(lines: Sequence[str], i: int) -> range:
     """The lines after line `i` that continue its message: the next one, and more while a
-    parenthesis opened on them stays open."""
+    parenthesis opened on them stays open or the line before was cut at a fixed width (a
+    terminal's or a pager's hard wrap: a long line ending mid-sentence)."""
     depth = lines[i].count("(") - lines[i].count(")")
     end = i + 1
     while end < len(lines) and end <= i + WRAP_LINES and lines[end].strip():
         depth += lines[end].count("(") - lines[end].count(")")
         end += 1
-        if depth <= 0:
+        if depth <= 0 and not _cut(lines[end - 1]):
             break
     return range(i + 1, end)
+
+
+def _cut(line: str) -> bool:
+    """A long line that ends mid-sentence: wrapped at a fixed width, the rest on the next."""
+    text = line.rstrip()
+    return len(text) >= HARD_WRAP_MIN and not text.endswith((".", ")", ":", "`", '"', "'"))
 
 
 def find_first(families: Sequence[Family], lines: Sequence[str]) -> list[Match]:

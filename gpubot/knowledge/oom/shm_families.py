@@ -332,6 +332,28 @@ SHM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # /dev/shm said to be a small fixed size and too small for the job: "The default
+    # /dev/shm size for docker is only 64MB, which is far too small for us", "restricted to
+    # 64MB and this is inadequate"; and, in Chinese, growing until the run fails.
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"/dev/shm`?\s?(?:size )?(?:for docker |in docker |in the container )?(?:is|was) "  # noqa: S108
+            r"(?:only |restricted to |limited to |capped at )?\d{1,5} ?[MK]i?B\b"
+            r"|/dev/shm[^\n]{0,10}?(?:\u5360\u7528|\u4f7f\u7528)?(?:\u7a7a\u95f4)?"
+            r"\u8d8a\u6765\u8d8a\u5927[^\n]{0,30}?(?:\u5931\u8d25|\u62a5\u9519|\u5d29\u6e83)",
+            _I,
+        ),
+        near=_p(
+            r"\btoo small\b|\binadequate\b|\bnot enough\b|\b(?:wasn't|isn't|was not|is not) "
+            r"enough\b|\bran out\b|\brunning out\b|\bcrash|\u5931\u8d25",
+            _I,
+        ),
+        span=2,
+        unless=_p(r"\b(?:if|in case|unless)\b[^\n]{0,30}?/dev/shm", _I),
+    ),
     # Chrome's renderer out of memory where /dev/shm is named beside it: Chrome maps its
     # shared memory there, and a container's 64 MB default is what runs out.
     Family(

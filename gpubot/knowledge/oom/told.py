@@ -31,15 +31,29 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\b(?:kernel|kubelet|system|OS|it|was|were|got|been|being|gets?) OOM[- ]?killed\b"
+            r"|\bgets? (?:the |my |our )?(?:workload|process|job|container|pod|worker)s? "
+            r"OOM[- ]?killed\b"
+            r"|\b(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer "
+            r"(?:terminat\w{1,4}|kill(?:s|ed|ing))\b"
+            r"|\bOOM\b[^\n]{0,30}?\bkilled the (?:\w{1,20} )?(?:worker|process|job|pod|container)\b"
             r"|\b(?:crash[- ]?loop\w{0,3}|restart\w{0,3}|killed|dying|died|failing|failed)\b"
             r"[^\n]{0,30}?\b(?:due to|because of) (?:an? |the )?OOM[- ]?kill(?:ed|er|s)?\b",
             _I,
         ),
         unless=_p(
-            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could|if"
-            r"|whether|suspect|instead of|rather than|never|without)\b|\?",
+            r"\b(?:GPU|VRAM|CUDA|TPU|HBM)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could"
+            r"|if|whether|suspect|instead of|rather than|never|without)\b|\?",
             _I,
         ),
+    ),
+    # macOS's dialog when the machine's memory and swap are used up: "run out of application
+    # memory" (it then pauses or ends applications, or logs the user out).
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b(?:ran|runs?|running) out of application memory\b", _I),
+        unless=_p(r"\b(?:if|when|whenever|maybe|might|may|could|perhaps)\b", _I),
     ),
     # Host memory running out and the OS killing the process for it, in one clause: "we run
     # out of system RAM and the OS kills the process to save itself". Not a condition.
