@@ -133,3 +133,25 @@ async def test_a_reseal_grouped_after_appends_chains_on_the_head_it_wrote(
     assert after.seq == resealed.seq + 1  # type: ignore[union-attr]
     assert after.prev_hash == resealed.hash  # type: ignore[union-attr]
     assert await store.verify() == []
+
+
+async def test_a_runs_end_reports_the_head_its_own_event_moved_to(store: SqlStore) -> None:
+    """end_run's head (the thread summary's anchor) is the one its transaction wrote, read
+    without a second look at the row, and is what the stored head says afterwards."""
+    await store.create_run(run(1), [], audit=event_for(1))
+    results = await asyncio.gather(
+        store.append(event_for(2)),
+        store.end_run(
+            run(1).id,
+            status=RunStatus.SUCCEEDED,
+            note="",
+            now=T0,
+            audit=AuditDraft(ts=T0, actor="gpubot", kind="run.succeeded", run_id=run(1).id),
+        ),
+        store.append(event_for(3)),
+    )
+    _changed, _events, head = results[1]  # type: ignore[misc]
+    assert head is not None
+    ended = [e for e in await store.events() if e.kind == "run.succeeded"]
+    assert (head.seq, head.hash) == (ended[0].seq, ended[0].hash)
+    assert await store.verify() == []

@@ -165,6 +165,10 @@ class SqlAuditLog(SqlDatabase):
         return event
 
     def _head(self, conn: Connection) -> ChainHead | None:
+        if (held := _held_head(conn)) is not None:  # this transaction's own last append
+            return ChainHead(
+                int(held["seq"]), str(held["hash"]), str(held["seal"]), str(held["key_id"])
+            )
         # An older database opened read-only may lack the seal (read as None) or the key_id
         # (read as "": unkeyed) column.
         columns = self._head_columns
