@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind46` entries they miss are listed in HOLDOUT_MISSES … BLIND46_MISSES
+`blind3` to `blind48` entries they miss are listed in HOLDOUT_MISSES … BLIND48_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -308,6 +308,31 @@ BLIND46_MISSES: dict[str, str] = {
     "yj-039": "per_allocation_cap: labelled not_oom, answered cuda_oom (high)",
     "yj-040": "tiny_request_broken_runtime: labelled not_oom, answered cannot_tell (low)",
 }
+# The forty-seventh part (yk-), host kills told in people's sentences in data pipelines,
+# measured before any rule was changed for it: 14 of 29 (48.3 %).
+BLIND47_MISSES: dict[str, str] = {
+    "yk-001": "shell_killed_reporter_guess: labelled killed_unknown, answered not_oom (low)",
+    "yk-003": "absurd_host_request: labelled not_oom, answered cannot_tell (low)",
+    "yk-004": "application_memory_cap: labelled not_oom, answered cannot_tell (low)",
+    "yk-005": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
+    "yk-006": "shell_killed_prose: labelled killed_unknown, answered not_oom (low)",
+    "yk-008": "cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
+    "yk-011": "oom_kill_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yk-012": "oom_kill_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yk-014": "cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
+    "yk-016": "cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
+    "yk-019": "maintainer_confirms_ram: labelled host_oom_killed, answered not_oom (low)",
+    "yk-020": "observed_ram_full: labelled host_oom_killed, answered not_oom (low)",
+    "yk-021": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
+    "yk-022": "jupyter_kernel_died: labelled killed_unknown, answered not_oom (low)",
+    "yk-028": "shm_full_cured_by_size: labelled shm_exhausted, answered not_oom (low)",
+}
+# The forty-eighth part (yl-), GPU memory in large-scale training frameworks, measured
+# before any rule was changed for it: 26 of 28 (92.9 %).
+BLIND48_MISSES: dict[str, str] = {
+    "yl-010": "ray_task_error_oom: labelled cuda_oom, answered cannot_tell (low)",
+    "yl-027": "shm_too_small_prose: labelled shm_exhausted, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -353,6 +378,8 @@ KNOWN_MISSES = {
     **BLIND44_MISSES,
     **BLIND45_MISSES,
     **BLIND46_MISSES,
+    **BLIND47_MISSES,
+    **BLIND48_MISSES,
 }
 
 
@@ -382,7 +409,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind29", "blind30", "blind31", "blind32", "blind33", "blind34")
     splits = (*splits, "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
     splits = (*splits, "blind41", "blind42", "blind43", "blind44")
-    splits = (*splits, "blind45", "blind46")
+    splits = (*splits, "blind45", "blind46", "blind47", "blind48")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -430,6 +457,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind44" for key in BLIND44_MISSES)
     assert all(split[key] == "blind45" for key in BLIND45_MISSES)
     assert all(split[key] == "blind46" for key in BLIND46_MISSES)
+    assert all(split[key] == "blind47" for key in BLIND47_MISSES)
+    assert all(split[key] == "blind48" for key in BLIND48_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
