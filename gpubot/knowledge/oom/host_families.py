@@ -182,7 +182,7 @@ HOST: tuple[Family, ...] = (
             r"|Cannot allocate memory|\bENOMEM\b|\bos error 12\b"
             r"|\bMemoryError(?::|\s{0,4}$)|_ArrayMemoryError\b|std::bad_alloc"
             # MSVC's text for std::bad_alloc, as a C++ exception reaches Python on Windows.
-            r"|\b(?:Exception|error)\b[^\n]{0,60}?: bad allocation\s*$"
+            r"|\b(?:Exception|error)\b[^\n]{0,60}?: bad allocation\s*$|\(bad allocation\)"
             # numpy's message without its exception's name, as an app passes it on.
             r"|\b(?i:unable to allocate) [\d.]{1,12} ?[KMGTP]i?B for an array with shape\b"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go

@@ -122,6 +122,7 @@ SIGKILL = Family(
         rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}[.!]{{0,3}}$"  # the shell's job report
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
+        rf"|\.{{3}}\s?{_KILLED}\s*$"  # glued to a progress line's dots: "Collecting...Killed"
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         r"|\bReceived \"killed\" signal\b"  # CircleCI
         r"|\b(?:Proc|Process|Task|Job):\s{0,3}Killed\b"  # a batch step's status line
@@ -141,7 +142,7 @@ SIGKILL = Family(
         # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
         r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b|[.,;]|\s*$))"
         # ... or named as the trouble: 'The "killed" issue could be due to ...'.
-        r"|\bthe [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
+        r"|\b(?:the|a) [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
         r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
@@ -417,6 +418,8 @@ NEGATIVE: tuple[Family, ...] = (
             r"\([\d.]{1,12} ?[KMGT]i?B/[\d.]{1,12} ?[KMGT]i?B used\)"
             # ClickHouse's memory tracker refusing a query over its server or user limit.
             r"|\(MEMORY_LIMIT_EXCEEDED\)|\bmemory limit exceeded: would use\b"
+            # DuckDB in memory with nowhere to spill: its buffer manager's own limit.
+            r"|\bUnused blocks cannot be offloaded to disk\b"
         ),
     ),
     # XLA's pinned (page-locked) host memory refused, then tried again smaller: a limit on

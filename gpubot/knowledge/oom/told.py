@@ -36,6 +36,10 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|\b(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer "
             r"(?:terminat\w{1,4}|kill(?:s|ed|ing))\b"
             r"|\bOOM\b[^\n]{0,30}?\bkilled the (?:\w{1,20} )?(?:worker|process|job|pod|container)\b"
+            # "causes worker OOM kills", "k8s killing executor pods with OOM error".
+            r"|\bcaus(?:es|ed|ing) (?:an? |the )?(?:worker |pod |container |process |executor )?"
+            r"OOM[- ]?kills?\b"
+            r"|\bkill(?:s|ed|ing) (?:\w{1,20} ){0,2}pods? with (?:an? )?OOM\b"
             r"|\b(?:crash[- ]?loop\w{0,3}|restart\w{0,3}|killed|dying|died|failing|failed)\b"
             r"[^\n]{0,30}?\b(?:due to|because of) (?:an? |the )?OOM[- ]?kill(?:ed|er|s)?\b",
             _I,
@@ -45,6 +49,20 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|if|whether|suspect|instead of|rather than|never|without)\b|\?",
             _I,
         ),
+    ),
+    # Memory seen full and the kill that followed, in one sentence: "the memory was
+    # completely (99%+) used during load so it was killed".
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RAM|memory)\b[^\n]{0,40}?\b(?:completely|fully|100 ?%|99 ?%\+?)[^\n]{0,40}?"
+            r"\b(?:so|and|then) (?:it|the process|the program|the job) (?:was|got|gets|is) "
+            r"killed\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps)\b", _I),
     ),
     # macOS's dialog when the machine's memory and swap are used up: "run out of application
     # memory" (it then pauses or ends applications, or logs the user out).

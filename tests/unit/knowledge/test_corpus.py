@@ -309,29 +309,21 @@ BLIND46_MISSES: dict[str, str] = {
     "yj-040": "tiny_request_broken_runtime: labelled not_oom, answered cannot_tell (low)",
 }
 # The forty-seventh part (yk-), host kills told in people's sentences in data pipelines,
-# measured before any rule was changed for it: 14 of 29 (48.3 %).
+# measured before any rule was changed for it: 14 of 29 (48.3 %). Eight misses are fixed; these
+# seven are left, none of them a confident answer.
 BLIND47_MISSES: dict[str, str] = {
-    "yk-001": "shell_killed_reporter_guess: labelled killed_unknown, answered not_oom (low)",
     "yk-003": "absurd_host_request: labelled not_oom, answered cannot_tell (low)",
-    "yk-004": "application_memory_cap: labelled not_oom, answered cannot_tell (low)",
-    "yk-005": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
-    "yk-006": "shell_killed_prose: labelled killed_unknown, answered not_oom (low)",
     "yk-008": "cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
-    "yk-011": "oom_kill_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yk-012": "oom_kill_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yk-014": "cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
     "yk-016": "cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
     "yk-019": "maintainer_confirms_ram: labelled host_oom_killed, answered not_oom (low)",
-    "yk-020": "observed_ram_full: labelled host_oom_killed, answered not_oom (low)",
     "yk-021": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
     "yk-022": "jupyter_kernel_died: labelled killed_unknown, answered not_oom (low)",
     "yk-028": "shm_full_cured_by_size: labelled shm_exhausted, answered not_oom (low)",
 }
 # The forty-eighth part (yl-), GPU memory in large-scale training frameworks, measured
-# before any rule was changed for it: 26 of 28 (92.9 %).
+# before any rule was changed for it: 26 of 28 (92.9 %). One miss is fixed; this one is left.
 BLIND48_MISSES: dict[str, str] = {
     "yl-010": "ray_task_error_oom: labelled cuda_oom, answered cannot_tell (low)",
-    "yl-027": "shm_too_small_prose: labelled shm_exhausted, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
