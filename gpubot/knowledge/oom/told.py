@@ -22,13 +22,30 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 _I = re.IGNORECASE
 
-TOLD_HOST_OOM: tuple[Family, ...] = (
-    # The OOM killer named as what ended it, in a sentence: "The kernel OOM-killed 11 worker
-    # processes", "was in a crash-loop due to OOMKilled". Not a guess or a question.
-    Family(
+
+def _told(
+    pattern: re.Pattern[str],
+    *,
+    near: re.Pattern[str] | None = None,
+    span: int = 0,
+    unless: re.Pattern[str] | None = None,
+) -> Family:
+    """A host kill told in a sentence (memory_kill_in_prose), at medium confidence."""
+    return Family(
         "memory_kill_in_prose",
         "host_oom_killed",
         "medium",
+        pattern,
+        near=near,
+        span=span,
+        unless=unless,
+    )
+
+
+TOLD_HOST_OOM: tuple[Family, ...] = (
+    # The OOM killer named as what ended it, in a sentence: "The kernel OOM-killed 11 worker
+    # processes", "was in a crash-loop due to OOMKilled". Not a guess or a question.
+    _told(
         _p(
             r"\b(?:kernel|kubelet|system|OS|it|was|were|got|been|being|gets?) OOM[- ]?killed\b"
             r"|\bgets? (?:the |my |our )?(?:workload|process|job|container|pod|worker)s? "
@@ -52,10 +69,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # Memory seen full and the kill that followed, in one sentence: "the memory was
     # completely (99%+) used during load so it was killed".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:RAM|memory)\b[^\n]{0,40}?\b(?:completely|fully|100 ?%|99 ?%\+?)[^\n]{0,40}?"
             r"\b(?:so|and|then) (?:it|the process|the program|the job) (?:was|got|gets|is) "
@@ -66,19 +80,13 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # macOS's dialog when the machine's memory and swap are used up: "run out of application
     # memory" (it then pauses or ends applications, or logs the user out).
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(r"\b(?:ran|runs?|running) out of application memory\b", _I),
         unless=_p(r"\b(?:if|when|whenever|maybe|might|may|could|perhaps)\b", _I),
     ),
     # Host memory running out and the OS killing the process for it, in one clause: "we run
     # out of system RAM and the OS kills the process to save itself". Not a condition.
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:ran|runs?|running) out of (?:system |host )?(?:RAM|memory)\b[^\n]{0,20}?"
             r"\band (?:then )?(?:the )?(?:OS|kernel|system) kill(?:s|ed)\b",
@@ -92,10 +100,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # A process that took all the RAM and was killed, in one sentence: "consuming all the
     # RAM on my machine (240GB) and then being killed by the kernel", "killed by the system
     # for using too much ram". Not the card's memory, not a condition or a guess.
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:consum\w{1,4}|eat\w{0,3}|us(?:ing|es|ed)|fill\w{0,3}|exhaust\w{0,4}|taking|took)"
             r" (?:up )?all (?:the |of the |my |of my )?(?:available )?(?:system )?(?:RAM|memory)\b"
@@ -114,20 +119,14 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # ... the reason on the line after the kill: "got killed by the os(tried on windows)"
     # then "for using too much RAM".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(r"^\W{0,4}for using too much (?:RAM|memory|system memory)\b", _I | re.MULTILINE),
         near=_p(r"\bkilled\b", _I),
         span=1,
     ),
     # Host memory named as what ran out, beside the kill it caused: "OOM of CPU memory" and
     # "it causes my program killed".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(r"\bOOM (?:of|on|in) (?:the )?(?:CPU|host|system) (?:memory|RAM)\b", _I),
         near=_p(r"\bkill(?:s|ed)?\b", _I),
         span=8,
@@ -135,10 +134,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # An operator's sentence that a pod or process ran out of memory and was killed: "the
     # exporter pod runs out of memory about every hour and is killed with code 137". Not when
     # the GPU is what ran out, and not a conditional ("if the pod runs out of memory ...").
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:pod|container|process|job|task|worker)s?\b[^\n]{0,60}?"
             r"\b(?:runs?|ran|running) out of memory\b[^\n]{0,120}?"
@@ -153,10 +149,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # An operator who brought the OOM about by setting a container's memory ("reducing the
     # memory to 500Mi ... can reproduce the OOM error"), beside the kill's exit code 137.
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:reduc|lower|decreas|limit|set)\w{0,4}\b[^\n]{0,30}?\bmemory\b[^\n]{0,20}?"
             r"\b(?:to|of|at) \d{1,6} ?(?:[KMG]i|[KMG]iB|[KMG]B)\b[^\n]{0,80}?\bOOM\b"
@@ -172,10 +165,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A kill that giving the container more memory cured: "I solved this 'killed' problem by
     # adding --memory=\"16g\" to the docker command".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:solved|fixed|resolved|cured)\b[^\n]{0,60}?\bkill(?:ed|s)?\b[^\n]{0,100}?"
             r"(?:--memory|--memory-limit|\bmem_limit)\s{0,2}[= :]\s{0,2}[\"']?\d{1,6}\s?[kKmMgG]",
@@ -184,10 +174,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # An out-of-memory and the SIGKILL it brought, in one sentence: "an 'OutOfMemory' issue,
     # resulting in the process being killed by SIGKILL (signal 9)".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:OutOfMemory|out[- ]of[- ]memory|OOM)\b[^\n]{0,80}?"
             r"\b(?:killed by (?:SIGKILL|signal 9)|SIGKILL(?:ed)?\b)",
@@ -199,10 +186,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # RAM watched climbing past its size beside the kill: "the training was interrupted when
     # the memory was over 100%" a few lines from "exit code 137".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:RAM|memory)\b[^\n]{0,30}?\b(?:over|above|reached|hit|at) 100 ?%"
             # ... or the memory left falling to nothing: "dropping to 0% available memory".
@@ -215,10 +199,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A cgroup limit crossed and the kill, told in one sentence: "total RSS crosses the cgroup
     # limit and the kernel SIGKILLs the pod with exit 137".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:RSS|memory|usage)\b[^\n]{0,40}?\b(?:crosses|crossed|exceeds|exceeded|hits|hit"
             r"|reaches|reached) (?:the |its )?(?:cgroup|container|pod)(?:'s)? (?:memory )?limit\b"
@@ -239,10 +220,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # The OOM killer's kills named as what happens: "getting oom kills even with 20GB RAM".
     # Not what a setting avoids, nor a question.
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:getting|get|gets|got|seeing|see|saw|hitting|hit|having|had) "
             r"(?:an? |the |more |frequent |repeated |constant )?(?:OOM|out[- ]of[- ]memory)[- ]?"
@@ -294,10 +272,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # What a host's log said of a SIGKILL, told beside it: "the pycharm tips are 'interrupted
     # by signal 9: sigkill'. I check my log in linux and it said cpu out of memory", "the
     # system logs indicate that the process is terminated due to insufficient memory".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:logs?|dmesg|journal(?:ctl)?|syslog|kern\.log)\b[^\n]{0,60}?"
             r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported|stating"
@@ -324,10 +299,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A kill by the orchestrator told with its cause in one sentence: "Container is killed by
     # Kubernetes when memory crosses the defined limit".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\bkilled by (?:Kubernetes|k8s|the kubelet|kubelet|Docker|the container runtime)\b"
             r"[^\n]{0,40}?\b(?:when|as|because|once)\b[^\n]{0,20}?\bmemory\b[^\n]{0,20}?"
@@ -339,10 +311,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A pod or worker killed because of an OOM, said in a sentence: "When a POD gets killed
     # by K8S because of OOM", "worker crashes due to out of memory (OOME)".
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
             r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
@@ -368,10 +337,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # The kernel's OOM reaper named as what stopped the work, or its lines seen in the syslog
     # ("jobs are stopped by `oom_reaper`", "lots of `oom_reaper` messages"): it frees the
     # memory of a process the OOM killer has just killed.
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:stopped|killed|terminated|reaped) by [`'\"]?oom_reaper\b"
             # ... or a count of what a limit OOM-killed: "640Mi OOM-killed 39 mounts".
@@ -383,10 +349,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # The host's memory named as the cause, in a sentence: "I can confirm that the error is
     # caused by CPU OOM", "Root cause: host cgroup OOM, not VRAM". The card's memory may be
     # named too (as what it was not); a hedge is not a cause.
-    Family(
-        "memory_kill_in_prose",
-        "host_oom_killed",
-        "medium",
+    _told(
         _p(
             r"\b(?:is|was|were) caused by (?:a |an |the )?(?:CPU|host|system|RAM|container|cgroup)"
             r"(?: memory| RAM| cgroup)? (?:OOM|out of memory)\b"
