@@ -60,6 +60,10 @@ class NodeCache:
         self._on_release = on_release
         self._lock = threading.Lock()
         self._nodes: dict[str, tuple[bool, bool]] = {}  # name → (has GPUs, unschedulable)
+        # The GPU nodes, and those of them unschedulable, kept with every event: a view
+        # copies them (in C) instead of walking every Node in Python.
+        self._gpu: set[str] = set()
+        self._out: set[str] = set()
         self._infos: dict[str, NodeInfo] = {}  # name → the Node as last seen, converted
         self._sets: tuple[frozenset[str], frozenset[str], dict[str, int]] | None = None
         self._released = 0
@@ -80,9 +84,7 @@ class NodeCache:
             if self._as_of is None:
                 return None
             if self._sets is None:
-                gpu = frozenset(n for n, (g, _) in self._nodes.items() if g)
-                cordoned = frozenset(n for n, (g, u) in self._nodes.items() if g and u)
-                self._sets = (gpu, cordoned, dict(self._became))
+                self._sets = (frozenset(self._gpu), frozenset(self._out), dict(self._became))
             gpu, cordoned, became = self._sets
             # While the watch is open the view is current as far as it can tell, as of now.
             as_of = self._now() if self._live else self._as_of
@@ -155,6 +157,8 @@ class NodeCache:
             before = self._nodes
             self._nodes = nodes
             self._infos = infos
+            self._gpu = {n for n, (g, _) in nodes.items() if g}
+            self._out = {n for n, (g, u) in nodes.items() if g and u}
             self._note_release(before, self._nodes)
             self._sets = None
             self._as_of = self._now()
@@ -189,6 +193,7 @@ class NodeCache:
                         self._infos.pop(name, None)
                 new = self._nodes.get(name)
                 if old != new:
+                    self._place(name, new)
                     self._note_release(
                         {name: old} if old else {}, {name: new} if new else {}, only=name
                     )
@@ -242,6 +247,13 @@ class NodeCache:
             self._released += 1
             if self._on_release is not None:
                 self._on_release()
+
+    def _place(self, name: str, fact: tuple[bool, bool] | None) -> None:
+        """Put `name` in (or take it out of) the GPU and unschedulable sets, as `fact` says
+        (None: the node is gone). Called with the lock held."""
+        gpu, out = fact if fact is not None else (False, False)
+        (self._gpu.add if gpu else self._gpu.discard)(name)
+        (self._out.add if gpu and out else self._out.discard)(name)
 
     def _set_live(self, live: bool) -> None:
         with self._lock:

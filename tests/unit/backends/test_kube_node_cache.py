@@ -8,6 +8,8 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubernetes.client.exceptions import ApiException
 
 from gpubot.backends.kube.node_cache import NodeCache
@@ -100,3 +102,43 @@ def test_the_cache_serves_each_node_while_live_and_none_once_the_watch_broke() -
     assert view.gpu_nodes == {"a", "b"}
     cache._set_live(False)
     assert cache.node("a") is None
+
+
+NAMES = ("a", "b", "c", "d")
+EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(("ADDED", "MODIFIED", "DELETED")),
+        st.sampled_from(NAMES),
+        st.booleans(),  # has GPUs
+        st.booleans(),  # unschedulable
+    ),
+    max_size=30,
+)
+
+
+@given(
+    first=st.lists(st.tuples(st.sampled_from(NAMES), st.booleans(), st.booleans())), events=EVENTS
+)
+@settings(max_examples=200, deadline=None)
+def test_the_view_after_any_events_is_what_the_nodes_say(
+    first: list[tuple[str, bool, bool]], events: list[tuple[str, str, bool, bool]]
+) -> None:
+    """The GPU and cordoned sets kept with each event equal the ones read off every Node
+    the cache holds, after a LIST and after each watch event (added, modified, deleted;
+    GPUs gained or lost; cordoned and uncordoned)."""
+    listed = {name: node(name, gpus=8 if g else 0, cordoned=u) for name, g, u in first}
+    cache = NodeCache(FakeCore([list(listed.values())], gone=0), now=lambda: T0)  # type: ignore[arg-type]
+    cache._list()
+    truth = {name: (g, u) for name, g, u in first}
+    for kind, name, g, u in events:
+        obj = node(name, gpus=8 if g else 0, cordoned=u)
+        cache._events = lambda _w, _v, _s, e=obj, k=kind: iter([{"type": k, "object": e}])  # type: ignore[method-assign]
+        cache._follow("1", seconds=1)
+        if kind == "DELETED":
+            truth.pop(name, None)
+        else:
+            truth[name] = (g, u)
+        view = cache.view()
+        assert view is not None
+        assert view.gpu_nodes == {n for n, (gpu, _) in truth.items() if gpu}
+        assert view.cordoned == {n for n, (gpu, out) in truth.items() if gpu and out}
