@@ -132,7 +132,8 @@ def test_the_view_after_any_events_is_what_the_nodes_say(
     truth = {name: (g, u) for name, g, u in first}
     for kind, name, g, u in events:
         obj = node(name, gpus=8 if g else 0, cordoned=u)
-        cache._events = lambda _w, _v, _s, e=obj, k=kind: iter([{"type": k, "object": e}])  # type: ignore[method-assign]
+        delivered = [{"type": kind, "object": obj}]
+        cache._events = lambda *_args, d=delivered: iter(d)  # type: ignore[method-assign]
         cache._follow("1", seconds=1)
         if kind == "DELETED":
             truth.pop(name, None)
