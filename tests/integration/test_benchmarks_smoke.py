@@ -24,6 +24,7 @@ RUNS = {
     "storm": ["--n", "20"],
     "footprint": ["--n", "50", "--runs", "1"],
     "module_hops": [],
+    "runs_kept": ["--small", "50", "--kept", "500", "--reads", "5"],
 }
 
 
@@ -103,6 +104,23 @@ def test_footprint_stores_every_incident_and_times_help(printed: Any) -> None:
     assert timed == {f"{c}_wall_s" for c in commands}
     assert all(record[name] > 0 for name in timed)
     assert set(record["targets"]) == {"rss_after_incidents_mb", *timed}
+
+
+def test_runs_kept_reads_at_both_sizes(printed: Any) -> None:
+    """The dedupe and leader reads timed over 500 kept runs and over the 50 of the baseline,
+    with their ratio."""
+    record = line(printed, "runs_kept")
+    assert (record["kept"]["runs"], record["baseline"]["runs"]) == (500, 50)
+    for read in ("dedupe_read_ms", "leader_read_ms"):
+        assert record["kept"][read] > 0
+        assert record["baseline"][read] > 0
+        assert record["kept_over_small"][read] == round(
+            record["kept"][read] / record["baseline"][read], 2
+        )
+    assert set(record["targets"]) == {
+        "dedupe_read_ms_kept_over_small",
+        "leader_read_ms_kept_over_small",
+    }
 
 
 def test_module_hops_reads_the_flow_here_and_at_the_baseline(printed: Any) -> None:

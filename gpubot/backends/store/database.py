@@ -281,6 +281,11 @@ class SqlDatabase:
             found = inspect(conn)
             fresh = not any(found.has_table(t.name) for t in (audit, audit_head, runs))
             metadata.create_all(conn)
+            # create_all adds tables, not the indexes a newer release declares on a table
+            # that is already there.
+            for table in metadata.sorted_tables:
+                for index in table.indexes:
+                    index.create(conn, checkfirst=True)
             prepare_audit_head(conn, fresh=fresh, key=self._audit_key)
 
         self._transact(create, write=True)

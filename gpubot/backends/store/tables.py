@@ -112,6 +112,11 @@ runs = Table(
     # NULLs are distinct, so this binds alert-triggered runs only: one per incident and runbook.
     UniqueConstraint("incident_id", "runbook", name="uq_runs_incident_runbook"),
     Index("ix_runs_created", "created_at"),
+    # An alert's dedupe reads (this runbook on this node: recent, or still active) read that
+    # node's runs only, and the leader's reads by status their rows only, however many runs
+    # the install keeps.
+    Index("ix_runs_target", "target", "runbook", "created_at"),
+    Index("ix_runs_status", "status"),
 )
 
 steps = Table(
