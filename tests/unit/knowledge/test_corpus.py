@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind48` entries they miss are listed in HOLDOUT_MISSES … BLIND48_MISSES
+`blind3` to `blind50` entries they miss are listed in HOLDOUT_MISSES … BLIND50_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -325,6 +325,40 @@ BLIND47_MISSES: dict[str, str] = {
 BLIND48_MISSES: dict[str, str] = {
     "yl-010": "ray_task_error_oom: labelled cuda_oom, answered cannot_tell (low)",
 }
+# The forty-ninth part (ym-), memory failures in 2025-2026 threads of inference and fine-tuning
+# tools and Kubernetes operators for ML, measured before any rule was changed for it: 32 of 44
+# (72.7 %).
+BLIND49_MISSES: dict[str, str] = {
+    "ym-004": "kill_cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
+    "ym-008": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+    "ym-011": "allocation_on_device: labelled cuda_oom, answered not_oom (low)",
+    "ym-017": "allocator_numbers: labelled cuda_oom_fragmentation, answered cuda_oom (high)",
+    "ym-020": "kill_told_in_prose: labelled killed_unknown, answered not_oom (low)",
+    "ym-021": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
+    "ym-023": "windows_paging_file: labelled host_oom_killed, answered not_oom (low)",
+    "ym-029": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (medium)",
+    "ym-033": "windows_paging_file: labelled host_oom_killed, answered not_oom (low)",
+    "ym-037": "macos_jetsam: labelled host_oom_killed, answered not_oom (low)",
+    "ym-040": "shm_in_prose: labelled shm_exhausted, answered not_oom (high)",
+    "ym-043": "liveness_probe_kill: labelled not_oom, answered cannot_tell (low)",
+}
+# The fiftieth part (yn-), data engineering, classic ML, batch pipelines and RL simulation,
+# measured before any rule was changed for it: 37 of 50 (74.0 %).
+BLIND50_MISSES: dict[str, str] = {
+    "yn-001": "gpu_allocator_message: labelled cuda_oom, answered cannot_tell (low)",
+    "yn-017": "kill_told_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yn-018": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yn-019": "kill_cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
+    "yn-021": "batch_scheduler_memory_limit: labelled host_oom_killed, answered not_oom (low)",
+    "yn-022": "batch_scheduler_memory_limit: labelled host_oom_killed, answered not_oom (low)",
+    "yn-023": "memory_kill_in_prose: labelled host_oom_killed, answered not_oom (low)",
+    "yn-025": "cured_by_more_memory: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yn-027": "cured_by_more_memory: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yn-037": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
+    "yn-038": "sigkill_with_guess: labelled killed_unknown, answered host_oom_killed (medium)",
+    "yn-041": "hard_negative: labelled not_oom, answered host_oom_killed (medium)",
+    "yn-046": "illegal_memory_access: labelled not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -372,6 +406,8 @@ KNOWN_MISSES = {
     **BLIND46_MISSES,
     **BLIND47_MISSES,
     **BLIND48_MISSES,
+    **BLIND49_MISSES,
+    **BLIND50_MISSES,
 }
 
 
@@ -402,6 +438,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind35", "blind36", "blind37", "blind38", "blind39", "blind40")
     splits = (*splits, "blind41", "blind42", "blind43", "blind44")
     splits = (*splits, "blind45", "blind46", "blind47", "blind48")
+    splits = (*splits, "blind49")
+    splits = (*splits, "blind50")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -451,6 +489,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind46" for key in BLIND46_MISSES)
     assert all(split[key] == "blind47" for key in BLIND47_MISSES)
     assert all(split[key] == "blind48" for key in BLIND48_MISSES)
+    assert all(split[key] == "blind49" for key in BLIND49_MISSES)
+    assert all(split[key] == "blind50" for key in BLIND50_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
