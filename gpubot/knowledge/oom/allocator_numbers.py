@@ -88,6 +88,7 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 _REQUESTED = (
     _p(r"Tried to allocate (?:more than )?" + _SIZE),  # PyTorch, every version
+    _p(r"\bRequested memory: (\d{1,20})\b"),  # XGBoost's caching allocator, in bytes
     _p(r"(?:trying to allocate|Out of memory allocating) (\d{1,20}) bytes"),  # XLA
     _p(r"Failed to allocate request for \S{1,40} \((\d{1,20})B\)"),  # XLA BFC
     _p(r"failed to allocate \S{1,20} \((\d{1,20}) bytes\)"),  # CUDA driver via TF/XLA
@@ -133,6 +134,10 @@ _CACHED_1X = _p(_SIZE + r" cached\)")
 # PyTorch 2.x says it outright.
 _ALLOCATED_2X = _p(_SIZE + r" is allocated by PyTorch", re.IGNORECASE)
 _UNALLOCATED_2X = _p(_SIZE + r" is reserved by PyTorch but unallocated", re.IGNORECASE)
+# ... as a summary prints them, one "name: size" per line: "PyTorch allocated: 18.40 GiB",
+# "Reserved but unallocated: 402.27 MiB".
+_ALLOCATED_KV = _p(r"\bPyTorch allocated: " + _SIZE, re.IGNORECASE)
+_UNALLOCATED_KV = _p(r"\bReserved but unallocated: " + _SIZE, re.IGNORECASE)
 _THIS_PROCESS = _p(r"this process has " + _SIZE + r" memory in use")
 _OTHER_PROCESS = _p(r"Process (\d{1,10}) has " + _SIZE + r" memory in use")
 _RSS = _p(r"anon-rss:([\d,]{1,20})kB")
@@ -218,6 +223,8 @@ def _idle_reserve(text: str) -> tuple[Size | None, Size | None, str]:
     """(allocated, idle reserve, wording) by the version of the message."""
     if (idle := _find(_UNALLOCATED_2X, text)) is not None:
         return _find(_ALLOCATED_2X, text), idle, "reserved by PyTorch but unallocated"
+    if (idle := _find(_UNALLOCATED_KV, text)) is not None:
+        return _find(_ALLOCATED_KV, text), idle, "reserved but unallocated"
     allocated = _find(_ALLOCATED_1X, text)
     if (cached := _find(_CACHED_1X, text)) is not None:
         return allocated, cached, "cached (already net of allocated)"

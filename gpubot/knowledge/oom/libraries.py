@@ -112,6 +112,22 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
             r"|Cannot allocate " + _SIZE + r" memory on (?:GPU|XPU|NPU|MLU) \d{1,3}"
         ),
     ),
+    # XGBoost's device caching allocator refusing a request: "Memory allocation error on
+    # worker 3: Caching allocator" with "- Free memory: N" and "- Requested memory: N" below.
+    Family(
+        "xgboost_caching_allocator",
+        "cuda_oom",
+        "high",
+        _p(r"Memory allocation error on worker \d{1,6}: Caching allocator\b"),
+    ),
+    # Ascend's runtime (CANN) failing a device allocation: "alloc device memory failed,
+    # runtime result = 207001" (ACL_ERROR_RT_MEMORY_ALLOCATION), the NPU's memory gone.
+    Family(
+        "ascend_device_alloc_failed",
+        "cuda_oom",
+        "high",
+        _p(r"\balloc device memory failed, runtime result = 207001\b"),
+    ),
     # PyTorch's cudaMallocAsync backend (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).
     Family(
         "cuda_malloc_async_limit",

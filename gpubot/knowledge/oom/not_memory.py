@@ -38,6 +38,8 @@ LIVENESS = Family(
     "high",
     _p(
         r"Liveness probe failed|failed liveness probe"
+        # A startup probe that fails its threshold has the kubelet kill the container too.
+        r"|Startup probe failed|failed startup probe"
         # ... told: "We have defined the liveness probe ... after performing a restart of the
         # container ... status code 137".
         r"|\bliveness[ _-]?probe\W{0,2}\b[^\n]{0,120}?\b(?:restart\w{0,3}|kill(?:s|ed))\b",
@@ -73,6 +75,9 @@ STOP_REQUESTED = Family(
         r"|\bphantom\)? process(?:es)? (?:killer|greater than|limit)",
         _I,
     ),
+    # Not a stop named as one suspect beside the OOM killer: "The two candidates are the OOM
+    # killer and a Docker stop".
+    unless=_p(r"\bcandidates?\b|\beither\b|\bOOM[- ]?killer\b", _I),
 )
 
 # An eviction for a resource other than memory: the kubelet's SIGKILL (exit code 137) has a
@@ -120,6 +125,9 @@ SIGKILL = Family(
         # MPICH's Hydra banner gives the signal's number, not 128 + 9.
         r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
         rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}[.!]{{0,3}}$"  # the shell's job report
+        # ... the last line of a log pasted in one inline code span, the sentence going on
+        # after it: "Killed`,so could anyone give some advice?".
+        rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
         rf"|\.{{3}}\s?{_KILLED}\s*$"  # glued to a progress line's dots: "Collecting...Killed"
@@ -145,7 +153,8 @@ SIGKILL = Family(
         r"|\b(?:the|a) [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
         r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
-        r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from) "
+        r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from"
+        r"|(?:messages?|output|lines?|logs?) after) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         # The shell's word in a Chinese sentence: "出现Killed", "被Killed掉", "退出" and
         # "(killed)" in full-width parentheses; not in a question of why ("为什么会被killed").
@@ -170,7 +179,8 @@ SIGKILL = Family(
         # A kill told in a sentence, by whom it came from if anyone: "keeps getting killed",
         # "get killed by the OS", "the OS kills the process", "it causes my program killed".
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
-        r"|\b(?:get|gets|got|getting|is|was|were|been) killed by (?:the )?"
+        r"|\b(?:get|gets|got|getting|is|was|were|been) (?:forcibly |forcefully )?"
+        r"(?:killed|terminated) by (?:the )?"
         r"(?:OS|SO|system|operating system|kernel|Linux)\b"
         r"|\bthe (?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that) (?:process|program|job)"
         r"|\bcaus(?:es|ed) (?:my |the |our )?(?:program|process|job|training) (?:to be |to get "
@@ -256,7 +266,10 @@ NEGATIVE: tuple[Family, ...] = (
         "high",
         _p(
             r"illegal (?:CUDA )?memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
-            r"|misaligned address|illegal instruction was encountered",
+            r"|misaligned address|illegal instruction was encountered"
+            # The driver's code for it after a CUDA call's name: "cuEventRecord failed with
+            # error 700" (PhysX), "cudaMemcpy returned error 700".
+            r"|\bcu[A-Z]\w{2,40} (?:failed with|returned) error 700\b",
             _I,
         ),
     ),

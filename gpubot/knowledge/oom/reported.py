@@ -256,7 +256,12 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "killed_by_oom_killer",
         "host_oom_killed",
         "high",
-        _p(r"\b(?:has been|was|were|got) killed by the (?:kernel(?:'s)? )?OOM[- ]killer\b", _I),
+        _p(
+            r"\b(?:has been|was|were|got|being|been|is|gets?) "
+            r"(?:then |eventually |finally |immediately |quickly )?(?:killed|terminated) by "
+            r"(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer\b",
+            _I,
+        ),
         # Not a guess, nor one item of a list of causes ("Some common causes include: (1) the
         # process was killed by the OOM killer ... (2) ray stop --force ...").
         unless=_p(
@@ -273,6 +278,10 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bExceeded (?:step|job) memory limit\b|\bexceeded a memory resource limit\b"
+            # HTCondor's and CMS's job wrappers: "Job killed by HTCondor due to excessive memory
+            # use (RSS=2250 MB)", WMAgent's watchdog "Job has exceeded maxPSS: 16000 MB".
+            r"|\bkilled by (?:HT)?Condor due to excessive memory\b"
+            r"|\bJob has exceeded max(?:PSS|RSS|VSize): \d{1,9} ?[MG]B\b"
             r"|\bexceeded (?:MEM|memory|vmem|pmem) usage hard limit\b",
             _I,
         ),
@@ -385,7 +394,13 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\bWinError 1455\b|\bThe paging file is too small\b|\berrno=1455\b"
             # ERROR_NOT_ENOUGH_MEMORY: "[WinError 8] Not enough memory resources are available".
             r"|\bWinError 8\]|\bNot enough memory resources are available to process this command"
-            r"|\u9875\u9762\u6587\u4ef6\u592a\u5c0f|Auslagerungsdatei ist zu klein",
+            r"|\u9875\u9762\u6587\u4ef6\u592a\u5c0f|Auslagerungsdatei ist zu klein"
+            # ... in Spanish, and as Rust's io::Error prints it ("(os error 1455)").
+            r"|El archivo de paginaci\u00f3n es demasiado peque\u00f1o|\(os error 1455\)"
+            # Windows' resource exhaustion detector and its popup: "Windows successfully
+            # diagnosed a low virtual memory condition", "Windows - Out of Virtual Memory".
+            r"|\bdiagnosed a low virtual memory condition\b|\bWindows - Out of Virtual Memory\b"
+            r"|\bYour system is low on virtual memory\b",
             _I,
         ),
     ),
@@ -397,6 +412,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bOS_REASON_JETSAM\b|\bjetsam(?:med)?\b[^\n]{0,40}?\bmemory pressure\b"
+            # ... its report of a mass kill when the compressor is full.
+            r"|\bjetsam\b[^\n]{0,40}?\bvm-compressor-space-shortage\b"
             # A userspace killer named in a sentence: "killed by `systemd-oomd`".
             r"|\bkilled by [`'\"]?(?:systemd-oomd|earlyoom|oomd|nohang)\b"
             # Cray's node health: "under_oom detected for 5 seconds ... re-enabling OOM killer".

@@ -271,16 +271,32 @@ def _context(lines: Sequence[str], hits: dict[int, None]) -> str:
 
 def _continued(lines: Sequence[str], i: int) -> range:
     """The lines after line `i` that continue its message: the next one, and more while a
-    parenthesis opened on them stays open or the line before was cut at a fixed width (a
-    terminal's or a pager's hard wrap: a long line ending mid-sentence)."""
+    parenthesis opened on them stays open, the line before was cut at a fixed width (a
+    terminal's or a pager's hard wrap: a long line ending mid-sentence), or the next line is
+    one of the figures an allocator prints under its message, one to a line."""
     depth = lines[i].count("(") - lines[i].count(")")
     end = i + 1
     while end < len(lines) and end <= i + WRAP_LINES and lines[end].strip():
         depth += lines[end].count("(") - lines[end].count(")")
         end += 1
-        if depth <= 0 and not _cut(lines[end - 1]):
+        if depth <= 0 and not _cut(lines[end - 1]) and not _summary_next(lines, end):
             break
     return range(i + 1, end)
+
+
+# An allocator's figures printed one to a line under its message: "PyTorch allocated: 18.40
+# GiB", "- Free memory: 224067584", "GPU has 19.53 GiB total".
+_SUMMARY = re.compile(
+    r"[-*\s]{0,4}(?:[A-Za-z][\w ()/-]{0,30}?)?\b(?:free|requested|allocated|unallocated|reserved"
+    r"|total|cached|in use|available|capacity|limit)(?: memory| bytes)?: [\d.,]{1,20} ?"
+    r"(?:[KMGT]i?B|bytes|B)?(?:\s|$)"
+    r"|GPU(?: \d{1,2})? has [\d.,]{1,20} ?[KMGT]i?B total\b",
+    re.ASCII | re.IGNORECASE,
+)
+
+
+def _summary_next(lines: Sequence[str], end: int) -> bool:
+    return end < len(lines) and _SUMMARY.match(lines[end]) is not None
 
 
 def _cut(line: str) -> bool:

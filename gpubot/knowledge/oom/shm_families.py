@@ -355,6 +355,26 @@ SHM: tuple[Family, ...] = (
         span=2,
         unless=_p(r"\b(?:if|in case|unless)\b[^\n]{0,30}?/dev/shm", _I),
     ),
+    # A container's shared memory told to be a few megabytes, beside what it broke or its
+    # cure: "the pod only allows 64MB of shared memory by default" with an NCCL error or
+    # "--shm-size"; in Chinese, "Pod默认只允许最多使用64MB共享内存".
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"\b(?:(?:only|just)(?: allows?| gets?| has| had| gives?)?(?: up to)?|limited to"
+            r"|capped at|at most|max(?:imum)?(?: of)?) \d{1,3} ?(?:MB|MiB|M) "
+            r"(?:of )?shared memory\b"
+            r"|\d{1,3} ?(?:MB|MiB|M)\s?(?:\u7684)?\u5171\u4eab\u5185\u5b58"
+            r"|\u5171\u4eab\u5185\u5b58(?:\u53ea\u6709|\u4ec5\u6709|\u9ed8\u8ba4(?:\u4e3a|\u662f)?)\s?"
+            r"\d{1,3} ?(?:MB|MiB|M)",
+            _I,
+        ),
+        near=_p(r"\bNCCL\b|--shm-size|\bshm[-_ ]size\b|/dev/shm|DataLoader|num_workers", _I),
+        span=8,
+        unless=_p(r"\b(?:if|in case|unless|when)\b[^\n]{0,30}?shared memory", _I),
+    ),
     # Chrome's renderer out of memory where /dev/shm is named beside it: Chrome maps its
     # shared memory there, and a container's 64 MB default is what runs out.
     Family(

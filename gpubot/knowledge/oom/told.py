@@ -57,13 +57,16 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|\bcaus(?:es|ed|ing) (?:an? |the )?(?:worker |pod |container |process |executor )?"
             r"OOM[- ]?kills?\b"
             r"|\bkill(?:s|ed|ing) (?:\w{1,20} ){0,2}pods? with (?:an? )?OOM\b"
+            # "running this code kills the container on OOM".
+            r"|\bkill(?:s|ed|ing) (?:the |my |our )?(?:container|process|kernel|worker|job|pod)s? "
+            r"(?:on|due to|because of) (?:an? )?OOM\b"
             r"|\b(?:crash[- ]?loop\w{0,3}|restart\w{0,3}|killed|dying|died|failing|failed)\b"
             r"[^\n]{0,30}?\b(?:due to|because of) (?:an? |the )?OOM[- ]?kill(?:ed|er|s)?\b",
             _I,
         ),
         unless=_p(
             r"\b(?:GPU|VRAM|CUDA|TPU|HBM)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could"
-            r"|if|whether|suspect|instead of|rather than|never|without)\b|\?",
+            r"|(?:un)?likely|if|whether|suspect|instead of|rather than|never|without)\b|\?",
             _I,
         ),
     ),
@@ -116,6 +119,18 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"[^\n]{0,40}?\b(?:consum|eat|us|fill|exhaust|tak|killed)",
             _I,
         ),
+    ),
+    # A process ended when it reached its memory limit, in one clause: "the running kernel is
+    # restarted when it reach the memory limitation". Not a condition, not the card's memory.
+    _told(
+        _p(
+            r"\b(?:restart\w{0,3}|kill(?:s|ed)|terminat\w{1,3}|dies|died|crash\w{0,3})\b"
+            r"[^\n]{0,20}?\bwhen (?:it|the (?:kernel|process|container|job|pod|notebook)) "
+            r"(?:reach(?:es|ed)?|hits?|exceed(?:s|ed)?) (?:the |its )?(?:memory|RAM) "
+            r"limit\w{0,6}\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|would)\b", _I),
     ),
     # ... the reason on the line after the kill: "got killed by the os(tried on windows)"
     # then "for using too much RAM".
@@ -417,6 +432,15 @@ MEMORY_CURE = Family(
         r"|did the (?:job|trick))\b"
         r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
         r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
+        # "I doubled the memory and the indexing proceeds nicely".
+        r"|\b(?:doubl|increas|rais|bump)ed the (?:memory|RAM)(?: limit)?\b[^\n]{0,30}?"
+        r"\b(?:proceeds|proceeded|runs fine|ran fine|runs through|ran through)\b"
+        # "I needed to increase the resources to 1GB" (said of a container that was killed).
+        r"|\b(?:needed|had) to (?:increase|raise|bump|double) (?:the |its |my )?"
+        r"(?:resources|memory|RAM|memory limit)\b[^\n]{0,20}?\bto \d{1,5} ?(?:[GM]i?B|gb|mb|[GM])\b"
+        # "increasing the swap space, solved my problem" (and its frequent misspelling).
+        r"|\b(?:increas|add|enlarg|expand)(?:ed|ing) (?:the )?swap(?: space| file| size)?\b"
+        r"[^\n]{0,20}?\b(?:solved|sloved|fixed|resolved) (?:my|the|this|it)\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
         r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
         # "I managed to get the job to succeed with 64G memory reservation".

@@ -327,37 +327,18 @@ BLIND48_MISSES: dict[str, str] = {
 }
 # The forty-ninth part (ym-), memory failures in 2025-2026 threads of inference and fine-tuning
 # tools and Kubernetes operators for ML, measured before any rule was changed for it: 32 of 44
-# (72.7 %).
+# (72.7 %). Ten misses are fixed; these two are left, neither a confident answer.
 BLIND49_MISSES: dict[str, str] = {
-    "ym-004": "kill_cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
     "ym-008": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
-    "ym-011": "allocation_on_device: labelled cuda_oom, answered not_oom (low)",
-    "ym-017": "allocator_numbers: labelled cuda_oom_fragmentation, answered cuda_oom (high)",
-    "ym-020": "kill_told_in_prose: labelled killed_unknown, answered not_oom (low)",
     "ym-021": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
-    "ym-023": "windows_paging_file: labelled host_oom_killed, answered not_oom (low)",
-    "ym-029": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (medium)",
-    "ym-033": "windows_paging_file: labelled host_oom_killed, answered not_oom (low)",
-    "ym-037": "macos_jetsam: labelled host_oom_killed, answered not_oom (low)",
-    "ym-040": "shm_in_prose: labelled shm_exhausted, answered not_oom (high)",
-    "ym-043": "liveness_probe_kill: labelled not_oom, answered cannot_tell (low)",
 }
 # The fiftieth part (yn-), data engineering, classic ML, batch pipelines and RL simulation,
-# measured before any rule was changed for it: 37 of 50 (74.0 %).
+# measured before any rule was changed for it: 37 of 50 (74.0 %). Ten misses are fixed; these
+# three are left.
 BLIND50_MISSES: dict[str, str] = {
-    "yn-001": "gpu_allocator_message: labelled cuda_oom, answered cannot_tell (low)",
-    "yn-017": "kill_told_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yn-018": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yn-019": "kill_cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
-    "yn-021": "batch_scheduler_memory_limit: labelled host_oom_killed, answered not_oom (low)",
-    "yn-022": "batch_scheduler_memory_limit: labelled host_oom_killed, answered not_oom (low)",
-    "yn-023": "memory_kill_in_prose: labelled host_oom_killed, answered not_oom (low)",
-    "yn-025": "cured_by_more_memory: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yn-027": "cured_by_more_memory: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yn-037": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
-    "yn-038": "sigkill_with_guess: labelled killed_unknown, answered host_oom_killed (medium)",
     "yn-041": "hard_negative: labelled not_oom, answered host_oom_killed (medium)",
-    "yn-046": "illegal_memory_access: labelled not_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
