@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind50` entries they miss are listed in HOLDOUT_MISSES … BLIND50_MISSES
+`blind3` to `blind51` entries they miss are listed in HOLDOUT_MISSES … BLIND51_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -340,6 +340,21 @@ BLIND50_MISSES: dict[str, str] = {
     "yn-019": "kill_cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
     "yn-041": "hard_negative: labelled not_oom, answered host_oom_killed (medium)",
 }
+# The fifty-first part (yo-), model serving and ML platforms on Kubernetes and in containers,
+# measured before any rule was changed for it: 34 of 45 (75.6 %).
+BLIND51_MISSES: dict[str, str] = {
+    "yo-004": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yo-009": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
+    "yo-022": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+    "yo-023": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yo-031": "host_memory_precheck: labelled host_oom_killed, answered not_oom (low)",
+    "yo-034": "platform_memory_limit: labelled host_oom_killed, answered not_oom (low)",
+    "yo-035": "inference_kv_cache: labelled cuda_oom, answered not_oom (low)",
+    "yo-037": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
+    "yo-038": "dev_shm_enospc: labelled shm_exhausted, answered not_oom (high)",
+    "yo-040": "gpu_allocator_warning: labelled not_oom, answered cuda_oom (medium)",
+    "yo-043": "sigkill_with_guess: labelled killed_unknown, answered not_oom (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -389,6 +404,7 @@ KNOWN_MISSES = {
     **BLIND48_MISSES,
     **BLIND49_MISSES,
     **BLIND50_MISSES,
+    **BLIND51_MISSES,
 }
 
 
@@ -421,6 +437,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind45", "blind46", "blind47", "blind48")
     splits = (*splits, "blind49")
     splits = (*splits, "blind50")
+    splits = (*splits, "blind51")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -472,6 +489,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind48" for key in BLIND48_MISSES)
     assert all(split[key] == "blind49" for key in BLIND49_MISSES)
     assert all(split[key] == "blind50" for key in BLIND50_MISSES)
+    assert all(split[key] == "blind51" for key in BLIND51_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
