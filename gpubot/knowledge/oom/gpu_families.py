@@ -186,8 +186,26 @@ GPU_OOM: tuple[Family, ...] = (
             # An engine's own check that the cache does not fit: "Not enough memory for KV
             # cache", "Not enough memory for 24 blocks of KV cache".
             r"|\bNot enough memory for (?:the )?(?:\d{1,9} blocks of )?KV[- ]cache\b"
+            # TensorRT-LLM: "maxTokensInPagedKvCache (29184) must be large enough to process
+            # at least 1 sequence to completion".
+            r"|\bmaxTokensInPagedKvCache \(\d{1,12}\) must be large enough to process at least"
         ),
         wraps=True,
+    ),
+    # An OOM beside the answer that the model needs more of the card than the card has:
+    # "requires at least 30GB GPU RAM to run ... a capacity of 24GB < 30GB".
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:requires|needs|require|need) at least \d{1,4} ?(?:GB|GiB|G) (?:of )?"
+            r"(?:GPU (?:RAM|memory)|VRAM|video memory)\b",
+            _I,
+        ),
+        near=_p(r"\bOOM\b|\bout of memory\b", _I),
+        span=4,
+        unless=_p(r"\b(?:if|when|whenever|recommend\w{0,3}|suggest\w{0,3})\b", _I),
     ),
     # A run said to OOM because PyTorch's caching allocator found no block: "OOMs at
     # iteration 3 ... the caching allocator can't find a contiguous block". Not advice.

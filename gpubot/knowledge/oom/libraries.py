@@ -155,7 +155,11 @@ LIBRARY_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\b(?:requires|needs|required|needed) more (?:system |host |CPU )?(?:memory|RAM)"
-            r"\b[^\n]{0,60}? than (?:is )?(?:available|free)\b",
+            r"\b[^\n]{0,60}? than (?:is )?(?:available|free|allowed)\b"
+            # vLLM's CPU backend: "Available memory on node 0 (149.11/692.65 GiB) on kv cache
+            # allocation is less than requested memory for kv (206.54/207.8 GiB)".
+            r"|\bAvailable memory on node \d{1,3} \([^)\n]{1,40}\) on kv cache allocation is "
+            r"less than requested memory\b",
             re.IGNORECASE,
         ),
         unless=_p(r"\b(?:GPU|VRAM|video memory|device memory|CUDA)\b", re.IGNORECASE),

@@ -148,6 +148,8 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         unless=_p(
             r"\binvalid argument\b|\billegal memory access\b|\bpinned\b|\bhost memory\b"
             r"|cudaHostAlloc"
+            # Triton's warning that its CUDA pool is short and it uses pinned memory instead.
+            r"|\bFailed to allocate CUDA memory with byte size\b"
             # A sized request in an allocator's own check is judged by its numbers elsewhere.
             r"|\bmemory:?\s{0,2}\d{1,20}\s{0,2}(?:bytes|[KMGT]i?B)\b|\bCheck failed\b",
             _I,

@@ -135,7 +135,10 @@ SHM: tuple[Family, ...] = (
             + _SHM_DIR
             + r"|"
             + _SHM_DIR
-            + r" (?:is|was) full",
+            + r" (?:is|was) full"
+            # pandarallel's check of its memory file system: "you don't have enough available
+            # space in `dev/shm`".
+            + r"|(?:n't|\bnot) have enough (?:available )?space in [`'\"]?/?dev/shm\b",
             _I,
         ),
         # A condition ("if /dev/shm is full the loader may hang") is not a report of one.
@@ -238,7 +241,12 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "medium",
         _p(_ENOSPC, _I),
-        near=_p(r"--ipc[= ]host|--shm[-_]size|\bshm[-_ ]size\b|\bshm_size\b", _I),
+        # ... or pandarallel's announcement that its workers' data goes through /dev/shm.
+        near=_p(
+            r"--ipc[= ]host|--shm[-_]size|\bshm[-_ ]size\b|\bshm_size\b"
+            r"|\bPandarallel will use Memory file system\b",
+            _I,
+        ),
         span=8,
         unless=_p(_ENOSPC_ON_A_DISK_PATH),
     ),

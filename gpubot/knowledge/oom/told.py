@@ -57,9 +57,6 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|\bcaus(?:es|ed|ing) (?:an? |the )?(?:worker |pod |container |process |executor )?"
             r"OOM[- ]?kills?\b"
             r"|\bkill(?:s|ed|ing) (?:\w{1,20} ){0,2}pods? with (?:an? )?OOM\b"
-            # "running this code kills the container on OOM".
-            r"|\bkill(?:s|ed|ing) (?:the |my |our )?(?:container|process|kernel|worker|job|pod)s? "
-            r"(?:on|due to|because of) (?:an? )?OOM\b"
             r"|\b(?:crash[- ]?loop\w{0,3}|restart\w{0,3}|killed|dying|died|failing|failed)\b"
             r"[^\n]{0,30}?\b(?:due to|because of) (?:an? |the )?OOM[- ]?kill(?:ed|er|s)?\b",
             _I,
@@ -67,6 +64,25 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         unless=_p(
             r"\b(?:GPU|VRAM|CUDA|TPU|HBM)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could"
             r"|(?:un)?likely|if|whether|suspect|instead of|rather than|never|without)\b|\?",
+            _I,
+        ),
+    ),
+    # A kill for OOM told in one sentence of a paragraph: "running this code kills the
+    # container on OOM", "reaches its memory limit and is eventually killed due to OOM". A
+    # paragraph pasted as one line asks its questions in other sentences, so only a hedge or
+    # the card's memory in the kill's own sentence counts against it.
+    _told(
+        _p(
+            r"\bkill(?:s|ed|ing) (?:the |my |our )?(?:container|process|kernel|worker|job|pod)s? "
+            r"(?:on|due to|because of) (?:an? )?OOM\b"
+            r"|\b(?:is|was|gets?|got|being|been) (?:eventually |then |finally |repeatedly )?"
+            r"killed (?:due to|because of|for) (?:an? |the )?OOM\b",
+            _I,
+        ),
+        unless=_p(
+            r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|whenever|maybe|might|may|could|perhaps"
+            r"|probably|possibly|likely|whether|suspect)\b)[^.?!\n]{0,80}?\bkill"
+            r"|\bkill[^.?!\n]{0,60}?(?:\b(?:GPU|VRAM|CUDA)\b|\?)",
             _I,
         ),
     ),

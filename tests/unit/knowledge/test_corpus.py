@@ -333,25 +333,18 @@ BLIND49_MISSES: dict[str, str] = {
     "ym-021": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
 }
 # The fiftieth part (yn-), data engineering, classic ML, batch pipelines and RL simulation,
-# measured before any rule was changed for it: 37 of 50 (74.0 %). Ten misses are fixed; these
-# three are left.
+# measured before any rule was changed for it: 37 of 50 (74.0 %). Eleven misses are fixed;
+# these two are left.
 BLIND50_MISSES: dict[str, str] = {
-    "yn-018": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yn-019": "kill_cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
     "yn-041": "hard_negative: labelled not_oom, answered host_oom_killed (medium)",
 }
 # The fifty-first part (yo-), model serving and ML platforms on Kubernetes and in containers,
-# measured before any rule was changed for it: 34 of 45 (75.6 %).
+# measured before any rule was changed for it: 34 of 45 (75.6 %). Seven misses are fixed; these
+# four are left.
 BLIND51_MISSES: dict[str, str] = {
-    "yo-004": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yo-009": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
-    "yo-022": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
     "yo-023": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yo-031": "host_memory_precheck: labelled host_oom_killed, answered not_oom (low)",
-    "yo-034": "platform_memory_limit: labelled host_oom_killed, answered not_oom (low)",
-    "yo-035": "inference_kv_cache: labelled cuda_oom, answered not_oom (low)",
-    "yo-037": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
-    "yo-038": "dev_shm_enospc: labelled shm_exhausted, answered not_oom (high)",
     "yo-040": "gpu_allocator_warning: labelled not_oom, answered cuda_oom (medium)",
     "yo-043": "sigkill_with_guess: labelled killed_unknown, answered not_oom (medium)",
 }
