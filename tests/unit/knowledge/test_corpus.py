@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind51` entries they miss are listed in HOLDOUT_MISSES … BLIND51_MISSES
+`blind3` to `blind52` entries they miss are listed in HOLDOUT_MISSES … BLIND52_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -348,6 +348,22 @@ BLIND51_MISSES: dict[str, str] = {
     "yo-040": "gpu_allocator_warning: labelled not_oom, answered cuda_oom (medium)",
     "yo-043": "sigkill_with_guess: labelled killed_unknown, answered not_oom (medium)",
 }
+# The fifty-second part (yp-), threads written in Chinese, Korean and other languages about ML and
+# HPC tools, measured before any rule was changed for it: 37 of 49 (75.5 %).
+BLIND52_MISSES: dict[str, str] = {
+    "yp-005": "kill_cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
+    "yp-009": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "yp-010": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "yp-017": "shell_killed: labelled killed_unknown, answered host_oom_killed (medium)",
+    "yp-022": "pinned_host_memory: labelled not_oom, answered cuda_oom (medium)",
+    "yp-023": "npu_device_memory: labelled cuda_oom, answered not_oom (high)",
+    "yp-030": "kill_told_in_prose: labelled host_oom_killed, answered not_oom (low)",
+    "yp-037": "kill_told_in_prose: labelled host_oom_killed, answered not_oom (low)",
+    "yp-040": "sigkill_with_guess: labelled killed_unknown, answered not_oom (low)",
+    "yp-046": "broken_accounting: labelled not_oom, answered cuda_oom (high)",
+    "yp-048": "host_allocation_refused: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yp-049": "dev_shm_full: labelled shm_exhausted, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -398,6 +414,7 @@ KNOWN_MISSES = {
     **BLIND49_MISSES,
     **BLIND50_MISSES,
     **BLIND51_MISSES,
+    **BLIND52_MISSES,
 }
 
 
@@ -431,6 +448,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind49")
     splits = (*splits, "blind50")
     splits = (*splits, "blind51")
+    splits = (*splits, "blind52")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -483,6 +501,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind49" for key in BLIND49_MISSES)
     assert all(split[key] == "blind50" for key in BLIND50_MISSES)
     assert all(split[key] == "blind51" for key in BLIND51_MISSES)
+    assert all(split[key] == "blind52" for key in BLIND52_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
