@@ -420,6 +420,12 @@ OTHER: dict[str, tuple[str, ...]] = {
         "container may not use. Disable them in the program (PostgreSQL: huge_pages = off) or "
         "give the pod a hugepages-2Mi/1Gi request and limit. Not /dev/shm.",
     ),
+    "broken_memory_accounting": (
+        "The message says this process holds more memory than any GPU has, so its figures "
+        "come from a broken count, not from a full card: compare nvidia-smi inside and "
+        "outside the container, check that the driver and the CUDA runtime match, and look "
+        "for an earlier CUDA error in the log.",
+    ),
     "cuda_launch_failure": (
         "A CUDA library or kernel failed for a reason other than memory: rerun with "
         "CUDA_LAUNCH_BLOCKING=1 to find the op; check the node's kernel log for XIDs.",

@@ -181,6 +181,20 @@ class AllocatorNumbers:
             return self.requested.value > ABSURD_TIMES_CAPACITY * self.total.value
         return False
 
+    def broken_accounting(self) -> bool:
+        """The message says the failing process holds more than any GPU has (17179869184.00
+        GiB, 2^64 bytes read as GiB) and that the card had the request free: the figures come
+        from a broken count (a container's view of the device, a driver at odds with the
+        runtime), not from memory that ran out. With nothing free, the card is full all the
+        same and only the one figure is wrong."""
+        return (
+            self.this_process is not None
+            and self.this_process.value > ABSURD_WITHOUT_CAPACITY
+            and self.free is not None
+            and self.requested is not None
+            and self.free.low > self.requested.value + self.requested.slack
+        )
+
     def own_reserve(self) -> int | None:
         """How much the failing process itself holds, as best the message tells."""
         if self.this_process is not None:

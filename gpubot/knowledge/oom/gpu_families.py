@@ -294,6 +294,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"Java heap|OutOfMemoryError: (?:Java|GC|Metaspace)|Kill(?:ed)? process"
             r"|Memory cgroup out of memory|\boom[-_]kill|invoked oom-killer"
             r"|bytes on host: CUDA_ERROR_"  # XLA's pinned host memory
+            # ... page-locked host memory refused on the line itself ("cudaHostAlloc failed,
+            # ret[2], out of memory": MindSpore's data pipeline arena).
+            r"|\b(?:cudaMallocHost|cudaHostAlloc|cuMemHostAlloc|cuMemAllocHost) failed\b"
             r"|pinned memory \(\d{1,20} bytes\) could not be allocated|"  # CuPy's staging
             + _ADVICE
             + f"|{_GUESS}"

@@ -205,6 +205,10 @@ HOST: tuple[Family, ...] = (
             r"|\bDynamicHeapAllocator out of memory\b"
             r"|\bMemory allocation error 12: \d{1,20} bytes\b"
             r"|^ERROR: OutOfMemoryError\(\)"  # Julia's host allocator
+            # PaddlePaddle's host allocator (system_allocator.cc): "ResourceExhaustedError:
+            # Fail to alloc memory of 564023296 size, error code is 12." Its GPU allocator says
+            # "Out of memory error on GPU N" instead.
+            r"|\bFail to alloc memory of \d{1,20} size\b"
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"

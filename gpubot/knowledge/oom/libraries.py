@@ -120,6 +120,18 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         "high",
         _p(r"Memory allocation error on worker \d{1,6}: Caching allocator\b"),
     ),
+    # MindSpore's device memory pool asked for more than the device holds: "TotalUsedMemStatistics
+    # : N plus TotalUsedByEventMemStatistics : 0 and plus alloc size : M is more than total
+    # mem size : T" (mem_dynamic_allocator.cc, on GPUs and Ascend NPUs alike).
+    Family(
+        "mindspore_device_pool",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\bTotalUsedMemStatistics : \d{1,20} plus [^\n]{0,80}?alloc size : \d{1,20} is more "
+            r"than total mem size : \d{1,20}"
+        ),
+    ),
     # Ascend's runtime (CANN) failing a device allocation: "alloc device memory failed,
     # runtime result = 207001" (ACL_ERROR_RT_MEMORY_ALLOCATION), the NPU's memory gone.
     Family(

@@ -106,11 +106,34 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"(?:内存|內存|\bmem\b|\bRAM\b)(?:会|會|就)?(?:占用|使用)?"
-            r"(?:用完|占满|佔滿|耗尽|爆了|爆掉|越来越多|越來越多)"
+            r"(?:用完|占满|佔滿|耗尽|爆了|爆掉|越来越多|越來越多|满了|滿了|已满|已滿|用满|用滿)"
             r"[^\n]{0,30}?(?:[Kk]ill|被杀|杀死|被殺)",
             re.IGNORECASE,
         ),
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|可能|也许|好像|似乎", re.IGNORECASE),
+    ),
+    # The kill told with OOM as its cause: Korean "oom으로 죽게됩니다" (dies of OOM), Chinese
+    # "因为OOM被杀" (killed because of OOM).
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?i:oom)\s?(?:으로|때문에)\s?(?:죽|종료|강제\s?종료)"
+            r"|(?:因为|由于|因為|由於)\s?(?i:oom)\s?(?:被杀|被殺|被(?i:kill)|挂了|掛了)"
+        ),
+        unless=_p(r"显存|顯存|VRAM|GPU|CUDA|可能|也许|或许|아마|\uff1f|\?", re.IGNORECASE),
+    ),
+    # A kill, and the memory leak behind it named within a few lines: "训练过程中程序突然被杀死"
+    # (the training was suddenly killed) answered "内存泄漏问题" (the memory leak problem).
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(r"(?:内存|內存)(?:泄漏|泄露|洩漏|洩露)"),
+        near=_p(r"被杀死|被殺死|被杀|被殺|被(?i:kill)"),
+        span=3,
+        unless=_p(r"显存|顯存|VRAM|GPU|CUDA|可能|也许|或许|好像|似乎|\uff1f|\?", re.IGNORECASE),
     ),
     # The same said beside the kill it explains: "就是内存太小了" a few lines after torchrun's
     # "exitcode: -9".

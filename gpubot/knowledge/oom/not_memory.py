@@ -159,7 +159,8 @@ SIGKILL = Family(
         # The shell's word in a Chinese sentence: "出现Killed", "被Killed掉", "退出" and
         # "(killed)" in full-width parentheses; not in a question of why ("为什么会被killed").
         r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?"
-        r"(?:出现|出現|被|报|報|提示|显示|顯示|退出|直接)\s?[\uff08(\u201c\"\u300c]?\s?(?i:killed)\b"
+        r"(?:出现|出現|被|报|報|提示|显示|顯示|退出|直接|都会|都會)\s?[\uff08(\u201c\"\u300c]?\s?"
+        r"(?i:killed)\b"
         # ... and "被kill" ("was killed"): "进程总是被kill".
         r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?被\s?(?i:kill)(?!\w)"
         # ... and an exit status: "返回错误码-9", "退出码 137".

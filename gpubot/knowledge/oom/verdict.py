@@ -205,6 +205,12 @@ def _absurd(f: Facts) -> Verdict | None:
     return Verdict("not_oom", "absurd_request", "high", f.gpu_oom[0].lines)
 
 
+def _broken_accounting(f: Facts) -> Verdict | None:
+    if not f.gpu_oom or not f.numbers.broken_accounting():
+        return None
+    return Verdict("not_oom", "broken_memory_accounting", "medium", f.gpu_oom[0].lines)
+
+
 # Intel's GPUs refuse one allocation of 4 GiB or more by default (Level Zero's
 # maxMemAllocSize is just under 4 GiB) and PyTorch says "XPU out of memory" for it.
 XPU_MAX_ALLOCATION = 4 * GiB
@@ -352,6 +358,8 @@ def _nothing(f: Facts) -> Verdict:
 RULES: tuple[Rule, ...] = (
     # A request many times the device is another bug's symptom, whatever the wording.
     Rule("absurd_request", _absurd),
+    # ... and a process said to hold more than any GPU has: the count is broken, not full.
+    Rule("broken_memory_accounting", _broken_accounting),
     # One allocation over an Intel GPU's per-allocation cap, with room on the card.
     Rule("xpu_allocation_size_cap", _xpu_size_cap),
     # The process itself said the GPU ran out: the most specific evidence a log carries, so

@@ -349,20 +349,11 @@ BLIND51_MISSES: dict[str, str] = {
     "yo-043": "sigkill_with_guess: labelled killed_unknown, answered not_oom (medium)",
 }
 # The fifty-second part (yp-), threads written in Chinese, Korean and other languages about ML and
-# HPC tools, measured before any rule was changed for it: 37 of 49 (75.5 %).
+# HPC tools, measured before any rule was changed for it: 37 of 49 (75.5 %). Ten misses are
+# fixed; these two are left.
 BLIND52_MISSES: dict[str, str] = {
-    "yp-005": "kill_cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
-    "yp-009": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
-    "yp-010": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
     "yp-017": "shell_killed: labelled killed_unknown, answered host_oom_killed (medium)",
-    "yp-022": "pinned_host_memory: labelled not_oom, answered cuda_oom (medium)",
-    "yp-023": "npu_device_memory: labelled cuda_oom, answered not_oom (high)",
-    "yp-030": "kill_told_in_prose: labelled host_oom_killed, answered not_oom (low)",
-    "yp-037": "kill_told_in_prose: labelled host_oom_killed, answered not_oom (low)",
-    "yp-040": "sigkill_with_guess: labelled killed_unknown, answered not_oom (low)",
-    "yp-046": "broken_accounting: labelled not_oom, answered cuda_oom (high)",
-    "yp-048": "host_allocation_refused: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yp-049": "dev_shm_full: labelled shm_exhausted, answered cannot_tell (low)",
+    "yp-022": "pinned_host_memory: labelled not_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
