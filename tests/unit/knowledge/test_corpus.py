@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind52` entries they miss are listed in HOLDOUT_MISSES … BLIND52_MISSES
+`blind3` to `blind53` entries they miss are listed in HOLDOUT_MISSES … BLIND53_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -355,6 +355,26 @@ BLIND52_MISSES: dict[str, str] = {
     "yp-017": "shell_killed: labelled killed_unknown, answered host_oom_killed (medium)",
     "yp-022": "pinned_host_memory: labelled not_oom, answered cannot_tell (low)",
 }
+# The fifty-third part (yq-), memory failures as operators see them in system logs, container
+# runtimes, Kubernetes events and monitoring, measured before any rule was changed for it: 29 of
+# 44 (65.9 %).
+BLIND53_MISSES: dict[str, str] = {
+    "yq-001": "userspace_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
+    "yq-002": "oomkilled_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yq-009": "sigkill_with_guess: labelled killed_unknown, answered host_oom_killed (medium)",
+    "yq-010": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yq-011": "kernel_oom_report: labelled host_oom_killed, answered not_oom (low)",
+    "yq-014": "gpu_allocation_failed: labelled cuda_oom, answered cannot_tell (low)",
+    "yq-015": "kernel_oom_killer: labelled host_oom_killed, answered not_oom (low)",
+    "yq-020": "memory_overuse_no_kill: labelled not_oom, answered cannot_tell (low)",
+    "yq-021": "hard_negative: labelled not_oom, answered host_oom_killed (high)",
+    "yq-025": "sigkill_no_cause: labelled killed_unknown, answered not_oom (low)",
+    "yq-026": "gpu_oom_in_prose: labelled cuda_oom, answered not_oom (low)",
+    "yq-027": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+    "yq-036": "oom_killer_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yq-041": "shm_in_prose: labelled shm_exhausted, answered cannot_tell (low)",
+    "yq-042": "shm_in_prose: labelled shm_exhausted, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -406,6 +426,7 @@ KNOWN_MISSES = {
     **BLIND50_MISSES,
     **BLIND51_MISSES,
     **BLIND52_MISSES,
+    **BLIND53_MISSES,
 }
 
 
@@ -440,6 +461,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind50")
     splits = (*splits, "blind51")
     splits = (*splits, "blind52")
+    splits = (*splits, "blind53")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -493,6 +515,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind50" for key in BLIND50_MISSES)
     assert all(split[key] == "blind51" for key in BLIND51_MISSES)
     assert all(split[key] == "blind52" for key in BLIND52_MISSES)
+    assert all(split[key] == "blind53" for key in BLIND53_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
