@@ -250,6 +250,8 @@ GPU_OOM: tuple[Family, ...] = (
             # GPU as a word, not inside a host's name ("gke-pool-gpu-n1-7lpz ran out of memory").
             r"(?:(?<![\w-])GPU\b(?!-\w)|\bCUDA\b|\bcuda\b|\bCUDA_ERROR_|device memory)"
             r"[^\n]{0,80}?out of memory"
+            # ... hyphenated as an adjective, in prose: "a CUDA out-of-memory error".
+            r"|\b(?:CUDA|GPU) out-of-memory (?:error|exception)s?\b"
             r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
             # ... or its source file and line: "CUDA error: .../device_helpers.cuh(386): out of
             # memory" (XGBoost's GPU updater).

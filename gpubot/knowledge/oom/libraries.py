@@ -132,6 +132,17 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
             r"than total mem size : \d{1,20}"
         ),
     ),
+    # ggml (llama.cpp, Ollama) failing to allocate a model's buffer on a device: "unable to
+    # allocate CUDA2 buffer" (its CPU buffer is the host's, in host_families).
+    Family(
+        "ggml_device_buffer",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\b(?:unable|failed) to allocate (?:a )?(?:CUDA|ROCm|HIP|Metal|Vulkan|SYCL)\d{0,2} "
+            r"buffer\b"
+        ),
+    ),
     # Ascend's runtime (CANN) failing a device allocation: "alloc device memory failed,
     # runtime result = 207001" (ACL_ERROR_RT_MEMORY_ALLOCATION), the NPU's memory gone.
     Family(

@@ -133,6 +133,7 @@ SIGKILL = Family(
         rf"|\.{{3}}\s?{_KILLED}\s*$"  # glued to a progress line's dots: "Collecting...Killed"
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         r"|\bReceived \"killed\" signal\b"  # CircleCI
+        r"|\"status\":\s?\"killed\",\s?\"errorCode\":\s?9\b"  # Chrome's Target.targetCrashed
         r"|\b(?:Proc|Process|Task|Job):\s{0,3}Killed\b"  # a batch step's status line
         # ... or named as the error a run ends with: "it ends with Killed error again".
         r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"

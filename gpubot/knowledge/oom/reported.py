@@ -418,17 +418,34 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\bjetsam\b[^\n]{0,40}?\bvm-compressor-space-shortage\b"
             # A userspace killer named in a sentence: "killed by `systemd-oomd`".
             r"|\bkilled by [`'\"]?(?:systemd-oomd|earlyoom|oomd|nohang)\b"
+            # earlyoom's own line when it acts: "Out of memory! avail: 0 MiB < min: 587 MiB".
+            r"|\bOut of memory! avail: \d{1,9} MiB < min: \d{1,9} MiB\b"
             # Cray's node health: "under_oom detected for 5 seconds ... re-enabling OOM killer".
             r"|\bunder_oom detected\b",
             _I,
         ),
+    ),
+    # The kernel's memory report that the OOM killer prints before it picks a victim, read
+    # from the node's log: "kernel: Free swap  = 0kB".
+    Family(
+        "kernel_oom_report",
+        "host_oom_killed",
+        "medium",
+        _p(r"\bkernel: Free swap\s{1,4}= 0kB\b"),
     ),
     # The 2.6.x kernel's victim line: "Killed process 11726, UID 498, (mysqld) total-vm:".
     Family(
         "kernel_oom_killer",
         "host_oom_killed",
         "high",
-        _p(r"\bKilled process \d{1,10}, UID \d{1,10}, \([^)\n]{1,64}\) total-vm:"),
+        _p(
+            r"\bKilled process \d{1,10}, UID \d{1,10}, \([^)\n]{1,64}\) total-vm:"
+            # FreeBSD's: "pid 41663 (sliod), uid 0, was killed: out of swap space" (and its
+            # newer reasons, "failed to reclaim memory", "a thread waited too long ...").
+            r"|\bpid \d{1,10} \([^)\n]{1,64}\), (?:jid \d{1,10}, )?uid \d{1,10}, was killed: "
+            r"(?:out of swap space|failed to reclaim memory|a thread waited too long to "
+            r"allocate a page)"
+        ),
     ),
 )
 

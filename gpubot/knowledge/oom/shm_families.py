@@ -386,6 +386,23 @@ SHM: tuple[Family, ...] = (
         span=8,
         unless=_p(r"\b(?:if|in case|unless|when)\b[^\n]{0,30}?shared memory", _I),
     ),
+    # Shared memory told to be too small for the data loader's workers: "this error is known
+    # to occur when the shared memory in the Docker container is insufficient", "default
+    # shared memory too low" with fewer workers as the workaround.
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"\bshared memory\b[^\n]{0,40}?\b(?:is|was|are) (?:insufficient|too (?:small|low)"
+            r"|not (?:big |large )?enough)\b|\bshared memory (?:too (?:small|low)|insufficient)\b",
+            _I,
+        ),
+        near=_p(r"\bDataLoader\b|\bnum_workers\b|--shm-size|--ipc[= ]host|\bshm[-_ ]size\b", _I),
+        span=6,
+        # Not advice for when it might be ("... if the default is not large enough").
+        unless=_p(r"\b(?:if|unless|in case|whether)\b", _I),
+    ),
     # Chrome's renderer out of memory where /dev/shm is named beside it: Chrome maps its
     # shared memory there, and a container's 64 MB default is what runs out.
     Family(

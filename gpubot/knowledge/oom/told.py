@@ -67,6 +67,22 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A restart or kill and its reason given as OOM: "the pod also restarted quite often and
+    # the reason is OOM"; the OOM killer said to have been set off: "OOM killer was
+    # triggered". Not the card's memory, not a guess.
+    _told(
+        _p(
+            r"\b(?:restart\w{0,3}|kill(?:ed|s)|crash\w{0,4}|terminat\w{1,4}|died|dies)\b[^\n]{0,60}?"
+            r"\b(?:the )?(?:reason|cause) (?:is|was|being) (?:an? )?OOM(?:[- ]?killed)?\b"
+            r"|\bOOM[- ]killer (?:was|got|is|gets|has been) (?:triggered|invoked|activated)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|likely"
+            r"|whether|suspect)\b|\?",
+            _I,
+        ),
+    ),
     # A kill for OOM told in one sentence of a paragraph: "running this code kills the
     # container on OOM", "reaches its memory limit and is eventually killed due to OOM". A
     # paragraph pasted as one line asks its questions in other sentences, so only a hedge or

@@ -357,23 +357,13 @@ BLIND52_MISSES: dict[str, str] = {
 }
 # The fifty-third part (yq-), memory failures as operators see them in system logs, container
 # runtimes, Kubernetes events and monitoring, measured before any rule was changed for it: 29 of
-# 44 (65.9 %).
+# 44 (65.9 %). Ten misses are fixed; these five are left.
 BLIND53_MISSES: dict[str, str] = {
-    "yq-001": "userspace_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
-    "yq-002": "oomkilled_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yq-009": "sigkill_with_guess: labelled killed_unknown, answered host_oom_killed (medium)",
     "yq-010": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yq-011": "kernel_oom_report: labelled host_oom_killed, answered not_oom (low)",
-    "yq-014": "gpu_allocation_failed: labelled cuda_oom, answered cannot_tell (low)",
-    "yq-015": "kernel_oom_killer: labelled host_oom_killed, answered not_oom (low)",
     "yq-020": "memory_overuse_no_kill: labelled not_oom, answered cannot_tell (low)",
     "yq-021": "hard_negative: labelled not_oom, answered host_oom_killed (high)",
-    "yq-025": "sigkill_no_cause: labelled killed_unknown, answered not_oom (low)",
-    "yq-026": "gpu_oom_in_prose: labelled cuda_oom, answered not_oom (low)",
     "yq-027": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
-    "yq-036": "oom_killer_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yq-041": "shm_in_prose: labelled shm_exhausted, answered cannot_tell (low)",
-    "yq-042": "shm_in_prose: labelled shm_exhausted, answered not_oom (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
