@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind53` entries they miss are listed in HOLDOUT_MISSES … BLIND53_MISSES
+`blind3` to `blind54` entries they miss are listed in HOLDOUT_MISSES … BLIND54_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -365,6 +365,18 @@ BLIND53_MISSES: dict[str, str] = {
     "yq-021": "hard_negative: labelled not_oom, answered host_oom_killed (high)",
     "yq-027": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
+# The fifty-fourth part (yr-), 2023-2026 threads of mainstream training libraries, measured
+# before any rule was changed for it: 40 of 48 (83.3 %).
+BLIND54_MISSES: dict[str, str] = {
+    "yr-002": "allocator_numbers: labelled cuda_oom_fragmentation, answered cuda_oom (high)",
+    "yr-009": "torch_shm_file: labelled shm_exhausted, answered not_oom (low)",
+    "yr-022": "xla_tpu_hbm: labelled cuda_oom, answered cannot_tell (low)",
+    "yr-033": "kill_told_in_prose: labelled killed_unknown, answered not_oom (low)",
+    "yr-034": "host_memory_measured: labelled host_oom_killed, answered not_oom (low)",
+    "yr-046": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+    "yr-047": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yr-048": "kernel_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -417,6 +429,7 @@ KNOWN_MISSES = {
     **BLIND51_MISSES,
     **BLIND52_MISSES,
     **BLIND53_MISSES,
+    **BLIND54_MISSES,
 }
 
 
@@ -452,6 +465,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind51")
     splits = (*splits, "blind52")
     splits = (*splits, "blind53")
+    splits = (*splits, "blind54")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -506,6 +520,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind51" for key in BLIND51_MISSES)
     assert all(split[key] == "blind52" for key in BLIND52_MISSES)
     assert all(split[key] == "blind53" for key in BLIND53_MISSES)
+    assert all(split[key] == "blind54" for key in BLIND54_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
