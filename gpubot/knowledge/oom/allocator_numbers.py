@@ -127,7 +127,8 @@ _FREE = (_p(_SIZE + r" free[;)]"), _p(r"of which " + _SIZE + r" is free"))
 # PyTorch >= 1.4: "A already allocated; F free; R reserved in total by PyTorch" (the t in
 # PyTorch is lower-case in some builds). Reserved is the allocator's whole holding.
 _ALLOCATED_1X = _p(_SIZE + r" already allocated")
-_RESERVED_1X = _p(_SIZE + r" reserved in total by PyTorch", re.IGNORECASE)
+# A stored copy may cut the line inside the words: "74.59 GiB reserved in tot".
+_RESERVED_1X = _p(_SIZE + r" reserved in tot(?:al(?: by PyTorch)?)?\b", re.IGNORECASE)
 # PyTorch 1.0-1.3: "... F free; C cached)": C was printed as cached minus allocated, so it is
 # already the idle reserve, not the total.
 _CACHED_1X = _p(_SIZE + r" cached\)")

@@ -136,6 +136,9 @@ GPU_OOM: tuple[Family, ...] = (
         "high",
         _p(
             r"\bRan out of memory in memory space hbm\b|\bExceeded hbm capacity by\b"
+            # ... its report of what the program needed: "Total hbm usage >= 11.47G:" over
+            # "Program hbm requirement 10.96G:".
+            r"|\bTotal hbm usage >= [\d.]{1,9}[KMGT]\b"
             # XLA's runtime refusing a device buffer (a TPU's HBM, a GPU's memory).
             r"|\bError allocating device buffer: Attempting to allocate\b",
             _I,

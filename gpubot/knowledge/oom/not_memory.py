@@ -181,6 +181,9 @@ SIGKILL = Family(
         # A kill told in a sentence, by whom it came from if anyone: "keeps getting killed",
         # "get killed by the OS", "the OS kills the process", "it causes my program killed".
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
+        # ... or said of what ran: "The dataset.map function is killed or hanged up".
+        r"|\b(?:function|process|script|job|task|program|training|worker)s? (?:is|was|gets|got"
+        r"|were|are) killed\b(?! by signal)"
         r"|\b(?:get|gets|got|getting|is|was|were|been) (?:forcibly |forcefully )?"
         r"(?:killed|terminated) by (?:the )?"
         r"(?:OS|SO|system|operating system|kernel|Linux)\b"

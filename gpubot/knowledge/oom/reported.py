@@ -261,7 +261,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         _p(
             r"\b(?:has been|was|were|got|being|been|is|gets?) "
             r"(?:then |eventually |finally |immediately |quickly )?(?:killed|terminated) by "
-            r"(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer\b",
+            r"(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer\b"
+            r"|\bdied (?:to|from|of) the (?:Linux |kernel(?:'s)? )?OOM[- ]killer\b",
             _I,
         ),
         # Not a guess, nor one item of a list of causes ("Some common causes include: (1) the

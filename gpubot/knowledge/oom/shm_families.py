@@ -76,6 +76,8 @@ SHM: tuple[Family, ...] = (
         _p(
             # The segment's name may come cut short ("</torch>.....").
             r"unable to write to file </?torch(?:_|>)"
+            # ... quoted in a sentence without its angle brackets: "`/torch_Someid`".
+            r"|unable to write to file [`'\"]?/torch_\w"
             # ENOSPC: /dev/shm is full. ENOMEM on the same object is memory (or mappings)
             # refused, which the host families read.
             r"|</?torch_\w{1,40}>[^\n]{0,80}No space left on device"

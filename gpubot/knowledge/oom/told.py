@@ -409,7 +409,9 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             # "here it's an out-of-memory kill, not a network problem".
             r"|\b(?:it's|it is|it was|this is|this was|that's|that was) an? "
             r"(?:out[- ]of[- ]memory|OOM)[- ]kill\b"
-            r"|\b(?:because of|due to) (?:a )?lack of RAM\b",
+            r"|\b(?:because of|due to) (?:a )?lack of RAM\b"
+            # "there's no error message per se because it's a CPU oom -- the job just crashes".
+            r"|\b(?:it's|it is|it was|this is|that's) (?:a |an )?(?:CPU|host|system RAM) OOM\b",
             _I,
         ),
         unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),

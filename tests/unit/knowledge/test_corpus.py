@@ -129,7 +129,7 @@ BLIND19_MISSES: dict[str, str] = {
     "zi-004": "gpu_oom_in_prose: a cudaMalloc OOM told only in prose beside an NVML assert, "
     "labelled cuda_oom, answered cannot_tell (low)",
     "zi-007": "sigkill_memory_in_words: a kill 'and the message is out of memory' asked in a "
-    "title, labelled host_oom_killed, answered cannot_tell (low)",
+    "title, labelled host_oom_killed, answered killed_unknown (medium)",
     "zi-018": "sigkill_memory_in_words: a DataLoader worker's kill cured by more host RAM, "
     "labelled host_oom_killed, answered killed_unknown (medium)",
 }
@@ -181,7 +181,6 @@ BLIND24_MISSES: dict[str, str] = {
     "zn-020": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
     "zn-030": "hard_negative: labelled not_oom, answered cannot_tell (low)",
     "zn-036": "hard_negative: labelled not_oom, answered cannot_tell (low)",
-    "zn-041": "sigkill_memory_in_words: labelled killed_unknown, answered not_oom (low)",
     "zn-045": "sigkill_memory_in_words: labelled killed_unknown, answered cannot_tell (low)",
     "zn-047": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zn-050": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
@@ -277,7 +276,7 @@ BLIND40_MISSES: dict[str, str] = {
 # left, each with too little in the excerpt to tell.
 BLIND43_MISSES: dict[str, str] = {
     "yg-009": "kill_told_in_prose: a process that 'gets killed' under a title 'OOM when using "
-    "VAD', nothing else naming the memory, is answered cannot_tell",
+    "VAD', nothing else naming the memory, is answered killed_unknown",
     "yg-018": "shm_said_in_prose: shared memory capped at 12 GB where 24 GB is needed, the "
     "error line cut off, is answered cannot_tell",
 }
@@ -295,7 +294,7 @@ BLIND44_MISSES: dict[str, str] = {
 # too faintly (one not_oom at low confidence), three not_oom answered cannot_tell, and one
 # confident cuda_oom on Charm++'s pinned host pool.
 BLIND45_MISSES: dict[str, str] = {
-    "yi-008": "batch_watchdog_memory_kill: labelled host_oom_killed, answered not_oom (low)",
+    "yi-008": "batch_watchdog_memory_kill: labelled host_oom_killed, answered killed_unknown",
     "yi-009": "batch_scheduler_memory_kill: labelled host_oom_killed, answered cannot_tell (low)",
     "yi-039": "shared_memory_not_full: labelled not_oom, answered cannot_tell (low)",
     "yi-043": "pinned_host_alloc_failed: labelled not_oom, answered cuda_oom (medium)",
@@ -315,7 +314,7 @@ BLIND47_MISSES: dict[str, str] = {
     "yk-003": "absurd_host_request: labelled not_oom, answered cannot_tell (low)",
     "yk-008": "cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
     "yk-016": "cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
-    "yk-019": "maintainer_confirms_ram: labelled host_oom_killed, answered not_oom (low)",
+    "yk-019": "maintainer_confirms_ram: labelled host_oom_killed, answered killed_unknown",
     "yk-021": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
     "yk-022": "jupyter_kernel_died: labelled killed_unknown, answered not_oom (low)",
     "yk-028": "shm_full_cured_by_size: labelled shm_exhausted, answered not_oom (low)",
@@ -366,16 +365,11 @@ BLIND53_MISSES: dict[str, str] = {
     "yq-027": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
 # The fifty-fourth part (yr-), 2023-2026 threads of mainstream training libraries, measured
-# before any rule was changed for it: 40 of 48 (83.3 %).
+# before any rule was changed for it: 40 of 48 (83.3 %). Six misses are fixed; these two are
+# left.
 BLIND54_MISSES: dict[str, str] = {
-    "yr-002": "allocator_numbers: labelled cuda_oom_fragmentation, answered cuda_oom (high)",
-    "yr-009": "torch_shm_file: labelled shm_exhausted, answered not_oom (low)",
-    "yr-022": "xla_tpu_hbm: labelled cuda_oom, answered cannot_tell (low)",
-    "yr-033": "kill_told_in_prose: labelled killed_unknown, answered not_oom (low)",
     "yr-034": "host_memory_measured: labelled host_oom_killed, answered not_oom (low)",
     "yr-046": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
-    "yr-047": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yr-048": "kernel_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
