@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind54` entries they miss are listed in HOLDOUT_MISSES … BLIND54_MISSES
+`blind3` to `blind56` entries they miss are listed in HOLDOUT_MISSES … BLIND56_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -371,6 +371,22 @@ BLIND54_MISSES: dict[str, str] = {
     "yr-034": "host_memory_measured: labelled host_oom_killed, answered not_oom (low)",
     "yr-046": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
+# The fifty-sixth part (yt-), forums, Q&A sites and repositories the corpus had not reached,
+# measured before any rule was changed for it: 26 of 38 (68.4 %).
+BLIND56_MISSES: dict[str, str] = {
+    "yt-003": "shell_killed: labelled killed_unknown, answered not_oom (low)",
+    "yt-006": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+    "yt-007": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yt-008": "shm_not_full: labelled not_oom, answered cannot_tell (low)",
+    "yt-009": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yt-020": "shm_in_prose: labelled shm_exhausted, answered not_oom (low)",
+    "yt-021": "gpu_allocator_message: labelled cuda_oom, answered cannot_tell (low)",
+    "yt-023": "gpu_allocator_message: labelled cuda_oom, answered cannot_tell (low)",
+    "yt-024": "gpu_oom_in_prose: labelled cuda_oom, answered not_oom (low)",
+    "yt-028": "sigkill_no_cause: labelled killed_unknown, answered not_oom (low)",
+    "yt-031": "shm_in_prose: labelled shm_exhausted, answered not_oom (low)",
+    "yt-035": "cuda_error_out_of_memory: labelled cuda_oom, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -424,6 +440,7 @@ KNOWN_MISSES = {
     **BLIND52_MISSES,
     **BLIND53_MISSES,
     **BLIND54_MISSES,
+    **BLIND56_MISSES,
 }
 
 
@@ -460,6 +477,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind52")
     splits = (*splits, "blind53")
     splits = (*splits, "blind54")
+    splits = (*splits, "blind56")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -515,6 +533,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind52" for key in BLIND52_MISSES)
     assert all(split[key] == "blind53" for key in BLIND53_MISSES)
     assert all(split[key] == "blind54" for key in BLIND54_MISSES)
+    assert all(split[key] == "blind56" for key in BLIND56_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
