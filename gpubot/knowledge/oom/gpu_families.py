@@ -195,6 +195,19 @@ GPU_OOM: tuple[Family, ...] = (
         ),
         wraps=True,
     ),
+    # The run said to hit CUDA's OOM, in a sentence: "While training bert ... I am getting
+    # CUDA OOM". Not a condition or advice ("if you get CUDA OOM, ...").
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:am|are|is|was|were|keep|kept|been) (?:getting|hitting|running into) "
+            r"(?:a |an |the )?CUDA OOM\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|when|whenever|avoid\w{0,3}|prevent\w{0,3})\b", _I),
+    ),
     # An OOM beside the answer that the model needs more of the card than the card has:
     # "requires at least 30GB GPU RAM to run ... a capacity of 24GB < 30GB".
     Family(

@@ -143,6 +143,19 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
             r"buffer\b"
         ),
     ),
+    # Ascend's error code for a failed allocation, with the device allocator named in its
+    # traceback: "Memory_Allocation_Failure(EL0004): Failed to allocate memory" over "Call
+    # rtMalloc fail ... device_id:0" or "allocate device memory failed".
+    Family(
+        "ascend_device_alloc_failed",
+        "cuda_oom",
+        "high",
+        _p(r"\bMemory_Allocation_Failure\(EL0004\)"),
+        near=_p(
+            r"\bCall rtMalloc fail\b|\ballocate device memory failed\b|\bdevice_allocator\.cc\b"
+        ),
+        span=8,
+    ),
     # Ascend's runtime (CANN) failing a device allocation: "alloc device memory failed,
     # runtime result = 207001" (ACL_ERROR_RT_MEMORY_ALLOCATION), the NPU's memory gone.
     Family(

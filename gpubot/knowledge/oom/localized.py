@@ -41,7 +41,7 @@ LOCALIZED_GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             _VIDEO_MEMORY_SHORT
-            + r"|\b(?:GPU|CUDA|cuda|gpu)\b[^\n]{0,40}?(?:"
+            + r"|\b(?:GPU|CUDA|cuda|gpu|NPU|npu)\b[^\n]{0,40}?(?:"
             + _SHORT_OF_MEMORY
             + ")"
             # Paddle's "Cannot allocate … on GPU 0", as its reporters translate it.

@@ -154,6 +154,8 @@ SIGKILL = Family(
         r"|\b(?:the|a) [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
         r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
+        r"|\b(?:display(?:s|ed)?|show(?:s|ed)?|print(?:s|ed)?|wrote|writes) "
+        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
         r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from"
         r"|(?:messages?|output|lines?|logs?) after) "
         r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"

@@ -331,6 +331,8 @@ SHM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\b(?:fill(?:s|ed|ing)?(?: up)?|exhaust(?:s|ed|ing)?)\b (?:all of |up )?/dev/shm\b"
+            r"|/dev/shm`?(?: tmpfs)?(?: partition| mount| filesystem)? "
+            r"(?:fills|filled|keeps filling|is filling) up\b"
             r"|/dev/shm\b(?: \([^)\n]{0,40}\))? (?:is|was|got|gets|became|becomes) (?:completely )?"
             r"(?:full|exhausted|filled up)\b"
             r"|\bfail(?:s|ed)?\b[^\n]{0,60}?\bwith /dev/shm (?:issues?|problems?|errors?)\b"

@@ -67,6 +67,16 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # Host memory seen growing and the kill by the OS that followed, in one line: "RAM
+    # gradually increase during training and the process is killed by OS".
+    _told(
+        _p(
+            r"\b(?:RAM|system memory|host memory)\b[^\n]{0,60}?\b(?:increas\w{0,4}|grow\w{0,4}"
+            r"|climb\w{0,4}|fill\w{0,4})\b[^\n]{0,60}?\bkilled by (?:the )?(?:OS|system|kernel)\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps)\b|\?", _I),
+    ),
     # A restart or kill and its reason given as OOM: "the pod also restarted quite often and
     # the reason is OOM"; the OOM killer said to have been set off: "OOM killer was
     # triggered". Not the card's memory, not a guess.
