@@ -99,6 +99,7 @@ HELD_OUT = (
     "blind52",
     "blind53",
     "blind54",
+    "blind55",
     "blind56",
 )
 # Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.

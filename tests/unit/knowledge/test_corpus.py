@@ -381,6 +381,23 @@ BLIND56_MISSES: dict[str, str] = {
     "yt-028": "sigkill_no_cause: labelled killed_unknown, answered not_oom (low)",
     "yt-035": "cuda_error_out_of_memory: labelled cuda_oom, answered not_oom (low)",
 }
+# The fifty-fifth part (ys-), 2019-2023 research and application repositories in vision, speech
+# and NLP, measured before any rule was changed for it: 36 of 49 (73.5 %).
+BLIND55_MISSES: dict[str, str] = {
+    "ys-003": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "ys-006": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "ys-008": "host_allocation_refused: labelled host_oom_killed, answered cannot_tell (low)",
+    "ys-012": "absurd_request: labelled not_oom, answered cuda_oom (high)",
+    "ys-015": "host_allocation_refused: labelled host_oom_killed, answered cannot_tell (low)",
+    "ys-024": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "ys-025": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "ys-026": "shell_killed: labelled killed_unknown, answered not_oom (low)",
+    "ys-028": "cured_by_more_memory: labelled host_oom_killed, answered killed_unknown (medium)",
+    "ys-037": "cuda_error_out_of_memory: labelled cuda_oom, answered cannot_tell (low)",
+    "ys-039": "sigkill_with_guess: labelled killed_unknown, answered not_oom (low)",
+    "ys-042": "shm_in_prose: labelled shm_exhausted, answered not_oom (high)",
+    "ys-046": "hard_negative: labelled not_oom, answered cuda_oom (high)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -435,6 +452,7 @@ KNOWN_MISSES = {
     **BLIND53_MISSES,
     **BLIND54_MISSES,
     **BLIND56_MISSES,
+    **BLIND55_MISSES,
 }
 
 
@@ -472,6 +490,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind53")
     splits = (*splits, "blind54")
     splits = (*splits, "blind56")
+    splits = (*splits, "blind55")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -528,6 +547,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind53" for key in BLIND53_MISSES)
     assert all(split[key] == "blind54" for key in BLIND54_MISSES)
     assert all(split[key] == "blind56" for key in BLIND56_MISSES)
+    assert all(split[key] == "blind55" for key in BLIND55_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
