@@ -294,6 +294,8 @@ GPU_OOM: tuple[Family, ...] = (
             # cudaErrorMemoryAllocation.
             r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
             r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
+            # Caffe2's enforce: "error == cudaSuccess. 2 vs 0. Error at: ...: out of memory".
+            r"|\berror == cudaSuccess\. 2 vs 0\b"
             r"|GpuLaunchKernel[^\n]{0,400}?out of memory"  # TF launching a GPU kernel
             r"|\bfailed due to insufficient GPU memory\b"  # TensorRT-LLM's executor
             # The CUDA samples' wording: "Failed to allocate device vector A (error code out

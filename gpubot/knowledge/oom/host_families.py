@@ -209,6 +209,10 @@ HOST: tuple[Family, ...] = (
             # Fail to alloc memory of 564023296 size, error code is 12." Its GPU allocator says
             # "Out of memory error on GPU N" instead.
             r"|\bFail to alloc memory of \d{1,20} size\b"
+            # OpenCV's host allocator: "(-4:Insufficient memory) Failed to allocate 4672512
+            # bytes in function 'OutOfMemoryError'".
+            r"|\(-4:Insufficient memory\) Failed to allocate \d{1,20} bytes\b"
+            r"|\bFailed to allocate CPU Memory\b"  # MXNet's cpu_device_storage.h
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"

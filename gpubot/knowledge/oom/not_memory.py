@@ -27,6 +27,7 @@ ABSURD_SIZE = (
     r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
     r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
     r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
+    r"|\(-4:Insufficient memory\) Failed to allocate \d{14,20} bytes\b"  # OpenCV: 10 TB and more
     r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))"  # numpy
     # macOS malloc: "mach_vm_map(size=96180599144448, flags: 100) failed".
     r"|mach_vm_map\(size=\d{14,20}(?:, flags: \d{1,10})?\) failed"
@@ -184,12 +185,13 @@ SIGKILL = Family(
         # "get killed by the OS", "the OS kills the process", "it causes my program killed".
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
-        r"|\b(?:function|process|script|job|task|program|training|worker)s? (?:is|was|gets|got"
-        r"|were|are) killed\b(?! by signal)"
+        r"|\b(?:function|process|script|job|task|program|training|worker)s?\s{1,3}(?:is|was|gets"
+        r"|got|were|are)\s{1,3}killed\b(?! by signal)"
         r"|\b(?:get|gets|got|getting|is|was|were|been) (?:forcibly |forcefully )?"
         r"(?:killed|terminated) by (?:the )?"
         r"(?:OS|SO|system|operating system|kernel|Linux)\b"
-        r"|\bthe (?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that) (?:process|program|job)"
+        r"|\b(?:the|your|my) (?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that|your) "
+        r"(?:process|program|job)"
         r"|\bcaus(?:es|ed) (?:my |the |our )?(?:program|process|job|training) (?:to be |to get "
         r"|being |getting )?killed\b"
         # A notebook service ending its process and printing ^C that nobody typed: "gives a

@@ -77,6 +77,27 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         ),
         unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps)\b|\?", _I),
     ),
+    # Host memory named as a kill's cause by whoever ran it, or seen draining before the
+    # system's kill: "This error is caused by a lack of memory", "The problem was my RAM is
+    # not enough", "free memory drop down from 10G to 400M and system killed the training".
+    # Not the card's memory, not a guess.
+    _told(
+        _p(
+            # "The problem was my RAM is not enough" (said of a kill, by whoever ran it).
+            r"\b(?:problem|issue|reason|cause) (?:was|is) (?:that )?(?:my |the )?(?:RAM|memory)"
+            r" (?:is|was) not enough\b"
+            # "free memory drop down from 10G to 400M and system killed the training".
+            r"|\b(?:free|available) (?:memory|RAM)\b[^\n]{0,40}?\b(?:drop\w{0,4}|fell|falls"
+            r"|decreas\w{0,4}|shrink\w{0,4})\b[^\n]{0,60}?\b(?:system|OS|kernel) kill(?:ed|s)\b"
+            # "This error is caused by a lack of memory, because I used 20 million lines".
+            r"|\b(?:is|was) caused by (?:a |the )?lack of (?:host |system )?(?:memory|RAM)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|likely)\b|\?",
+            _I,
+        ),
+    ),
     # A restart or kill and its reason given as OOM: "the pod also restarted quite often and
     # the reason is OOM"; the OOM killer said to have been set off: "OOM killer was
     # triggered". Not the card's memory, not a guess.

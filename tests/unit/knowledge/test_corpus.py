@@ -138,7 +138,6 @@ BLIND19_MISSES: dict[str, str] = {
 # these are left, four of them hard negatives answered cannot_tell.
 BLIND20_MISSES: dict[str, str] = {
     "zj-005": "hard_negative: a GPU quota's usage near 2^64 is answered cannot_tell (low)",
-    "zj-011": "hard_negative: OpenCV's 466 TiB request is answered cannot_tell (low)",
     "zj-020": "sigkill_memory_in_words: RAM 'take all of it' and 'quit with code 9, seems like "
     "a oom', labelled host_oom_killed, answered not_oom (low)",
     "zj-026": "hard_negative: Open MPI denied write access to /dev/shm is answered cannot_tell "
@@ -265,12 +264,9 @@ BLIND36_MISSES: dict[str, str] = {
     "the heap named only in the thread's title, is answered cannot_tell (low)",
 }
 # The fortieth part (yd-), GPU memory in research and application code, measured before
-# any rule was changed for it: 35 of 43 (81.4 %). Seven misses are fixed; this one is left,
-# a label that could go either way.
-BLIND40_MISSES: dict[str, str] = {
-    "yd-043": "absurd_request: a 34.33 GiB request on a 6 GiB card (5.7 times it), labelled "
-    "not_oom (absurd), answered cuda_oom (high): the bar is ten times the card",
-}
+# any rule was changed for it: 35 of 43 (81.4 %). Seven misses were fixed then; the last, a
+# request 5.7 times the card, since the bar for an absurd request came down to five times.
+BLIND40_MISSES: dict[str, str] = {}
 # The forty-third part (yg-), GPU memory in vision, audio and scientific code, measured
 # before any rule was changed for it: 37 of 45 (82.2 %). Six misses are fixed; these two are
 # left, each with too little in the excerpt to tell.
@@ -382,19 +378,11 @@ BLIND56_MISSES: dict[str, str] = {
     "yt-035": "cuda_error_out_of_memory: labelled cuda_oom, answered not_oom (low)",
 }
 # The fifty-fifth part (ys-), 2019-2023 research and application repositories in vision, speech
-# and NLP, measured before any rule was changed for it: 36 of 49 (73.5 %).
+# and NLP, measured before any rule was changed for it: 36 of 49 (73.5 %). Nine misses are
+# fixed; these four are left.
 BLIND55_MISSES: dict[str, str] = {
-    "ys-003": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
     "ys-006": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
-    "ys-008": "host_allocation_refused: labelled host_oom_killed, answered cannot_tell (low)",
-    "ys-012": "absurd_request: labelled not_oom, answered cuda_oom (high)",
-    "ys-015": "host_allocation_refused: labelled host_oom_killed, answered cannot_tell (low)",
-    "ys-024": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
     "ys-025": "memory_kill_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
-    "ys-026": "shell_killed: labelled killed_unknown, answered not_oom (low)",
-    "ys-028": "cured_by_more_memory: labelled host_oom_killed, answered killed_unknown (medium)",
-    "ys-037": "cuda_error_out_of_memory: labelled cuda_oom, answered cannot_tell (low)",
-    "ys-039": "sigkill_with_guess: labelled killed_unknown, answered not_oom (low)",
     "ys-042": "shm_in_prose: labelled shm_exhausted, answered not_oom (high)",
     "ys-046": "hard_negative: labelled not_oom, answered cuda_oom (high)",
 }
