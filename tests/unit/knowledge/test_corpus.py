@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind56` entries they miss are listed in HOLDOUT_MISSES … BLIND56_MISSES
+`blind3` to `blind57` entries they miss are listed in HOLDOUT_MISSES … BLIND57_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -386,6 +386,17 @@ BLIND55_MISSES: dict[str, str] = {
     "ys-042": "shm_in_prose: labelled shm_exhausted, answered not_oom (high)",
     "ys-046": "hard_negative: labelled not_oom, answered cuda_oom (high)",
 }
+# The fifty-seventh part (yu-), desktop and workstation users of ML tools on Windows, macOS and
+# Linux, measured before any rule was changed for it: 23 of 30 (76.7 %).
+BLIND57_MISSES: dict[str, str] = {
+    "yu-002": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yu-007": "directml_out_of_memory: labelled cuda_oom, answered not_oom (low)",
+    "yu-008": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yu-010": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yu-013": "gpu_device_lost: labelled not_oom, answered cannot_tell (low)",
+    "yu-026": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yu-029": "directml_out_of_memory: labelled cuda_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -441,6 +452,7 @@ KNOWN_MISSES = {
     **BLIND54_MISSES,
     **BLIND56_MISSES,
     **BLIND55_MISSES,
+    **BLIND57_MISSES,
 }
 
 
@@ -479,6 +491,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind54")
     splits = (*splits, "blind56")
     splits = (*splits, "blind55")
+    splits = (*splits, "blind57")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -536,6 +549,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind54" for key in BLIND54_MISSES)
     assert all(split[key] == "blind56" for key in BLIND56_MISSES)
     assert all(split[key] == "blind55" for key in BLIND55_MISSES)
+    assert all(split[key] == "blind57" for key in BLIND57_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
