@@ -281,6 +281,9 @@ GPU_OOM: tuple[Family, ...] = (
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder
             # Level Zero (Intel's oneAPI), Vulkan and OpenCL name the device's memory.
             r"|\b(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\b|\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b"
+            # torch-directml: "Could not allocate tensor with 4719616 bytes. There is not
+            # enough GPU video memory available!"
+            r"|\bThere is not enough GPU video memory available\b"
             r"|\bErrorOutOfDeviceMemory\b|\b(?:CL_)?MEM_OBJECT_ALLOCATION_FAILURE\b"
             # XLA's TPU allocator: "Attempting to reserve 3.95G at the bottom of memory. That
             # was not possible." (the HBM summary follows).

@@ -84,8 +84,12 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     _told(
         _p(
             # "The problem was my RAM is not enough" (said of a kill, by whoever ran it).
-            r"\b(?:problem|issue|reason|cause) (?:was|is) (?:that )?(?:my |the )?(?:RAM|memory)"
-            r" (?:is|was) not enough\b"
+            r"\b(?:problem|issue|reason|cause) (?:was|is) (?:that )?(?:(?:my |the )?(?:RAM|memory)"
+            r" (?:is|was) not enough|not having enough (?:memory|RAM))\b"
+            # "it's maxing out to 15.5gb RAM and then running kill"; WSL's VM ("Vmmem usage
+            # very high, after a while WSL2 killed the python script process").
+            r"|\bmax(?:ing|es|ed)? out\b[^\n]{0,30}?\b(?:RAM|memory)\b[^\n]{0,40}?\bkill"
+            r"|\bVmmem\b[^\n]{0,60}?\bkilled\b"
             # "free memory drop down from 10G to 400M and system killed the training".
             r"|\b(?:free|available) (?:memory|RAM)\b[^\n]{0,40}?\b(?:drop\w{0,4}|fell|falls"
             r"|decreas\w{0,4}|shrink\w{0,4})\b[^\n]{0,60}?\b(?:system|OS|kernel) kill(?:ed|s)\b"

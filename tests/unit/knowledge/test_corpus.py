@@ -387,15 +387,12 @@ BLIND55_MISSES: dict[str, str] = {
     "ys-046": "hard_negative: labelled not_oom, answered cuda_oom (high)",
 }
 # The fifty-seventh part (yu-), desktop and workstation users of ML tools on Windows, macOS and
-# Linux, measured before any rule was changed for it: 23 of 30 (76.7 %).
+# Linux, measured before any rule was changed for it: 23 of 30 (76.7 %). Four misses are fixed;
+# these three are left.
 BLIND57_MISSES: dict[str, str] = {
-    "yu-002": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yu-007": "directml_out_of_memory: labelled cuda_oom, answered not_oom (low)",
-    "yu-008": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
     "yu-010": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
     "yu-013": "gpu_device_lost: labelled not_oom, answered cannot_tell (low)",
     "yu-026": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yu-029": "directml_out_of_memory: labelled cuda_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
