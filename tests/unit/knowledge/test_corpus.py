@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind57` entries they miss are listed in HOLDOUT_MISSES … BLIND57_MISSES
+`blind3` to `blind58` entries they miss are listed in HOLDOUT_MISSES … BLIND58_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -394,6 +394,20 @@ BLIND57_MISSES: dict[str, str] = {
     "yu-013": "gpu_device_lost: labelled not_oom, answered cannot_tell (low)",
     "yu-026": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
 }
+# The fifty-eighth part (yv-), training and batch jobs on Kubernetes GPU clusters through
+# operators and workflow systems, measured before any rule was changed for it: 21 of 31 (67.7 %).
+BLIND58_MISSES: dict[str, str] = {
+    "yv-002": "stop_with_known_cause: labelled not_oom, answered killed_unknown (medium)",
+    "yv-007": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "yv-015": "admission_refused: labelled not_oom, answered cannot_tell (low)",
+    "yv-017": "illegal_memory_access: labelled not_oom, answered killed_unknown (medium)",
+    "yv-020": "crashloop_not_memory: labelled not_oom, answered cannot_tell (low)",
+    "yv-024": "kill_cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
+    "yv-025": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yv-026": "kernel_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
+    "yv-027": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
+    "yv-030": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -450,6 +464,7 @@ KNOWN_MISSES = {
     **BLIND56_MISSES,
     **BLIND55_MISSES,
     **BLIND57_MISSES,
+    **BLIND58_MISSES,
 }
 
 
@@ -489,6 +504,7 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind56")
     splits = (*splits, "blind55")
     splits = (*splits, "blind57")
+    splits = (*splits, "blind58")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -547,6 +563,7 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind56" for key in BLIND56_MISSES)
     assert all(split[key] == "blind55" for key in BLIND55_MISSES)
     assert all(split[key] == "blind57" for key in BLIND57_MISSES)
+    assert all(split[key] == "blind58" for key in BLIND58_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
