@@ -203,7 +203,8 @@ GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\b(?:am|are|is|was|were|keep|kept|been) (?:getting|hitting|running into) "
-            r"(?:a |an |the )?CUDA OOM\b",
+            r"(?:a |an |the )?CUDA OOM\b"
+            r"|\bI (?:still |always |keep |also )?(?:get|got|hit) (?:a |an |the )?CUDA OOM\b",
             _I,
         ),
         unless=_p(r"\b(?:if|when|whenever|avoid\w{0,3}|prevent\w{0,3})\b", _I),

@@ -557,7 +557,10 @@ NEGATIVE: tuple[Family, ...] = (
             r"\bUnexpectedAdmissionError\b|\bAllocate failed due to\b"
             r"|\bis forbidden: (?:exceeded|failed) quota\b"
             r"|\badmission webhook \"[^\"\n]{1,200}\" denied the request\b"
-            r"|\bqsub: submit error\b|\bBatch job submission failed\b",
+            r"|\bqsub: submit error\b|\bBatch job submission failed\b"
+            # The kubelet refusing a pod at admission, as `kubectl get pods` shows it: status
+            # "OutOfmemory" (or OutOfcpu, OutOfnvidia.com/gpu) in the STATUS column.
+            r"|\s0/\d{1,3}\s{1,12}OutOf(?:memory|cpu|pods|[\w.-]{1,40}/[\w.-]{1,40})\s{1,12}\d",
         ),
     ),
     # A bus error where the host's hugepages are named: PostgreSQL's initdb and other

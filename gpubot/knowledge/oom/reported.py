@@ -262,7 +262,9 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:has been|was|were|got|being|been|is|gets?) "
             r"(?:then |eventually |finally |immediately |quickly )?(?:killed|terminated) by "
             r"(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer\b"
-            r"|\bdied (?:to|from|of) the (?:Linux |kernel(?:'s)? )?OOM[- ]killer\b",
+            r"|\bdied (?:to|from|of) the (?:Linux |kernel(?:'s)? )?OOM[- ]killer\b"
+            # "serf was SIGKILLed (exit 137) by the kernel OOM killer".
+            r"|\bSIGKILL(?:ed|'d)\b[^\n]{0,30}?\bby the (?:Linux |kernel(?:'s)? )?OOM[- ]killer\b",
             _I,
         ),
         # Not a guess, nor one item of a list of causes ("Some common causes include: (1) the

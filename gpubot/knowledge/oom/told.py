@@ -48,6 +48,9 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     _told(
         _p(
             r"\b(?:kernel|kubelet|system|OS|it|was|were|got|been|being|gets?) OOM[- ]?killed\b"
+            r"|\b(?:kernel|kubelet) OOM[- ]?killing\b"
+            # "a pod that goes OOM" (the container's memory limit).
+            r"|\b(?:pod|container)s? (?:that |which )?(?:goes|went|going|gone) OOM\b"
             r"|\bgets? (?:the |my |our )?(?:workload|process|job|container|pod|worker)s? "
             r"OOM[- ]?killed\b"
             r"|\b(?:the )?(?:Linux |kernel(?:'s)? )?OOM[- ]killer "

@@ -396,17 +396,13 @@ BLIND57_MISSES: dict[str, str] = {
 }
 # The fifty-eighth part (yv-), training and batch jobs on Kubernetes GPU clusters through
 # operators and workflow systems, measured before any rule was changed for it: 21 of 31 (67.7 %).
+# Five misses are fixed; these five are left.
 BLIND58_MISSES: dict[str, str] = {
     "yv-002": "stop_with_known_cause: labelled not_oom, answered killed_unknown (medium)",
-    "yv-007": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "yv-015": "admission_refused: labelled not_oom, answered cannot_tell (low)",
     "yv-017": "illegal_memory_access: labelled not_oom, answered killed_unknown (medium)",
     "yv-020": "crashloop_not_memory: labelled not_oom, answered cannot_tell (low)",
     "yv-024": "kill_cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
-    "yv-025": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yv-026": "kernel_oom_killer: labelled host_oom_killed, answered cannot_tell (low)",
     "yv-027": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yv-030": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
