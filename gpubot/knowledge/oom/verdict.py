@@ -13,18 +13,21 @@ from gpubot.knowledge.oom.allocator_numbers import (
     device_capacity,
     read_numbers,
 )
+from gpubot.knowledge.oom.cures import KILL_FOR_WANT_OF_MEMORY, KILL_FOUND_MEMORY, MEMORY_CURE
 from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
-from gpubot.knowledge.oom.not_memory import (
+from gpubot.knowledge.oom.kills import (
     CODE_SIGNING_KILL,
     LAUNCHER_CHILD_EXIT,
     LAUNCHER_TEARDOWN,
+    SIGKILL,
+    WORKER_DIED,
+)
+from gpubot.knowledge.oom.not_memory import (
     LIVENESS,
     MEMORY_WORDS,
     NEGATIVE,
     NON_MEMORY_EVICTION,
-    SIGKILL,
     STOP_REQUESTED,
-    WORKER_DIED,
 )
 from gpubot.knowledge.oom.reported import MEMCG_FILES, memcg_files_at_limit
 from gpubot.knowledge.oom.scan import (
@@ -36,7 +39,6 @@ from gpubot.knowledge.oom.scan import (
     find_first,
     log_lines,
 )
-from gpubot.knowledge.oom.told import KILL_FOR_WANT_OF_MEMORY, KILL_FOUND_MEMORY, MEMORY_CURE
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 

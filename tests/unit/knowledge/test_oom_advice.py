@@ -133,7 +133,8 @@ def test_the_workload_can_be_given_when_the_log_does_not_say() -> None:
 
 def test_every_failure_that_is_not_about_memory_has_advice_of_its_own() -> None:
     from gpubot.knowledge.oom.advice import OTHER
-    from gpubot.knowledge.oom.not_memory import LAUNCHER_CHILD_EXIT, NEGATIVE, NON_MEMORY_EVICTION
+    from gpubot.knowledge.oom.kills import LAUNCHER_CHILD_EXIT
+    from gpubot.knowledge.oom.not_memory import NEGATIVE, NON_MEMORY_EVICTION
 
     named = {f.name for f in NEGATIVE} | {NON_MEMORY_EVICTION.name, LAUNCHER_CHILD_EXIT.name}
     # An absurd request's advice is built from its numbers (advice._absurd).

@@ -12,13 +12,12 @@ import yaml
 
 from gpubot.knowledge.oom import scan as oom_scan
 from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
+from gpubot.knowledge.oom.kills import LAUNCHER_CHILD_EXIT, SIGKILL
 from gpubot.knowledge.oom.literals import words
 from gpubot.knowledge.oom.not_memory import (
-    LAUNCHER_CHILD_EXIT,
     LIVENESS,
     NEGATIVE,
     NON_MEMORY_EVICTION,
-    SIGKILL,
     STOP_REQUESTED,
 )
 from gpubot.knowledge.oom.scan import (

@@ -1,0 +1,110 @@
+"""What stands beside a kill and says it was memory: the cure that worked, or the finding.
+
+A kill (SIGKILL, exit 137, the shell's "Killed") whose cause the log does not give becomes a
+host memory kill when whoever ran the job says more memory cured it ("I resized to 8gb and it
+worked"), or found it to be memory afterwards ("turns out it was just a memory problem"). The
+verdict reads these families only beside such a kill (verdict._cured_by_memory). Patterns
+follow the bounds of *_families: literals and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+# A kill its reporter found to be memory, told after the fact: "Turns out it was just a
+# memory problem." Read only beside a kill (SIGKILL, 137, Killed), as MEMORY_CURE is; not the
+# card's memory, not a hedge.
+KILL_FOUND_MEMORY = Family(
+    "kill_found_to_be_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:turns|turned) out(?: that)? (?:it|this|that) (?:was|is) (?:just |simply |only )?"
+        r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b",
+        _I,
+    ),
+    unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b", _I),
+)
+
+# A kill its maintainer put down to too little memory: "this notebook does not work with the
+# free version of Colab due to insufficient memory". Read only beside a kill, as MEMORY_CURE
+# is; not the card's memory, not a guess.
+KILL_FOR_WANT_OF_MEMORY = Family(
+    "kill_found_to_be_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:does not|doesn't|did not|didn't|won't|will not|cannot|can't) (?:work|run|fit"
+        r"|finish|complete)\b[^\n]{0,80}?\b(?:due to|because of) (?:insufficient|not enough"
+        r"|a lack of|lack of|limited) (?:host |system )?(?:memory|RAM)\b",
+        _I,
+    ),
+    unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\u663e\u5b58|\b(?:maybe|might|perhaps|could)\b", _I),
+)
+
+# A kill that more memory cured, told by whoever ran the job: "I resized to 8gb and it
+# worked", "solved this problem by expanding memory space of my container", "completed with
+# a limit of 750M". Evidence only beside a kill (SIGKILL, 137, Killed): the verdict reads it
+# there and nowhere else. Not the card's memory, and not a cure that failed.
+MEMORY_CURE = Family(
+    "kill_cured_by_more_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:resiz|increas|rais|expand|bump|upgrad|doubl|mov|switch)(?:ed|ing)\b[^\n]{0,60}?"
+        r"\b(?:memory|RAM|mem|swap|\d{1,5} ?(?:[GM]i?B|gb|mb|[GM]))\b[^\n]{0,60}?"
+        r"\b(?:(?:and |then )?(?:it |that |everything )?(?:worked|works|succeeded|succeeds"
+        r"|completed|completes|finished|finishes|went through|passed|passes)"
+        r"|fixed (?:it|this|the)|solved (?:it|this|the)"
+        r"|did the (?:job|trick))\b"
+        r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
+        r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
+        # "I doubled the memory and the indexing proceeds nicely".
+        r"|\b(?:doubl|increas|rais|bump)ed the (?:memory|RAM)(?: limit)?\b[^\n]{0,30}?"
+        r"\b(?:proceeds|proceeded|runs fine|ran fine|runs through|ran through)\b"
+        # "I needed to increase the resources to 1GB" (said of a container that was killed).
+        r"|\b(?:needed|had) to (?:increase|raise|bump|double) (?:the |its |my )?"
+        r"(?:resources|memory|RAM|memory limit)\b[^\n]{0,20}?\bto \d{1,5} ?(?:[GM]i?B|gb|mb|[GM])\b"
+        # "increasing the swap space, solved my problem" (and its frequent misspelling).
+        r"|\b(?:increas|add|enlarg|expand)(?:ed|ing) (?:the )?swap(?: space| file| size)?\b"
+        r"[^\n]{0,20}?\b(?:solved|sloved|fixed|resolved) (?:my|the|this|it)\b"
+        r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
+        r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
+        # "I managed to get the job to succeed with 64G memory reservation".
+        r"|\b(?:succeed|succeeded|work|worked|complete|completed|finish|finished|pass|passed)"
+        r" with (?:a |an )?\d{1,5} ?(?:[GMT]i?B?|gb|mb) (?:of )?(?:memory|RAM)"
+        r"(?: reservation| limit| request)?\b"
+        # "The error vanished after I upgraded my system with additional RAM".
+        r"|\b(?:vanished|went away|disappeared|was gone|stopped)\b[^\n]{0,20}?\bafter\b[^\n]{0,40}?"
+        r"\b(?:upgrad|add|increas|doubl|expand)\w{0,4}\b[^\n]{0,40}?\b(?:RAM|memory)\b"
+        # ... in Chinese: "32G改为64G问题就解决了" (32G changed to 64G, the problem went away).
+        r"|\d{1,4} ?[GM]B?\s?(?:改为|改成|换成|換成|加到|增加到|升级到|升級到|提高到)"
+        r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)"
+        # ... "增加内存后已正常" (after adding memory it runs normally).
+        r"|(?:增加|加大|扩大|擴大|提高|升级|升級)(?:了)?(?:虚拟机|虛擬機)?(?:内存|內存|記憶體)"
+        r"(?:后|後|之后|之後|以后|以後)?[^\n]{0,6}?(?:已|就)?(?:正常|解决|解決|好了|可以了)"
+        # "Had to allocate 70Gb of swap to make it work"; "I solved by using a 32Gb RAM
+        # machine + 10Gb Swap".
+        r"|\b(?:had|needed) to (?:allocate|add|use|give it)\b[^\n]{0,40}?\b(?:memory|RAM|swap)\b"
+        r"[^\n]{0,30}?\bto make it (?:work|run|pass|finish)\b"
+        r"|\bsolved\b(?: it| this)? by using (?:a |an )?\d{1,4} ?(?:[GT]i?B|gb|[GT]) ?"
+        r"(?:of )?(?:RAM|memory)\b",
+        _I,
+    ),
+    unless=_p(
+        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|no longer)\b"
+        # "not" that negates a cure ("not solved", "not fix it"), not "and not just Killed".
+        r"|\bnot\b[^\n]{0,30}?\b(?:solv|fix|help|work|resolv|succeed|pass|complet|finish)"
+        r"|显存|顯存|还是|還是|没有|沒有",
+        _I,
+    ),
+)

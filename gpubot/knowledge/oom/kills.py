@@ -1,0 +1,188 @@
+"""Kills whose cause the log does not give: SIGKILL in its many reports, and the deaths a
+supervisor saw without knowing why.
+
+The shell's "Killed" in every locale and wrapping, exit statuses 137 and -9, a kill told in a
+sentence, a batch scheduler's or a launcher's line for a task lost to SIGKILL, Ray's and
+Jupyter's reports of a worker or kernel that died; and kills with a cause of their own that
+look like these (macOS's code-signing kill, a launcher tearing down its other children).
+The verdict answers killed_unknown for these unless something else in the log names the
+cause. Patterns follow the bounds of *_families: literals and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.reported import REPORTED_SIGKILL
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+# The shell's word for SIGKILL in its job report, in English and as common locales print it.
+_KILLED = (
+    r"(?:Killed|\u5df2\u6740\u6b7b|\u5df2\u6bba\u6b7b|Get\u00f6tet|\u5f37\u5236\u7d42\u4e86"
+    r"|\u0423\u0431\u0438\u0442\u043e|\uc8fd\uc5c8\uc74c|Ucciso|Processus arr\u00eat\u00e9"
+    r"|Terminado \(killed\)|Unicestwiony|Morto)"
+)
+# Markdown and quoting a pasted log picks up around the word: **Killed**, `Killed`, > Killed.
+_WRAP = r"[\s*_`>#\"']"
+
+SIGKILL = Family(
+    "sigkill_cause_unknown",
+    "killed_unknown",
+    "medium",
+    _p(
+        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}\(?-?(?:137|-9)\b"
+        r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
+        r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
+        r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
+        r"|sigkill_handler\] Killing subprocess"  # DeepSpeed's launcher, tearing down
+        r"|killed by signal:\s?Killed|received signal 9\b|\bcommand returned:? -9\b"
+        r"|\bsignal 9\b|\bKilled: 9\b"
+        r"|(?:code|status)\"?\s{0,2}[:=]?\s{0,2}\"?(?:137|-9)\b|\bError 137\b"
+        r"|exited (?:with )?(?:code )?137\b"
+        r"|\bExited \((?:137|-9)\)"  # docker ps, docker inspect's State.Status line
+        r"|\b(?:exit|exited|terminated|killed) with (?:status|signal) (?:9|137)\b"
+        r"|\b(?:rc|ret|retval)\s{0,2}[:=]\s{0,2}(?:137|-9)\b"  # a shell trace's rc=137
+        # MPICH's Hydra banner gives the signal's number, not 128 + 9.
+        r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
+        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}[.!]{{0,3}}$"  # the shell's job report
+        # ... the last line of a log pasted in one inline code span, the sentence going on
+        # after it: "Killed`,so could anyone give some advice?".
+        rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"
+        rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
+        rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
+        rf"|\.{{3}}\s?{_KILLED}\s*$"  # glued to a progress line's dots: "Collecting...Killed"
+        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        r"|\bReceived \"killed\" signal\b"  # CircleCI
+        r"|\"status\":\s?\"killed\",\s?\"errorCode\":\s?9\b"  # Chrome's Target.targetCrashed
+        r"|\b(?:Proc|Process|Task|Job):\s{0,3}Killed\b"  # a batch step's status line
+        # ... or named as the error a run ends with: "it ends with Killed error again".
+        r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"
+        r"(?-i:Killed) (?:error|message)\b"
+        # The word reported bare: "python -m app shows killed in line 163".
+        r"|\b(?:shows?|showed|prints?|printed|says|said) killed"
+        r"(?= (?:in|at) line\b| at (?:last|the end)\b|\s*[.!]?\s*$)"
+        # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
+        # "g++: fatal error: Killed signal terminated program cc1plus".
+        rf"|\bfatal error: {_KILLED} signal terminated program\b"
+        # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
+        r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
+        r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
+        r"[_*`\"']{1,3}(?:(?-i:Killed)\.?[_*`\"']{1,3}"
+        # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
+        r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b|[.,;]|\s*$))"
+        # ... or named as the trouble: 'The "killed" issue could be due to ...'.
+        r"|\b(?:the|a) [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
+        r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
+        r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
+        r"|\b(?:display(?:s|ed)?|show(?:s|ed)?|print(?:s|ed)?|wrote|writes) "
+        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        r"|\b(?:other than|except(?: for)?|besides|nothing but|apart from"
+        r"|(?:messages?|output|lines?|logs?) after) "
+        r"[_*`\"']{1,3}(?-i:Killed)\.?[_*`\"']{1,3}"
+        # The shell's word in a Chinese sentence: "出现Killed", "被Killed掉", "退出" and
+        # "(killed)" in full-width parentheses; not in a question of why ("为什么会被killed").
+        r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?"
+        r"(?:出现|出現|被|报|報|提示|显示|顯示|退出|直接|都会|都會)\s?[\uff08(\u201c\"\u300c]?\s?"
+        r"(?i:killed)\b"
+        # ... and "被kill" ("was killed"): "进程总是被kill".
+        r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?被\s?(?i:kill)(?!\w)"
+        # ... and an exit status: "返回错误码-9", "退出码 137".
+        r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码)\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
+        # The exit status told in a sentence: "exits with a code of 137".
+        r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
+        r"|\b(?:exit|reason|return|error) (?:code|status) of (?:137|-9)\b"
+        # ... or before its noun: "all tasks return a `137` error status".
+        r"|\b(?:return|returns|returned|exit|exits|exited)(?: with)? (?:an? |the )?[`'\"]?137"
+        r"[`'\"]? (?:error |exit )?(?:status|code)\b"
+        # make's report of a recipe whose command was killed: "make: *** [Makefile:40: pytest]
+        # Killed".
+        r"|\bmake(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,200}\] (?:Killed|Error 137)\b"
+        # ... or as the reason in a sentence: "the container keeps exiting due to 137".
+        r"|\b(?:exit(?:s|ed|ing)?|die[sd]|dying|crash(?:es|ed|ing)?|terminat(?:es|ed|ing))"
+        r" (?:due to|because of) (?:an? )?(?:exit )?(?:code |status )?(?:137|-9)\b"
+        # A kill told in a sentence, by whom it came from if anyone: "keeps getting killed",
+        # "get killed by the OS", "the OS kills the process", "it causes my program killed".
+        r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
+        # ... or said of what ran: "The dataset.map function is killed or hanged up".
+        r"|\b(?:function|process|script|job|task|program|training|worker)s?\s{1,3}(?:is|was|gets"
+        r"|got|were|are)\s{1,3}killed\b(?! by signal)"
+        r"|\b(?:get|gets|got|getting|is|was|were|been) (?:forcibly |forcefully )?"
+        r"(?:killed|terminated) by (?:the )?"
+        r"(?:OS|SO|system|operating system|kernel|Linux)\b"
+        r"|\b(?:the|your|my) (?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that|your) "
+        r"(?:process|program|job)"
+        r"|\bcaus(?:es|ed) (?:my |the |our )?(?:program|process|job|training) (?:to be |to get "
+        r"|being |getting )?killed\b"
+        # A notebook service ending its process and printing ^C that nobody typed: "gives a
+        # \"^C\" at the last line", "showing a kill command `^C`".
+        r"|\b(?:gives?|shows?|showing|prints?|printed|ends? with|with) (?:a |the )?"
+        r"(?:kill command )?[\"'`]\^C[\"'`]" + REPORTED_SIGKILL,
+        _I | re.MULTILINE,
+    ),
+    # earlyoom's start-up line saying when it would send SIGKILL is no kill.
+    unless=_p(r"\bSIGKILL when mem <="),
+)
+
+# A supervisor's report that the worker it watched died, with nothing about why: Ray's
+# worker and actor deaths ("Worker exits unexpectedly", "worker process has died"), Jupyter's
+# restarter bringing a dead kernel back. Read after the failures that name a cause (a crash
+# signal, an NCCL error), so it only speaks when nothing else does.
+WORKER_DIED = Family(
+    "worker_died_unknown",
+    "killed_unknown",
+    "medium",
+    _p(
+        r"\bWorker (?:exits|exited) unexpectedly\b|\bWorker unexpectedly exit(?:s|ed)\b"
+        r"|\bworker process has died\b|\bA worker died or was killed\b"
+        r"|\bdied unexpectedly before finishing\b"
+        r"|KernelRestarter: restarting kernel\b|\bkernel\b[^\n]{0,80}?\bappears to have died\b"
+        r"|\bYour session (?:is |has )?crashed for (?:an )?unknown reason\b"  # Colab
+        r"|\bThe Kernel crashed while executing code in the (?:current )?cell\b"  # VS Code
+        r"|\bThe spark driver has stopped unexpectedly\b"  # Databricks
+        # Dask's scheduler giving up on a task whose workers all died.
+        r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b",
+        _I,
+    ),
+    # A worker that exited with a status of its own (1, an ordinary error) was not killed;
+    # "exit code None" is how Ray reports a process that ended on a signal.
+    unless=_p(r"\bexit code (?!None\b)-?\d", _I),
+)
+
+# macOS's kernel killing a process whose code pages fail their signature check: "CODE
+# SIGNING: cs_invalid_page(…): … denying page sending SIGKILL", a crash report's
+# "Namespace CODESIGNING" / "Code Signature Invalid". The shell then says "Killed: 9".
+CODE_SIGNING_KILL = Family(
+    "code_signing_kill",
+    "not_oom",
+    "high",
+    _p(
+        r"\bCODE SIGNING: (?:cs_invalid_page\b|process \d{1,10}\[[^\]\n]{0,80}\]: rejecting "
+        r"invalid page\b)|\bNamespace CODESIGNING\b|\bCode Signature Invalid\b"
+    ),
+)
+
+# A launcher tearing its workers down (DeepSpeed's sigkill_handler): the kill it reports is
+# its own, after another failure.
+LAUNCHER_TEARDOWN = _p(r"sigkill_handler\] Killing subprocess")
+
+# A launcher tearing its workers down reports the exit status of the one that failed first:
+# when that is not SIGKILL's (-9, 137), the workers' kill is the consequence, not the cause.
+LAUNCHER_CHILD_EXIT = Family(
+    "launcher_child_exit",
+    "not_oom",
+    "medium",
+    _p(
+        r"\] exits with return code = (?!-9\b|137\b)-?\d{1,4}\b"
+        # SkyPilot's list of its nodes' return codes, one of them the worker's own failure
+        # (the 137s are SkyPilot killing the others), or its sentence saying so.
+        r"|\bfailed with return code list: \[[\d,\s]{0,60}?\b(?!137\b)[1-9]\d{0,2}\b"
+        r"|\b(?:kill(?:s|ed)?|clean(?:s|ed)? up) the processes on (?:the )?other nodes\b"
+    ),
+)
