@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind58` entries they miss are listed in HOLDOUT_MISSES … BLIND58_MISSES
+`blind3` to `blind60` entries they miss are listed in HOLDOUT_MISSES … BLIND60_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -404,6 +404,32 @@ BLIND58_MISSES: dict[str, str] = {
     "yv-024": "kill_cured_by_more_memory: labelled host_oom_killed, answered cannot_tell (low)",
     "yv-027": "kill_told_in_prose: labelled host_oom_killed, answered killed_unknown (medium)",
 }
+# The fifty-ninth part (yw-), scientific and HPC GPU users (protein ML, interatomic models,
+# molecular dynamics, genomics, Julia, cluster schedulers), measured before any rule was changed
+# for it: 22 of 24 (91.7 %).
+BLIND59_MISSES: dict[str, str] = {
+    "yw-009": "cufft_alloc_failed: labelled cuda_oom, answered cannot_tell (low)",
+    "yw-013": "scheduler_oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
+}
+# The sixtieth part (yx-), threads in Spanish, Portuguese, Turkish and Russian, and English
+# threads from application and desktop repositories, gathered beside blind59, measured before any
+# rule was changed for it: 14 of 28 (50.0 %).
+BLIND60_MISSES: dict[str, str] = {
+    "yx-001": "gpu_oom_app_wording: labelled cuda_oom, answered not_oom (low)",
+    "yx-004": "thc_storage_oom: labelled cuda_oom, answered cannot_tell (low)",
+    "yx-008": "vulkan_device_memory: labelled cuda_oom, answered cannot_tell (low)",
+    "yx-010": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "yx-011": "container_memory_limit_in_prose: host_oom_killed, answered killed_unknown (medium)",
+    "yx-013": "killed_for_memory_in_prose: labelled host_oom_killed, answered not_oom (low)",
+    "yx-014": "killed_for_memory_in_prose: host_oom_killed, answered killed_unknown (medium)",
+    "yx-015": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
+    "yx-017": "sigkill_cause_unknown: labelled killed_unknown, answered cannot_tell (low)",
+    "yx-019": "sigkill_cause_unknown: labelled killed_unknown, answered cannot_tell (low)",
+    "yx-020": "sigkill_cause_unknown: labelled killed_unknown, answered cuda_oom (medium)",
+    "yx-022": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
+    "yx-023": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
+    "yx-027": "simulated_out_of_memory: labelled not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -461,6 +487,8 @@ KNOWN_MISSES = {
     **BLIND55_MISSES,
     **BLIND57_MISSES,
     **BLIND58_MISSES,
+    **BLIND59_MISSES,
+    **BLIND60_MISSES,
 }
 
 
@@ -501,6 +529,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind55")
     splits = (*splits, "blind57")
     splits = (*splits, "blind58")
+    splits = (*splits, "blind59")
+    splits = (*splits, "blind60")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -560,6 +590,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind55" for key in BLIND55_MISSES)
     assert all(split[key] == "blind57" for key in BLIND57_MISSES)
     assert all(split[key] == "blind58" for key in BLIND58_MISSES)
+    assert all(split[key] == "blind59" for key in BLIND59_MISSES)
+    assert all(split[key] == "blind60" for key in BLIND60_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
