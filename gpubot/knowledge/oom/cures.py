@@ -29,7 +29,10 @@ KILL_FOUND_MEMORY = Family(
     "medium",
     _p(
         r"\b(?:turns|turned) out(?: that)? (?:it|this|that) (?:was|is) (?:just |simply |only )?"
-        r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b",
+        r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b"
+        # Memory seen to explode beside the kill: "it will cause the memory to explode
+        # (reaching more than 100 G)".
+        r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b",
         _I,
     ),
     unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b", _I),
@@ -97,7 +100,10 @@ MEMORY_CURE = Family(
         r"|\b(?:had|needed) to (?:allocate|add|use|give it)\b[^\n]{0,40}?\b(?:memory|RAM|swap)\b"
         r"[^\n]{0,30}?\bto make it (?:work|run|pass|finish)\b"
         r"|\bsolved\b(?: it| this)? by using (?:a |an )?\d{1,4} ?(?:[GT]i?B|gb|[GT]) ?"
-        r"(?:of )?(?:RAM|memory)\b",
+        r"(?:of )?(?:RAM|memory)\b"
+        # A memory limit taken away: "I removed the mem limits and it fixed it".
+        r"|\b(?:removed|removing|lifted|dropped) (?:the |my |its |those )?(?:mem|memory|RAM) "
+        r"limits?\b[^\n]{0,30}?\b(?:fixed|solved|resolved) (?:it|this|the)\b",
         _I,
     ),
     unless=_p(

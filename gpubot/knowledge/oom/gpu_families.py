@@ -40,6 +40,9 @@ _OTHER_CUDA_ERROR = (
 _GUESS = (
     r"\b(?:maybe|probably|possibly|perhaps|might be|could be)(?: due to| because of| caused by"
     r"| an?)? (?:the )?(?:CUDA|HIP) out of memory"
+    # ... or what the program would have said had it been the card: "it might told you 'CUDA
+    # out of Memory' instead of killed".
+    r"|\b(?:CUDA|HIP) out of memory\W{0,3} instead of\b"
 )
 _HOST_DEVICE = (
     r"/device:CPU:\d|\bby allocator (?:cpu|mklcpu|cuda_host_bfc|gpu_host_bfc)\b"
@@ -106,6 +109,8 @@ GPU_OOM: tuple[Family, ...] = (
         _p(
             r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED"
             r"|CUSPARSE_STATUS_ALLOC_FAILED|CUFFT_ALLOC_FAILED"
+            # CUFFT_ALLOC_FAILED as CUDA.jl's wrapper prints it.
+            r"|\bCUFFTError\(code 2, cuFFT failed to allocate GPU or CPU memory\)"
         ),
     ),
     Family(
@@ -285,6 +290,11 @@ GPU_OOM: tuple[Family, ...] = (
             # torch-directml: "Could not allocate tensor with 4719616 bytes. There is not
             # enough GPU video memory available!"
             r"|\bThere is not enough GPU video memory available\b"
+            # faceswap's handler: "You do not have enough GPU memory available to train the
+            # selected model at the selected settings".
+            r"|\b(?:do not|don't) have enough GPU memory available to (?:train|run|load)\b"
+            # ncnn on Vulkan: "vkAllocateMemory failed -2" (VK_ERROR_OUT_OF_DEVICE_MEMORY).
+            r"|\bvkAllocateMemory fai\w{0,4}\s{0,2}-2\b"
             r"|\bErrorOutOfDeviceMemory\b|\b(?:CL_)?MEM_OBJECT_ALLOCATION_FAILURE\b"
             # XLA's TPU allocator: "Attempting to reserve 3.95G at the bottom of memory. That
             # was not possible." (the HBM summary follows).
@@ -297,6 +307,8 @@ GPU_OOM: tuple[Family, ...] = (
             # Torch 0.x's THC check and glog's CHECK on a CUDA call: code 2 is
             # cudaErrorMemoryAllocation.
             r"|THCudaCheck FAIL[^\n]{0,400}?(?:out of memory|error=2\b)"
+            # ... and THC's storage allocator: "out of memory at .../THC/generic/THCStorage.cu:58".
+            r"|\bout of memory at \S{0,300}/THC/\S{1,200}\.cu:\d{1,6}"
             r"|cudaSuccess \(2 vs\.? 0\)|\bcudaErrorMemoryAllocation\b"
             # Caffe2's enforce: "error == cudaSuccess. 2 vs 0. Error at: ...: out of memory".
             r"|\berror == cudaSuccess\. 2 vs 0\b"
@@ -324,6 +336,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|pinned memory \(\d{1,20} bytes\) could not be allocated|"  # CuPy's staging
             + _ADVICE
             + f"|{_GUESS}"
+            + r"|\bif (?:you|it) (?:do not|don't|does not|doesn't) have enough\b"
             # A list of what it could have been ("could be out of memory killer, segfault").
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
             # A guess between the card and the host ("gpu or ram went out of memory").

@@ -60,6 +60,8 @@ SIGKILL = Family(
         rf"|\.{{3}}\s?{_KILLED}\s*$"  # glued to a progress line's dots: "Collecting...Killed"
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         r"|\bReceived \"killed\" signal\b"  # CircleCI
+        # Spanish bash's job report quoted in a sentence: 'recibe un "Terminado Killed"'.
+        r"|[\"'`\u201c]Terminado \(?killed\)?[\"'`\u201d]"
         r"|\"status\":\s?\"killed\",\s?\"errorCode\":\s?9\b"  # Chrome's Target.targetCrashed
         r"|\b(?:Proc|Process|Task|Job):\s{0,3}Killed\b"  # a batch step's status line
         # ... or named as the error a run ends with: "it ends with Killed error again".
@@ -73,7 +75,8 @@ SIGKILL = Family(
         rf"|\bfatal error: {_KILLED} signal terminated program\b"
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
-        r"|exited|dies|died|stops?|stopped) (?:just |only |with |in )?(?:a |the )?(?:message )?"
+        r"|exited|dies|died|stops?|stopped|get|gets|got|getting) (?:just |only |with |in )?"
+        r"(?:a |the )?(?:message |error )?"
         r"[_*`\"']{1,3}(?:(?-i:Killed)\.?[_*`\"']{1,3}"
         # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
         r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b|[.,;]|\s*$))"
@@ -111,12 +114,17 @@ SIGKILL = Family(
         # "get killed by the OS", "the OS kills the process", "it causes my program killed".
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
-        r"|\b(?:function|process|script|job|task|program|training|worker)s?\s{1,3}(?:is|was|gets"
-        r"|got|were|are)\s{1,3}killed\b(?! by signal)"
+        r"|\b(?:function|process|proces|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
+        r"|gets|got|were|are|being)\s{1,3}(?:always |often |randomly |sometimes |suddenly )?"
+        r"killed\b(?! by signal)"
+        # ... or by what: "it automatically killed my training".
+        r"|\b(?:it|system|OS) (?:automatically |just |suddenly )?killed (?:my|the|our) "
+        r"(?:training|process|job|program|script|run)\b"
         r"|\b(?:get|gets|got|getting|is|was|were|been) (?:forcibly |forcefully )?"
         r"(?:killed|terminated) by (?:the )?"
         r"(?:OS|SO|system|operating system|kernel|Linux)\b"
-        r"|\b(?:the|your|my) (?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that|your) "
+        r"|\b(?:the|your|my) (?:Linux )?(?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that"
+        r"|your) "
         r"(?:process|program|job)"
         r"|\bcaus(?:es|ed) (?:my |the |our )?(?:program|process|job|training) (?:to be |to get "
         r"|being |getting )?killed\b"

@@ -129,8 +129,11 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         _p(
             r"\bkill(?:s|ed|ing) (?:the |my |our )?(?:container|process|kernel|worker|job|pod)s? "
             r"(?:on|due to|because of) (?:an? )?OOM\b"
-            r"|\b(?:is|was|gets?|got|being|been) (?:eventually |then |finally |repeatedly )?"
-            r"killed (?:due to|because of|for) (?:an? |the )?OOM\b",
+            r"|\b(?:is|was|gets?|got|getting|being|been)(?: (?:my|the|our) (?:jobs?|runs?"
+            r"|process(?:es)?|containers?|pods?|workers?))? (?:eventually |then |finally "
+            r"|repeatedly )?killed (?:by (?:the )?(?:scheduler|system|OS|cluster|kernel|Slurm"
+            r"|batch system) )?(?:due to|because of|for) (?:an? |the )?(?:OOM|too much (?:memory"
+            r"|RAM)|excessive (?:memory|RAM)|high (?:memory|RAM))\b",
             _I,
         ),
         unless=_p(

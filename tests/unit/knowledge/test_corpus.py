@@ -407,28 +407,14 @@ BLIND58_MISSES: dict[str, str] = {
 # The fifty-ninth part (yw-), scientific and HPC GPU users (protein ML, interatomic models,
 # molecular dynamics, genomics, Julia, cluster schedulers), measured before any rule was changed
 # for it: 22 of 24 (91.7 %).
-BLIND59_MISSES: dict[str, str] = {
-    "yw-009": "cufft_alloc_failed: labelled cuda_oom, answered cannot_tell (low)",
-    "yw-013": "scheduler_oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
-}
+# Both misses are fixed.
+BLIND59_MISSES: dict[str, str] = {}
 # The sixtieth part (yx-), threads in Spanish, Portuguese, Turkish and Russian, and English
 # threads from application and desktop repositories, gathered beside blind59, measured before any
-# rule was changed for it: 14 of 28 (50.0 %).
+# rule was changed for it: 14 of 28 (50.0 %). Thirteen misses are fixed; this one is left.
 BLIND60_MISSES: dict[str, str] = {
-    "yx-001": "gpu_oom_app_wording: labelled cuda_oom, answered not_oom (low)",
-    "yx-004": "thc_storage_oom: labelled cuda_oom, answered cannot_tell (low)",
-    "yx-008": "vulkan_device_memory: labelled cuda_oom, answered cannot_tell (low)",
-    "yx-010": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
-    "yx-011": "container_memory_limit_in_prose: host_oom_killed, answered killed_unknown (medium)",
-    "yx-013": "killed_for_memory_in_prose: labelled host_oom_killed, answered not_oom (low)",
-    "yx-014": "killed_for_memory_in_prose: host_oom_killed, answered killed_unknown (medium)",
-    "yx-015": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
-    "yx-017": "sigkill_cause_unknown: labelled killed_unknown, answered cannot_tell (low)",
-    "yx-019": "sigkill_cause_unknown: labelled killed_unknown, answered cannot_tell (low)",
-    "yx-020": "sigkill_cause_unknown: labelled killed_unknown, answered cuda_oom (medium)",
-    "yx-022": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
-    "yx-023": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
-    "yx-027": "simulated_out_of_memory: labelled not_oom, answered cannot_tell (low)",
+    "yx-027": "simulated_out_of_memory: labelled not_oom, answered cannot_tell (low): an "
+    "operating systems assignment's simulated Out of Memory",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
