@@ -32,10 +32,33 @@ KILL_FOUND_MEMORY = Family(
         r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b"
         # Memory seen to explode beside the kill: "it will cause the memory to explode
         # (reaching more than 100 G)".
-        r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b",
+        r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
+        # ... or the box it ran in said to run out: "It seems my container out of memory".
+        r"|\b(?:my|the|our|your) (?:container|droplet|VM|machine|server|box|processing node) "
+        r"(?:ran |runs |is |was |went |got )?out of (?:memory|RAM)\b",
         _I,
     ),
     unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b", _I),
+)
+
+# A reader's guess that memory ran out, confirmed by whoever ran the job: "your machine
+# probably ran out of memory ... the OOM killer" and then "thanks that was it". Read only
+# beside a kill, as MEMORY_CURE is; not the card's memory.
+KILL_CONFIRMED_MEMORY = Family(
+    "kill_found_to_be_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:thanks?|thank you|yup|yes|yep|indeed)\b[^\n]{0,30}?\bthat was (?:it|the (?:problem"
+        r"|issue|cause))\b",
+        _I,
+    ),
+    near=_p(
+        r"\b(?:ran|run|running|runs) out of (?:host |system )?(?:memory|RAM)\b|\bOOM[- ]killer\b",
+        _I,
+    ),
+    span=4,
+    unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\u663e\u5b58", _I),
 )
 
 # A kill its maintainer put down to too little memory: "this notebook does not work with the
@@ -103,11 +126,26 @@ MEMORY_CURE = Family(
         r"(?:of )?(?:RAM|memory)\b"
         # A memory limit taken away: "I removed the mem limits and it fixed it".
         r"|\b(?:removed|removing|lifted|dropped) (?:the |my |its |those )?(?:mem|memory|RAM) "
-        r"limits?\b[^\n]{0,30}?\b(?:fixed|solved|resolved) (?:it|this|the)\b",
+        r"limits?\b[^\n]{0,30}?\b(?:fixed|solved|resolved) (?:it|this|the)\b"
+        # "Setting Docker from 2gig ram to 4 gig ram fixed my issue".
+        r"|\bfrom \d{1,5} ?(?:[GM]i?B|gigs?|gb|mb|[GM])\b(?: (?:of )?(?:RAM|memory))? to "
+        r"\d{1,5} ?(?:[GM]i?B|gigs?|gb|mb|[GM])\b(?: (?:of )?(?:RAM|memory))?[^\n]{0,20}?"
+        r"\b(?:fixed|solved|resolved) (?:it|this|the|my)\b"
+        # "the memory limit was limited to 2G. I changed it to 4G and the build did not fail".
+        r"|\b(?:memory|RAM)\b[^\n]{0,80}?\b(?:changed|raised|increased|set|bumped) it to "
+        r"\d{1,5} ?(?:[GM]i?B|gb|mb|[GM])\b[^\n]{0,40}?\b(?:did not|didn't) (?:fail|crash)\b"
+        # A bigger box: "Resizing the droplet fixed it", "I deployed my app to a bigger
+        # machine and it works well now".
+        r"|\bresiz(?:ed|ing) (?:the |my )?(?:droplet|VM|instance|machine|server)\b[^\n]{0,20}?"
+        r"\b(?:fixed|solved|resolved) (?:it|this|the)\b"
+        r"|\b(?:deployed|moved|switched|migrated|ran) (?:it |my app |the app |the job )?(?:to|on)"
+        r" a (?:bigger|larger) (?:machine|server|instance|droplet|VM|box)\b[^\n]{0,30}?"
+        r"\b(?:works|worked|succeeded|runs fine|ran fine)\b",
         _I,
     ),
     unless=_p(
-        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not|still|no longer)\b"
+        r"\b(?:GPU|VRAM|CUDA)\b|\b(?:didn't|did not|doesn't|does not)\b(?! (?:fail|crash))"
+        r"|\b(?:still|no longer)\b"
         # "not" that negates a cure ("not solved", "not fix it"), not "and not just Killed".
         r"|\bnot\b[^\n]{0,30}?\b(?:solv|fix|help|work|resolv|succeed|pass|complet|finish)"
         r"|显存|顯存|还是|還是|没有|沒有",

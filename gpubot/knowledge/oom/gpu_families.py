@@ -337,6 +337,9 @@ GPU_OOM: tuple[Family, ...] = (
             + _ADVICE
             + f"|{_GUESS}"
             + r"|\bif (?:you|it) (?:do not|don't|does not|doesn't) have enough\b"
+            # A reader's impression of someone else's log: "it looks like you're running out
+            # of device memory".
+            + r"|\b(?:looks|seems) like (?:you're|you are|you) (?:running|ran|run) out of\b"
             # A list of what it could have been ("could be out of memory killer, segfault").
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
             # A guess between the card and the host ("gpu or ram went out of memory").

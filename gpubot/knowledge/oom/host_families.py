@@ -87,6 +87,8 @@ HOST: tuple[Family, ...] = (
         unless=_p(
             r"\[[^\]\n]{0,80}\bOOM ?Kill\w{0,3}\b[^\]\n]{0,80}\]\(https?://"
             r"|\b(?:maybe|perhaps|possibly|whether)\b[^\n]{0,60}?\bOOM ?[Kk]ill"
+            r"|\b[Ii] suspect\b[^\n]{0,100}?\bOOM ?[Kk]ill"
+            r"|\bOOM ?[Kk]ill\w{0,3},? but I'?m not sure"
             r"|\b(?:should|would|could|must|expected to) (?:have )?(?:be|been|get|gotten) "
             r"(?i:OOM ?kill)",
         ),

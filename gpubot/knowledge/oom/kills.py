@@ -57,9 +57,14 @@ SIGKILL = Family(
         rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
-        rf"|\.{{3}}\s?{_KILLED}\s*$"  # glued to a progress line's dots: "Collecting...Killed"
+        # glued to a progress line's dots: "Collecting...Killed", "...tar...Killed`."
+        rf"|\.{{3}}\s?{_KILLED}[`'\"]?\.?\s*$"
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
         r"|\bReceived \"killed\" signal\b"  # CircleCI
+        # docker compose's log prefix before the shell's word: "webpack_1  | Killed".
+        rf"|^{_WRAP}{{0,8}}[\w.-]{{1,80}}\s{{1,12}}\|\s{{1,12}}{_KILLED}\s*$"
+        # A wrapper's exception for its child's status: "Exception: Child returned 137".
+        r"|\b(?:Child|child process|subprocess) returned:? (?:137|-9)\b"
         # Spanish bash's job report quoted in a sentence: 'recibe un "Terminado Killed"'.
         r"|[\"'`\u201c]Terminado \(?killed\)?[\"'`\u201d]"
         r"|\"status\":\s?\"killed\",\s?\"errorCode\":\s?9\b"  # Chrome's Target.targetCrashed
@@ -115,7 +120,7 @@ SIGKILL = Family(
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
         r"|\b(?:function|process|proces|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
-        r"|gets|got|were|are|being)\s{1,3}(?:always |often |randomly |sometimes |suddenly )?"
+        r"|gets|got|were|are|being)\s{1,3}(?:always |often |randomly |sometimes |suddenly |just )?"
         r"killed\b(?! by signal)"
         # ... or by what: "it automatically killed my training".
         r"|\b(?:it|system|OS) (?:automatically |just |suddenly )?killed (?:my|the|our) "
@@ -165,7 +170,8 @@ WORKER_DIED = Family(
 
 # macOS's kernel killing a process whose code pages fail their signature check: "CODE
 # SIGNING: cs_invalid_page(…): … denying page sending SIGKILL", a crash report's
-# "Namespace CODESIGNING" / "Code Signature Invalid". The shell then says "Killed: 9".
+# "Namespace CODESIGNING" / "Code Signature Invalid". The shell then says "Killed: 9". And
+# iOS's kill of a binary that lacks an entitlement it needs.
 CODE_SIGNING_KILL = Family(
     "code_signing_kill",
     "not_oom",
@@ -173,6 +179,9 @@ CODE_SIGNING_KILL = Family(
     _p(
         r"\bCODE SIGNING: (?:cs_invalid_page\b|process \d{1,10}\[[^\]\n]{0,80}\]: rejecting "
         r"invalid page\b)|\bNamespace CODESIGNING\b|\bCode Signature Invalid\b"
+        # iOS killing a binary that lacks an entitlement it needs: "You're running from /var
+        # and lack the `com.apple.private.security.no-container` entitlement".
+        r"|\black(?:s|ing)? (?:the )?[`'\"]?com\.apple\.[\w.-]{1,80}[`'\"]? entitlement\b"
     ),
 )
 

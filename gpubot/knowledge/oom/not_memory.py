@@ -58,6 +58,9 @@ STOP_REQUESTED = Family(
     "medium",
     _p(
         r"supervisorctl (?:restart|stop)|docker(?:-compose| compose)? (?:stop|kill|restart)\b"
+        r"|\bsystemctl (?:stop|restart|kill)\b"
+        # A program that sends SIGKILL to itself: "tests sigkilling themselves".
+        r"|\bsigkill(?:ing|ed|s)? (?:themselves|itself)\b"
         r"|kubectl delete pod|\bPreempt(?:ed|ing)\b|preempted by|Stopping container"
         r"|scale(?:d)? down|spot instance interruption|TerminationGracePeriod"
         r"|imminent node shutdown|NodeShutdown|DeadlineExceeded|longer than the specified deadline"
@@ -114,7 +117,9 @@ NEGATIVE: tuple[Family, ...] = (
             r"|misaligned address|illegal instruction was encountered"
             # The driver's code for it after a CUDA call's name: "cuEventRecord failed with
             # error 700" (PhysX), "cudaMemcpy returned error 700".
-            r"|\bcu[A-Z]\w{2,40} (?:failed with|returned) error 700\b",
+            r"|\bcu[A-Z]\w{2,40} (?:failed with|returned) error 700\b"
+            # ... or its name before the call: "CUDA error: ILLEGAL_ADDRESS in cuMemAlloc(...)".
+            r"|\bILLEGAL_ADDRESS in cu[A-Z]\w{2,40}\(",
             _I,
         ),
     ),

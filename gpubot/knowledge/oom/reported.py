@@ -55,6 +55,7 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         _p(
             r"\bVK_ERROR_OUT_OF_DEVICE_MEMORY\b|\bErrorOutOfDeviceMemory\b|\bOutOfDeviceMemoryError\b"
             r"|\bOomError\(OutOfDeviceMemory\)"  # vulkano (Rust)
+            r"|\bCudaError::OutOfMemory\b"  # Rust-CUDA's cust
             r"|\bOutOfMemory\(Device\)"  # wgpu's allocator: AllocationError(OutOfMemory(Device))
             r"|\bWebGPU device error\(\d{1,3}\): Out of memory\b"  # ONNX Runtime Web
         ),

@@ -306,6 +306,8 @@ SHM: tuple[Family, ...] = (
             # torch's Tensor.share_memory_() and a module's share_memory().
             r"|\bshare_memory(?:_\(|\b)"
             r"|SharedArray|\bshm[-_ ]size\b|\bshm\b"
+            # multiprocessing's resource tracker finding the workers' semaphores left behind.
+            r"|\bleaked semaphore objects?\b"
             # ... in Chinese: "docker共享内存开小了" (docker's shared memory set too small).
             r"|\u5171\u4eab\u5185\u5b58",
             _I,

@@ -66,7 +66,8 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         ),
         unless=_p(
             r"\b(?:GPU|VRAM|CUDA|TPU|HBM)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could"
-            r"|(?:un)?likely|if|whether|suspect|instead of|rather than|never|without)\b|\?",
+            r"|(?:un)?likely|if|whether|suspect|instead of|rather than|never|without|usually"
+            r"|typically|generally|normally|commonly)\b|\?",
             _I,
         ),
     ),
@@ -133,7 +134,10 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|process(?:es)?|containers?|pods?|workers?))? (?:eventually |then |finally "
             r"|repeatedly )?killed (?:by (?:the )?(?:scheduler|system|OS|cluster|kernel|Slurm"
             r"|batch system) )?(?:due to|because of|for) (?:an? |the )?(?:OOM|too much (?:memory"
-            r"|RAM)|excessive (?:memory|RAM)|high (?:memory|RAM))\b",
+            r"|RAM)|excessive (?:memory|RAM)|high (?:memory|RAM))\b"
+            # ... or named in a title: "blendergt killed because of memory usage".
+            r"|^[^\n]{0,80}?\bkilled (?:due to|because of) (?:the |its )?(?:memory|RAM) "
+            r"(?:usage|consumption|use)\b",
             _I,
         ),
         unless=_p(
@@ -143,12 +147,44 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # The OOM killer coming in and killing, in one sentence: "the linux oom killer kicks-in
+    # and kill my shell". The OOM killer is the host's whatever GPU the sentence names; only
+    # a hedge in the sentence counts against it.
+    _told(
+        _p(r"\bOOM[- ]killer (?:kicks?|kicked|kicking)[- ]in\b[^.?!\n]{0,40}?\bkill", _I),
+        unless=_p(
+            r"\b(?:if|when|whenever|maybe|might|may|could|perhaps|probably|possibly|likely"
+            r"|whether|suspect)\b[^.?!\n]{0,120}?\bOOM[- ]killer",
+            _I,
+        ),
+    ),
+    # A failure put down to using too much RAM, by whoever ran it: "This is due to an over
+    # usage of the ram during compilation". A pasted paragraph asks its questions in other
+    # sentences, so only a hedge or the card's memory in this sentence counts against it.
+    _told(
+        _p(
+            r"\b(?:is|was) (?:due to|caused by) (?:an? |the )?(?:over[- ]?usage|overuse"
+            r"|excessive use) of (?:the )?(?:RAM|host memory|system memory)\b",
+            _I,
+        ),
+        unless=_p(
+            r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|maybe|might|may|could|perhaps|probably"
+            r"|possibly|likely|whether|suspect|think)\b)[^.?!\n]{0,80}?\b(?:due to|caused by)"
+            r"|\b(?:due to|caused by)[^.?!\n]{0,60}?(?:\b(?:GPU|VRAM|CUDA)\b|\?)",
+            _I,
+        ),
+    ),
     # Memory seen full and the kill that followed, in one sentence: "the memory was
     # completely (99%+) used during load so it was killed".
     _told(
         _p(
             r"\b(?:RAM|memory)\b[^\n]{0,40}?\b(?:completely|fully|100 ?%|99 ?%\+?)[^\n]{0,40}?"
             r"\b(?:so|and|then) (?:it|the process|the program|the job) (?:was|got|gets|is) "
+            r"killed\b"
+            # "All my RAM filled, then my swap and finally the compilation got killed"; "RAM
+            # usage grows until all 64 GB are consumed ... The process is then killed".
+            r"|\b(?:RAM|memory)\b[^\n]{0,60}?\b(?:consumed|exhausted|filled|used up)\b"
+            r"[^\n]{0,160}?\b(?:is|was|gets|got|being) (?:then |finally |eventually |just )?"
             r"killed\b",
             _I,
         ),
@@ -200,7 +236,15 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:restart\w{0,3}|kill(?:s|ed)|terminat\w{1,3}|dies|died|crash\w{0,3})\b"
             r"[^\n]{0,20}?\bwhen (?:it|the (?:kernel|process|container|job|pod|notebook)) "
             r"(?:reach(?:es|ed)?|hits?|exceed(?:s|ed)?) (?:the |its )?(?:memory|RAM) "
-            r"limit\w{0,6}\b",
+            r"limit\w{0,6}\b"
+            # ... or runs out of it: "is killed when it goes out of ram".
+            r"|\b(?:kill(?:s|ed)|terminat\w{1,3}|dies|died|crash\w{0,3})\b[^\n]{0,20}?\bwhen "
+            r"(?:it|the (?:kernel|process|container|job|pod|notebook)) (?:goes|went|runs|ran) "
+            r"out of (?:RAM|memory)\b"
+            # ... or a title naming what is killed for it: "Scripts that exceed the memory
+            # usage limit don't correctly indicate why they are killed".
+            r"|\bexceed(?:s|ed|ing)? (?:the |its |their )?(?:memory|RAM)(?: usage)? limit\b"
+            r"[^\n]{0,80}?\bkilled\b",
             _I,
         ),
         unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|would)\b", _I),
@@ -268,8 +312,14 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:killed by (?:SIGKILL|signal 9)|SIGKILL(?:ed)?\b)",
             _I,
         ),
+        # Nor the two told apart: "137 doesn't mean OOM. It means terminated by SIGKILL, which
+        # usually happens because of OOM killer".
         unless=_p(
-            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|may|perhaps|probably|if|whether)\b|\?", _I
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|may|perhaps|probably|if|whether|usually"
+            r"|typically|generally)\b|\?"
+            r"|\b(?:doesn't|does not|don't|do not|isn't|is not) (?:always |necessarily )?"
+            r"(?:mean |imply )?(?:an? )?(?:OOM|out[- ]of[- ]memory)\b",
+            _I,
         ),
     ),
     # RAM watched climbing past its size beside the kill: "the training was interrupted when

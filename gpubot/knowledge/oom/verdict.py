@@ -13,7 +13,12 @@ from gpubot.knowledge.oom.allocator_numbers import (
     device_capacity,
     read_numbers,
 )
-from gpubot.knowledge.oom.cures import KILL_FOR_WANT_OF_MEMORY, KILL_FOUND_MEMORY, MEMORY_CURE
+from gpubot.knowledge.oom.cures import (
+    KILL_CONFIRMED_MEMORY,
+    KILL_FOR_WANT_OF_MEMORY,
+    KILL_FOUND_MEMORY,
+    MEMORY_CURE,
+)
 from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
 from gpubot.knowledge.oom.kills import (
     CODE_SIGNING_KILL,
@@ -158,7 +163,8 @@ def gather(
         worker_died=find(WORKER_DIED, lines),
         memory_cure=find(MEMORY_CURE, lines)
         or find(KILL_FOUND_MEMORY, lines)
-        or find(KILL_FOR_WANT_OF_MEMORY, lines),
+        or find(KILL_FOR_WANT_OF_MEMORY, lines)
+        or find(KILL_CONFIRMED_MEMORY, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
