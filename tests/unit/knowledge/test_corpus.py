@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind62` entries they miss are listed in HOLDOUT_MISSES … BLIND62_MISSES
+`blind3` to `blind64` entries they miss are listed in HOLDOUT_MISSES … BLIND64_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -431,6 +431,30 @@ BLIND61_MISSES: dict[str, str] = {
 BLIND62_MISSES: dict[str, str] = {
     "yz-013": "host_kill_reporter_words: host_oom_killed, answered killed_unknown (medium)",
 }
+# The sixty-third part (xa-), edge and embedded GPUs and unified memory: Apple silicon (MLX,
+# Metal), Jetson (JetPack, DeepStream, TensorRT), iOS and Android inference, measured before any
+# rule was changed for it: 16 of 29 (55.2 %).
+BLIND63_MISSES: dict[str, str] = {
+    "xa-002": "metal_command_buffer_oom: labelled cuda_oom, answered cannot_tell (low)",
+    "xa-004": "metal_command_buffer_oom: labelled cuda_oom, answered cannot_tell (low)",
+    "xa-006": "nvml_assert_on_tegra_oom: labelled cuda_oom, answered not_oom (low)",
+    "xa-008": "nvmap_alloc_failure: labelled cuda_oom, answered not_oom (low)",
+    "xa-009": "cudamallocasync_limit: labelled cuda_oom, answered cannot_tell (low)",
+    "xa-010": "hard_negative_bfc_notice: labelled not_oom, answered cuda_oom (high)",
+    "xa-012": "hard_negative_trt_tactic_skip: labelled not_oom, answered cannot_tell (low)",
+    "xa-015": "ios_memory_termination: labelled host_oom_killed, answered not_oom (low)",
+    "xa-017": "ios_memory_termination: labelled host_oom_killed, answered killed_unknown (medium)",
+    "xa-018": "ios_memory_termination: labelled host_oom_killed, answered not_oom (low)",
+    "xa-022": "compiler_killed: labelled killed_unknown, answered not_oom (low)",
+    "xa-025": "sigkill: labelled killed_unknown, answered not_oom (low)",
+    "xa-029": "hard_negative_enomem_permissions: not_oom, answered host_oom_killed (medium)",
+}
+# The sixty-fourth part (xb-), GPU and ML code outside Python (tfjs, ML.NET, candle,
+# mistral.rs, Deeplearning4j, Spark RAPIDS, CUDA.jl, keras for R), gathered beside blind63,
+# measured before any rule was changed for it: 15 of 16 (93.8 %).
+BLIND64_MISSES: dict[str, str] = {
+    "xb-010": "build_killed_host_memory: labelled host_oom_killed, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -492,6 +516,8 @@ KNOWN_MISSES = {
     **BLIND60_MISSES,
     **BLIND61_MISSES,
     **BLIND62_MISSES,
+    **BLIND63_MISSES,
+    **BLIND64_MISSES,
 }
 
 
@@ -536,6 +562,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind60")
     splits = (*splits, "blind61")
     splits = (*splits, "blind62")
+    splits = (*splits, "blind63")
+    splits = (*splits, "blind64")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -599,6 +627,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind60" for key in BLIND60_MISSES)
     assert all(split[key] == "blind61" for key in BLIND61_MISSES)
     assert all(split[key] == "blind62" for key in BLIND62_MISSES)
+    assert all(split[key] == "blind63" for key in BLIND63_MISSES)
+    assert all(split[key] == "blind64" for key in BLIND64_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
