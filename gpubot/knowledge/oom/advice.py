@@ -401,8 +401,14 @@ OTHER: dict[str, tuple[str, ...]] = {
     ),
     "memory_notice": (
         "A notice about memory use, not a failure: TensorFlow warning of a large allocation or "
-        "taking a slower path, Dask pausing or spilling a worker. If the job failed, its cause "
-        "is elsewhere in the log; if it is slow, give it more memory or smaller batches.",
+        "taking a slower path, TensorRT skipping a tactic whose workspace does not fit, Dask "
+        "pausing or spilling a worker. If the job failed, its cause is elsewhere in the log; "
+        "if it is slow, give it more memory or smaller batches.",
+    ),
+    "device_access_denied": (
+        "The GPU's device nodes could not be opened, so the allocation that followed failed: "
+        "add the user running the job to the video group (or give the container the "
+        "devices), log in again and rerun. Nothing ran out of memory.",
     ),
     "scheduling_failed": (
         "The scheduler found no node with enough unrequested memory, CPU or GPUs, so nothing "

@@ -227,7 +227,10 @@ HOST: tuple[Family, ...] = (
         unless_near=_p(
             r"\bRLIMIT_MEMLOCK\b|\bmemlock\b|\bmlockall\b"
             # ... or an illegal address behind the refusal (RMM's bad_alloc wrapping it).
-            r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b|" + ABSURD_SIZE,
+            r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b"
+            # ... or Jetson's GPU device nodes refused before it ("Can't initialize nvrm
+            # channel ... Cannot allocate memory nvbuf_utils"): permissions, not memory.
+            r"|\bCan't initialize nvrm channel\b|" + ABSURD_SIZE,
             _I,
         ),
         unless_span=4,

@@ -78,6 +78,8 @@ SIGKILL = Family(
         # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
         # "g++: fatal error: Killed signal terminated program cc1plus".
         rf"|\bfatal error: {_KILLED} signal terminated program\b"
+        # ... or older GCC's: "c++: internal compiler error: Killed (program cc1plus)".
+        rf"|\binternal compiler error: {_KILLED} \(program \w{{1,40}}\)"
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
         r"|exited|dies|died|stops?|stopped|get|gets|got|getting) (?:just |only |with |in )?"
@@ -86,7 +88,10 @@ SIGKILL = Family(
         # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
         r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b|[.,;]|\s*$))"
         # ... or named as the trouble: 'The "killed" issue could be due to ...'.
-        r"|\b(?:the|a) [_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
+        r"|\b(?:the|a|an) (?:simple |single |plain |bare |short |weird )?[_*`\"']{1,3}"
+        r"(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
+        # ... or a title starting with it: '"killed" error when starting up'.
+        r"|^[_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
         r"[_*`\"']{1,3}(?-i:[Kk]illed)\.?[_*`\"']{1,3}"
         r"|\b(?:display(?:s|ed)?|show(?:s|ed)?|print(?:s|ed)?|wrote|writes) "

@@ -369,10 +369,21 @@ NEGATIVE: tuple[Family, ...] = (
         _p(
             r"\bAllocation of \d{1,20} exceeds \d{1,3}% of (?:free )?system memory\b"
             r"|\bThe caller indicates that this is not a failure\b"
+            # TensorRT's builder skipping a tactic whose workspace does not fit, and going on.
+            r"|\bDevice memory is insufficient to use tactic\b"
+            r"|\bSkipping tactic (?:0x)?[0-9a-f]{1,20} due to insufficient memory\b"
             r"|\bPausing worker\b|\bUnmanaged memory use is high\b"
             r"|\bMemory use is high but worker has no data to store to disk\b",
             _I,
         ),
+    ),
+    # The GPU's device nodes could not be opened (Jetson's nvrm channel, refused to a user
+    # outside the video group): an ENOMEM the buffer library reports after it is no memory.
+    Family(
+        "device_access_denied",
+        "not_oom",
+        "medium",
+        _p(r"\bCan't initialize nvrm channel\b"),
     ),
     # A scheduler that found nowhere to run the work (too little unrequested memory, CPU or
     # GPU on every node): nothing started, so nothing ran out of memory.

@@ -164,7 +164,14 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bInsufficient (?:GPU|VRAM|video|device) memory\b"
-            r"|\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b",
+            r"|\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b"
+            # ... as MLX and Metal's Swift API name it: "[METAL] Command buffer execution
+            # failed: Insufficient Memory", "MTLCommandBufferErrorDomain Code=8".
+            r"|\bCommand buffer execution failed: Insufficient Memory\b"
+            r"|\bMTLCommandBufferErrorDomain Code=8\b|\bInsufficient Memory \(IOAF code 8\)"
+            # Jetson's NVMAP (the GPU's share of unified memory): "NvMapMemAllocInternalTagged:
+            # 1075072515 error 12", or that call's failure named in a sentence.
+            r"|\bNvMapMemAlloc\w{0,20}:? \d{1,12} error 12\b|\bNvMapMemAlloc\w{0,20}`? failure\b",
             _I,
         ),
         # Nor the scheduler placing a pod ("0/3 nodes are available: 1 Insufficient GPU
@@ -432,7 +439,12 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             # earlyoom's own line when it acts: "Out of memory! avail: 0 MiB < min: 587 MiB".
             r"|\bOut of memory! avail: \d{1,9} MiB < min: \d{1,9} MiB\b"
             # Cray's node health: "under_oom detected for 5 seconds ... re-enabling OOM killer".
-            r"|\bunder_oom detected\b",
+            r"|\bunder_oom detected\b"
+            # iOS's memory limit, as Xcode's debugger reports the kill: "Terminated due to
+            # memory issue", "has been killed by the operating system because it is using too
+            # much memory".
+            r"|\bTerminated due to memory issue\b"
+            r"|\bkilled by the operating system because it is using too much memory\b",
             _I,
         ),
     ),

@@ -147,6 +147,14 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # The kill and its cause as the whole line, as a reporter pastes it: "killed out of
+    # memory".
+    _told(
+        _p(
+            r"^[\s`>*_\"']{0,8}killed (?:due to |because of |for )?(?:out of memory|OOM)\W{0,4}$",
+            _I | re.MULTILINE,
+        )
+    ),
     # The OOM killer coming in and killing, in one sentence: "the linux oom killer kicks-in
     # and kill my shell". The OOM killer is the host's whatever GPU the sentence names; only
     # a hedge in the sentence counts against it.

@@ -179,7 +179,6 @@ BLIND23_MISSES: dict[str, str] = {
 BLIND24_MISSES: dict[str, str] = {
     "zn-020": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
     "zn-030": "hard_negative: labelled not_oom, answered cannot_tell (low)",
-    "zn-036": "hard_negative: labelled not_oom, answered cannot_tell (low)",
     "zn-045": "sigkill_memory_in_words: labelled killed_unknown, answered cannot_tell (low)",
     "zn-047": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zn-050": "dev_shm_insufficient: labelled shm_exhausted, answered not_oom (low)",
@@ -434,27 +433,17 @@ BLIND62_MISSES: dict[str, str] = {
 # The sixty-third part (xa-), edge and embedded GPUs and unified memory: Apple silicon (MLX,
 # Metal), Jetson (JetPack, DeepStream, TensorRT), iOS and Android inference, measured before any
 # rule was changed for it: 16 of 29 (55.2 %).
+# Ten misses are fixed; these three are left.
 BLIND63_MISSES: dict[str, str] = {
-    "xa-002": "metal_command_buffer_oom: labelled cuda_oom, answered cannot_tell (low)",
-    "xa-004": "metal_command_buffer_oom: labelled cuda_oom, answered cannot_tell (low)",
     "xa-006": "nvml_assert_on_tegra_oom: labelled cuda_oom, answered not_oom (low)",
-    "xa-008": "nvmap_alloc_failure: labelled cuda_oom, answered not_oom (low)",
     "xa-009": "cudamallocasync_limit: labelled cuda_oom, answered cannot_tell (low)",
     "xa-010": "hard_negative_bfc_notice: labelled not_oom, answered cuda_oom (high)",
-    "xa-012": "hard_negative_trt_tactic_skip: labelled not_oom, answered cannot_tell (low)",
-    "xa-015": "ios_memory_termination: labelled host_oom_killed, answered not_oom (low)",
-    "xa-017": "ios_memory_termination: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xa-018": "ios_memory_termination: labelled host_oom_killed, answered not_oom (low)",
-    "xa-022": "compiler_killed: labelled killed_unknown, answered not_oom (low)",
-    "xa-025": "sigkill: labelled killed_unknown, answered not_oom (low)",
-    "xa-029": "hard_negative_enomem_permissions: not_oom, answered host_oom_killed (medium)",
 }
 # The sixty-fourth part (xb-), GPU and ML code outside Python (tfjs, ML.NET, candle,
 # mistral.rs, Deeplearning4j, Spark RAPIDS, CUDA.jl, keras for R), gathered beside blind63,
 # measured before any rule was changed for it: 15 of 16 (93.8 %).
-BLIND64_MISSES: dict[str, str] = {
-    "xb-010": "build_killed_host_memory: labelled host_oom_killed, answered cannot_tell (low)",
-}
+# Its one miss is fixed.
+BLIND64_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
