@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind64` entries they miss are listed in HOLDOUT_MISSES … BLIND64_MISSES
+`blind3` to `blind66` entries they miss are listed in HOLDOUT_MISSES … BLIND66_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -444,6 +444,27 @@ BLIND63_MISSES: dict[str, str] = {
 # measured before any rule was changed for it: 15 of 16 (93.8 %).
 # Its one miss is fixed.
 BLIND64_MISSES: dict[str, str] = {}
+# The sixty-fifth part (xc-), applications built on models, 2023-2026: LLM chat and RAG apps and
+# audio and speech tools, measured before any rule was changed for it: 34 of 38 (89.5 %).
+BLIND65_MISSES: dict[str, str] = {
+    "xc-021": "pod_limit_oom_prose: labelled host_oom_killed, answered cannot_tell (low)",
+    "xc-022": "container_limit_kill_prose: host_oom_killed, answered killed_unknown (medium)",
+    "xc-024": "dev_shm_too_small_prose: labelled shm_exhausted, answered cannot_tell (low)",
+    "xc-037": "oomkilled_false_crash: labelled not_oom, answered cannot_tell (low)",
+}
+# The sixty-sixth part (xd-), generative video, 3D generation and reconstruction, and medical
+# imaging, gathered beside blind65, measured before any rule was changed for it: 34 of 43 (79.1 %).
+BLIND66_MISSES: dict[str, str] = {
+    "xd-020": "sigkill_memory_confirmed: labelled host_oom_killed, answered not_oom (low)",
+    "xd-023": "sigkill_memory_confirmed: host_oom_killed, answered killed_unknown (medium)",
+    "xd-024": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "xd-025": "sigkill_memory_confirmed: labelled host_oom_killed, answered cannot_tell (low)",
+    "xd-026": "sigkill_memory_confirmed: host_oom_killed, answered killed_unknown (medium)",
+    "xd-027": "sigkill_memory_confirmed: labelled host_oom_killed, answered cannot_tell (low)",
+    "xd-029": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
+    "xd-034": "sigkill_cause_unknown: labelled killed_unknown, answered host_oom_killed (medium)",
+    "xd-035": "absurd_request: labelled not_oom, answered cuda_oom (high)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -507,6 +528,8 @@ KNOWN_MISSES = {
     **BLIND62_MISSES,
     **BLIND63_MISSES,
     **BLIND64_MISSES,
+    **BLIND65_MISSES,
+    **BLIND66_MISSES,
 }
 
 
@@ -553,6 +576,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind62")
     splits = (*splits, "blind63")
     splits = (*splits, "blind64")
+    splits = (*splits, "blind65")
+    splits = (*splits, "blind66")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -618,6 +643,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind62" for key in BLIND62_MISSES)
     assert all(split[key] == "blind63" for key in BLIND63_MISSES)
     assert all(split[key] == "blind64" for key in BLIND64_MISSES)
+    assert all(split[key] == "blind65" for key in BLIND65_MISSES)
+    assert all(split[key] == "blind66" for key in BLIND66_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
