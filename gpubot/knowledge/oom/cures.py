@@ -35,10 +35,16 @@ KILL_FOUND_MEMORY = Family(
         r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
         # ... or the box it ran in said to run out: "It seems my container out of memory".
         r"|\b(?:my|the|our|your) (?:container|droplet|VM|machine|server|box|processing node) "
-        r"(?:ran |runs |is |was |went |got )?out of (?:memory|RAM)\b",
+        r"(?:ran |runs |is |was |went |got )?out of (?:memory|RAM)\b"
+        # ... in Chinese: "查看内存直接爆掉了" (the memory had blown up), not the card's.
+        r"|(?<![\u663e\u986f])\u5185\u5b58(?:\u76f4\u63a5|\u90fd|\u5168)?\u7206(?:\u6389|\u6ee1)?\u4e86",
         _I,
     ),
-    unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b", _I),
+    unless=_p(
+        r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b"
+        r"|感觉|感覺|应该|應該|可能|也许|也許|好像|似乎|估计|估計",
+        _I,
+    ),
 )
 
 # A reader's guess that memory ran out, confirmed by whoever ran the job: "your machine
@@ -50,11 +56,13 @@ KILL_CONFIRMED_MEMORY = Family(
     "medium",
     _p(
         r"\b(?:thanks?|thank you|yup|yes|yep|indeed)\b[^\n]{0,30}?\bthat was (?:it|the (?:problem"
-        r"|issue|cause))\b",
+        r"|issue|cause))\b"
+        r"|^\W{0,4}(?:yeah|yes|yep|yup),? you(?:'re| are) right\b",
         _I,
     ),
     near=_p(
-        r"\b(?:ran|run|running|runs) out of (?:host |system )?(?:memory|RAM)\b|\bOOM[- ]killer\b",
+        r"\b(?:ran|run|running|runs) out of (?:host |system )?(?:memory|RAM)\b|\bOOM[- ]killer\b"
+        r"|\b(?:insufficient|not enough) (?:host |system )?(?:memory|RAM)\b",
         _I,
     ),
     span=4,

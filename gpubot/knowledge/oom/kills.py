@@ -82,7 +82,8 @@ SIGKILL = Family(
         rf"|\binternal compiler error: {_KILLED} \(program \w{{1,40}}\)"
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
-        r"|exited|dies|died|stops?|stopped|get|gets|got|getting) (?:just |only |with |in )?"
+        r"|exited|dies|died|stops?|stopped|get|gets|got|getting|display|displays|displayed"
+        r"|write|writes|wrote) (?:just |only |with |in )?"
         r"(?:a |the )?(?:message |error )?"
         r"[_*`\"']{1,3}(?:(?-i:Killed)\.?[_*`\"']{1,3}"
         # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
@@ -90,6 +91,8 @@ SIGKILL = Family(
         # ... or named as the trouble: 'The "killed" issue could be due to ...'.
         r"|\b(?:the|a|an) (?:simple |single |plain |bare |short |weird )?[_*`\"']{1,3}"
         r"(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
+        # ... or unquoted before its noun: "I simply get a Killed message".
+        r"|\b(?:get|gets|got|getting|see|saw) (?:a |the )?(?-i:Killed) (?:message|error)\b"
         # ... or a title starting with it: '"killed" error when starting up'.
         r"|^[_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "
@@ -124,6 +127,7 @@ SIGKILL = Family(
         # "get killed by the OS", "the OS kills the process", "it causes my program killed".
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
+        r"|\b(?:process|training) will be killed\b(?! if\b| when\b| once\b| unless\b)"
         r"|\b(?:function|process|proces|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
         r"|gets|got|were|are|being)\s{1,3}(?:always |often |randomly |sometimes |suddenly |just )?"
         r"killed\b(?! by signal)"

@@ -31,6 +31,9 @@ ABSURD_SIZE = (
     r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))"  # numpy
     # macOS malloc: "mach_vm_map(size=96180599144448, flags: 100) failed".
     r"|mach_vm_map\(size=\d{14,20}(?:, flags: \d{1,10})?\) failed"
+    # A size within a few gigabytes of 2^64 (a negative size cast to unsigned), named
+    # anywhere: "n_bytes_to_allocate) is 18446744056429019136".
+    r"|(?:bytes\w{0,20}|\bsize)\)?\s{0,2}(?:is|=|:|of)\s{0,2}184467440\d{11}\b"
 )
 
 LIVENESS = Family(
@@ -201,7 +204,8 @@ NEGATIVE: tuple[Family, ...] = (
             r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6|8)\b"
             # 128 + the signal, as a container or a worker reports it: 139 (SIGSEGV), 136
             # (SIGFPE).
-            r"|\bexit(?:ed)? with exit code (?:139|136)\b",
+            r"|\bexit(?:ed)? with exit code (?:139|136)\b"
+            r"|\"ExitCode\":\s{0,3}(?:139|136)\b",  # docker inspect
             _I,
         ),
         # One item of a list of what might have happened ("Some common causes include: ...

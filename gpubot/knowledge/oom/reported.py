@@ -413,10 +413,18 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             # Windows' resource exhaustion detector and its popup: "Windows successfully
             # diagnosed a low virtual memory condition", "Windows - Out of Virtual Memory".
             r"|\bdiagnosed a low virtual memory condition\b|\bWindows - Out of Virtual Memory\b"
-            r"|\bYour system is low on virtual memory\b"
-            # ... and the paging file's enlargement told as what cured it: "The simple
-            # solution was increasing the Windows page file size to > 48GB".
-            r"|\b(?:solution|fix|workaround) (?:was|is) (?:to )?(?:increas|enlarg|rais|expand"
+            r"|\bYour system is low on virtual memory\b",
+            _I,
+        ),
+    ),
+    # ... and the paging file's enlargement told as what cured it: "The simple solution was
+    # increasing the Windows page file size to > 48GB". Not advice or a guess.
+    Family(
+        "host_allocation_refused",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:solution|fix|workaround) (?:was|is) (?:to )?(?:increas|enlarg|rais|expand"
             r"|extend)\w{0,4} (?:the )?(?:Windows )?(?:page|paging) file\b"
             r"|\b(?:increas|enlarg|rais|expand|extend)\w{0,4} (?:the )?(?:Windows )?(?:page|paging)"
             r" file\b[^\n]{0,60}?\b(?:fixed|solved|resolved) (?:it|this|the)\b",

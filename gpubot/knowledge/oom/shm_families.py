@@ -338,6 +338,8 @@ SHM: tuple[Family, ...] = (
             r"|/dev/shm\b(?: \([^)\n]{0,40}\))? (?:is|was|got|gets|became|becomes) (?:completely )?"
             r"(?:full|exhausted|filled up)\b"
             r"|\bfail(?:s|ed)?\b[^\n]{0,60}?\bwith /dev/shm (?:issues?|problems?|errors?)\b"
+            # ... or too small for the job: "default /dev/shm too small on podman to train".
+            r"|/dev/shm`? (?:is |was )?(?:way |far |much )?too small (?:on|in|for|to)\b"
             # ... in Chinese, filled to the brim: "/dev/shm用满", "/dev/shm空间占用100%".
             r"|/dev/shm(?:\u7a7a\u95f4)?(?:\u5360\u7528|\u4f7f\u7528)?\s?100\s?%"
             r"|/dev/shm(?:\u7a7a\u95f4)?(?:\u7528\u6ee1|\u6ee1\u4e86|\u5df2\u6ee1|\u5360\u6ee1)",

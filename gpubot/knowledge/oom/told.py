@@ -47,7 +47,8 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # processes", "was in a crash-loop due to OOMKilled". Not a guess or a question.
     _told(
         _p(
-            r"\b(?:kernel|kubelet|system|OS|it|was|were|got|been|being|gets?) OOM[- ]?killed\b"
+            r"\b(?:kernel|kubelet|system|OS|it|was|were|got|be|been|being|gets?) \*{0,2}OOM[- ]?"
+            r"killed\b"
             r"|\b(?:kernel|kubelet) OOM[- ]?killing\b"
             # "a pod that goes OOM" (the container's memory limit).
             r"|\b(?:pod|container)s? (?:that |which )?(?:goes|went|going|gone) OOM\b"
@@ -67,7 +68,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         unless=_p(
             r"\b(?:GPU|VRAM|CUDA|TPU|HBM)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could"
             r"|(?:un)?likely|if|whether|suspect|instead of|rather than|never|without|usually"
-            r"|typically|generally|normally|commonly)\b|\?",
+            r"|typically|generally|normally|commonly|should|would|expected to)\b|\?",
             _I,
         ),
     ),
@@ -137,7 +138,11 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|RAM)|excessive (?:memory|RAM)|high (?:memory|RAM))\b"
             # ... or named in a title: "blendergt killed because of memory usage".
             r"|^[^\n]{0,80}?\bkilled (?:due to|because of) (?:the |its )?(?:memory|RAM) "
-            r"(?:usage|consumption|use)\b",
+            r"(?:usage|consumption|use)\b"
+            # ... or as the shell's word and its cause: 'Test killed because out of memory',
+            # 'the terminal write "Killed" because out of memory for the RAM'.
+            r"|\bkilled[\"'`]? because(?: of)? (?:an? |the )?(?:out of memory|OOM"
+            r"|lack of memory)\b",
             _I,
         ),
         unless=_p(
@@ -362,7 +367,13 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(r"\b(?:ran|runs?|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
-        unless=_p(r"\b(?:could|might|may|maybe|perhaps|possibly|probably|likely|if|whether)\b", _I),
+        # Nor what a kill usually means, said in general: "`killed` usually means you ran out
+        # of system memory".
+        unless=_p(
+            r"\b(?:could|might|may|maybe|perhaps|possibly|probably|likely|if|whether|usually"
+            r"|typically|generally|often)\b",
+            _I,
+        ),
     ),
     # The OOM killer's kills named as what happens: "getting oom kills even with 20GB RAM".
     # Not what a setting avoids, nor a question.

@@ -208,9 +208,16 @@ class Rule:
 
 
 def _absurd(f: Facts) -> Verdict | None:
-    if not f.gpu_oom or not f.numbers.absurd():
+    """A request many times the device, from the allocator's numbers, or a size no machine
+    holds named anywhere in the log (not_memory.ABSURD_SIZE: a negative size cast to
+    unsigned, tens of terabytes)."""
+    if not f.gpu_oom:
         return None
-    return Verdict("not_oom", "absurd_request", "high", f.gpu_oom[0].lines)
+    named = [m for m in f.negatives if m.family.name == "absurd_request"]
+    if not f.numbers.absurd() and not named:
+        return None
+    lines = (*f.gpu_oom[0].lines, *(line for m in named for line in m.lines))
+    return Verdict("not_oom", "absurd_request", "high", tuple(dict.fromkeys(lines)))
 
 
 def _broken_accounting(f: Facts) -> Verdict | None:

@@ -446,24 +446,13 @@ BLIND63_MISSES: dict[str, str] = {
 BLIND64_MISSES: dict[str, str] = {}
 # The sixty-fifth part (xc-), applications built on models, 2023-2026: LLM chat and RAG apps and
 # audio and speech tools, measured before any rule was changed for it: 34 of 38 (89.5 %).
-BLIND65_MISSES: dict[str, str] = {
-    "xc-021": "pod_limit_oom_prose: labelled host_oom_killed, answered cannot_tell (low)",
-    "xc-022": "container_limit_kill_prose: host_oom_killed, answered killed_unknown (medium)",
-    "xc-024": "dev_shm_too_small_prose: labelled shm_exhausted, answered cannot_tell (low)",
-    "xc-037": "oomkilled_false_crash: labelled not_oom, answered cannot_tell (low)",
-}
+# All four misses are fixed.
+BLIND65_MISSES: dict[str, str] = {}
 # The sixty-sixth part (xd-), generative video, 3D generation and reconstruction, and medical
 # imaging, gathered beside blind65, measured before any rule was changed for it: 34 of 43 (79.1 %).
+# Eight misses are fixed; this one is left.
 BLIND66_MISSES: dict[str, str] = {
-    "xd-020": "sigkill_memory_confirmed: labelled host_oom_killed, answered not_oom (low)",
-    "xd-023": "sigkill_memory_confirmed: host_oom_killed, answered killed_unknown (medium)",
-    "xd-024": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
-    "xd-025": "sigkill_memory_confirmed: labelled host_oom_killed, answered cannot_tell (low)",
     "xd-026": "sigkill_memory_confirmed: host_oom_killed, answered killed_unknown (medium)",
-    "xd-027": "sigkill_memory_confirmed: labelled host_oom_killed, answered cannot_tell (low)",
-    "xd-029": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
-    "xd-034": "sigkill_cause_unknown: labelled killed_unknown, answered host_oom_killed (medium)",
-    "xd-035": "absurd_request: labelled not_oom, answered cuda_oom (high)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
