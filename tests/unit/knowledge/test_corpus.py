@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind66` entries they miss are listed in HOLDOUT_MISSES … BLIND66_MISSES
+`blind3` to `blind68` entries they miss are listed in HOLDOUT_MISSES … BLIND68_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -454,6 +454,26 @@ BLIND65_MISSES: dict[str, str] = {}
 BLIND66_MISSES: dict[str, str] = {
     "xd-026": "sigkill_memory_confirmed: host_oom_killed, answered killed_unknown (medium)",
 }
+# The sixty-seventh part (xe-), recommendation systems, graph learning and GPU tabular work
+# (HugeCTR, NVTabular, TorchRec-era DLRM, DGL-KE, PyG, GraphStorm, CatBoost, LightGBM, cuDF),
+# measured before any rule was changed for it: 9 of 16 (56.2 %).
+BLIND67_MISSES: dict[str, str] = {
+    "xe-001": "hugectr_general_buffer: labelled cuda_oom, answered cannot_tell (low)",
+    "xe-002": "rmm_device_memory: labelled cuda_oom, answered host_oom_killed (medium)",
+    "xe-009": "opencl_mem_object_allocation: labelled cuda_oom, answered cannot_tell (low)",
+    "xe-010": "opencl_out_of_host_memory: labelled host_oom_killed, answered not_oom (low)",
+    "xe-011": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
+    "xe-012": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
+    "xe-015": "illegal_memory_access: labelled not_oom, answered cuda_oom (high)",
+}
+# The sixty-eighth part (xf-), numerical and scientific GPU libraries (JAX, CuPy, Taichi, Warp,
+# Qiskit Aer, PennyLane, CUDA-Q, qsim, Triton, OpenMM), gathered beside blind67, measured before
+# any rule was changed for it: 13 of 16 (81.2 %).
+BLIND68_MISSES: dict[str, str] = {
+    "xf-003": "statevector_gpu_oom: labelled cuda_oom, answered cannot_tell (low)",
+    "xf-004": "statevector_gpu_oom: labelled cuda_oom, answered cannot_tell (low)",
+    "xf-011": "absurd_request: labelled not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -519,6 +539,8 @@ KNOWN_MISSES = {
     **BLIND64_MISSES,
     **BLIND65_MISSES,
     **BLIND66_MISSES,
+    **BLIND67_MISSES,
+    **BLIND68_MISSES,
 }
 
 
@@ -567,6 +589,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind64")
     splits = (*splits, "blind65")
     splits = (*splits, "blind66")
+    splits = (*splits, "blind67")
+    splits = (*splits, "blind68")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -634,6 +658,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind64" for key in BLIND64_MISSES)
     assert all(split[key] == "blind65" for key in BLIND65_MISSES)
     assert all(split[key] == "blind66" for key in BLIND66_MISSES)
+    assert all(split[key] == "blind67" for key in BLIND67_MISSES)
+    assert all(split[key] == "blind68" for key in BLIND68_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
