@@ -296,6 +296,14 @@ GPU_OOM: tuple[Family, ...] = (
             # ncnn on Vulkan: "vkAllocateMemory failed -2" (VK_ERROR_OUT_OF_DEVICE_MEMORY).
             r"|\bvkAllocateMemory fai\w{0,4}\s{0,2}-2\b"
             r"|\bErrorOutOfDeviceMemory\b|\b(?:CL_)?MEM_OBJECT_ALLOCATION_FAILURE\b"
+            # ... and as boost::compute names OpenCL's error (LightGBM's GPU learner).
+            r"|\bopencl_error\b[^\n]{0,80}?\bMemory Object Allocation Failure\b"
+            r"|^\s{0,8}what\(\):\s{1,4}Memory Object Allocation Failure\s*$"
+            # HugeCTR's CUDA check: "Runtime error: out of memory .../general_buffer.hpp:64".
+            r"|\bRuntime error: out of memory \S{1,300}\.(?:hpp|cuh?|cpp|h):\d{1,6}"
+            # PennyLane Lightning's GPU state vector and cuStateVec (CUDA-Q, qsim).
+            r"|\[Method:\w{0,40}Cuda\w{0,40}\]: Error in PennyLane Lightning: out of memory\b"
+            r"|\[custatevec\] %?out of memory\b"
             # XLA's TPU allocator: "Attempting to reserve 3.95G at the bottom of memory. That
             # was not possible." (the HBM summary follows).
             r"|\bAttempting to reserve [\d.]{1,10}[KMGT] at the (?:bottom|top) of memory\. "

@@ -215,6 +215,10 @@ HOST: tuple[Family, ...] = (
             # bytes in function 'OutOfMemoryError'".
             r"|\(-4:Insufficient memory\) Failed to allocate \d{1,20} bytes\b"
             r"|\bFailed to allocate CPU Memory\b"  # MXNet's cpu_device_storage.h
+            # OpenCL's CL_OUT_OF_HOST_MEMORY, by name or by its text (LightGBM's GPU build).
+            r"|\bCL_OUT_OF_HOST_MEMORY\b|Error: Out of Host Memory\b"
+            # c10's CPU allocator: "posix_memalign(&data, gAlignment, nbytes) == 0. 12 vs 0".
+            r"|\bposix_memalign\([^\n]{0,80}?\) == 0\. 12 vs 0\b"
         ),
         unless=_p(
             r"static TLS block|\bibv_\w{1,40}|mr_reg|reg_mr|memlock|\bmlock"

@@ -57,6 +57,9 @@ SIGKILL = Family(
         rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
+        # ... or written over a progress line's start, its tail still showing: "Killedg in
+        # train batch: 127687 / 263115" (no English word starts "Killed" and goes on).
+        r"|^(?-i:Killed)(?=[a-z]{1,3} [a-z])"
         # glued to a progress line's dots: "Collecting...Killed", "...tar...Killed`."
         rf"|\.{{3}}\s?{_KILLED}[`'\"]?\.?\s*$"
         r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"

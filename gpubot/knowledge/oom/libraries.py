@@ -34,9 +34,14 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
             r"rmm/mr/device/\w{1,60}\.hpp:\d{1,6}: (?:Maximum pool size exceeded|cuda\w{0,40}"
             r"|out of memory)|out_of_memory: (?:CUDA error|RMM failure)"
             r"|RMM failure at:[^\n]{0,240}?(?:Maximum pool size exceeded|out of memory)"
-            r"|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory",
+            r"|RMM_ERROR_OUT_OF_MEMORY|rmm::out_of_memory"
+            # RMM's older CNMEM pool: "CNMEM error at: .../cnmem_memory_resource.hpp168:
+            # CNMEM_STATUS_OUT_OF_MEMORY".
+            r"|\bCNMEM_STATUS_OUT_OF_MEMORY\b",
             re.IGNORECASE,
         ),
+        # The device resource passing on another CUDA error: an illegal address is not memory.
+        unless=_p(r"\bcudaErrorIllegalAddress\b|\billegal memory\s{1,12}access\b", re.IGNORECASE),
     ),
     # RMM's pool asked for at start-up is larger than what the GPU has free (another process
     # holds it): only evidence when the pool then fails to start.

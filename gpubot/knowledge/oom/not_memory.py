@@ -34,6 +34,8 @@ ABSURD_SIZE = (
     # A size within a few gigabytes of 2^64 (a negative size cast to unsigned), named
     # anywhere: "n_bytes_to_allocate) is 18446744056429019136".
     r"|(?:bytes\w{0,20}|\bsize)\)?\s{0,2}(?:is|=|:|of)\s{0,2}184467440\d{11}\b"
+    # Qiskit Aer's check before a run: "Required memory: 274877906944M" (a petabyte and more).
+    r"|\bRequired memory: \d{10,20}M\b"
 )
 
 LIVENESS = Family(

@@ -457,23 +457,13 @@ BLIND66_MISSES: dict[str, str] = {
 # The sixty-seventh part (xe-), recommendation systems, graph learning and GPU tabular work
 # (HugeCTR, NVTabular, TorchRec-era DLRM, DGL-KE, PyG, GraphStorm, CatBoost, LightGBM, cuDF),
 # measured before any rule was changed for it: 9 of 16 (56.2 %).
-BLIND67_MISSES: dict[str, str] = {
-    "xe-001": "hugectr_general_buffer: labelled cuda_oom, answered cannot_tell (low)",
-    "xe-002": "rmm_device_memory: labelled cuda_oom, answered host_oom_killed (medium)",
-    "xe-009": "opencl_mem_object_allocation: labelled cuda_oom, answered cannot_tell (low)",
-    "xe-010": "opencl_out_of_host_memory: labelled host_oom_killed, answered not_oom (low)",
-    "xe-011": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
-    "xe-012": "host_allocation_refused: labelled host_oom_killed, answered not_oom (low)",
-    "xe-015": "illegal_memory_access: labelled not_oom, answered cuda_oom (high)",
-}
+# All seven misses are fixed.
+BLIND67_MISSES: dict[str, str] = {}
 # The sixty-eighth part (xf-), numerical and scientific GPU libraries (JAX, CuPy, Taichi, Warp,
 # Qiskit Aer, PennyLane, CUDA-Q, qsim, Triton, OpenMM), gathered beside blind67, measured before
 # any rule was changed for it: 13 of 16 (81.2 %).
-BLIND68_MISSES: dict[str, str] = {
-    "xf-003": "statevector_gpu_oom: labelled cuda_oom, answered cannot_tell (low)",
-    "xf-004": "statevector_gpu_oom: labelled cuda_oom, answered cannot_tell (low)",
-    "xf-011": "absurd_request: labelled not_oom, answered cannot_tell (low)",
-}
+# All three misses are fixed.
+BLIND68_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
