@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind68` entries they miss are listed in HOLDOUT_MISSES … BLIND68_MISSES
+`blind3` to `blind70` entries they miss are listed in HOLDOUT_MISSES … BLIND70_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -464,6 +464,36 @@ BLIND67_MISSES: dict[str, str] = {}
 # any rule was changed for it: 13 of 16 (81.2 %).
 # All three misses are fixed.
 BLIND68_MISSES: dict[str, str] = {}
+# The sixty-ninth part (xg-), hosted ML platforms and their own messages (Hugging Face Spaces and
+# TGI, Colab, SageMaker and Studio Lab, Databricks, Modal), measured before any rule was changed
+# for it: 14 of 21 (66.7 %).
+BLIND69_MISSES: dict[str, str] = {
+    "xg-001": "hf_spaces_memory_limit: labelled host_oom_killed, answered cannot_tell (low)",
+    "xg-002": "hf_spaces_memory_limit: labelled host_oom_killed, answered cannot_tell (low)",
+    "xg-003": "hf_spaces_memory_limit: labelled host_oom_killed, answered cannot_tell (low)",
+    "xg-017": "platform_build_137: labelled killed_unknown, answered not_oom (low)",
+    "xg-019": "predicted_oom: labelled not_oom, answered cannot_tell (low)",
+    "xg-020": "jupyter_kernel_restart: labelled host_oom_killed, answered killed_unknown (medium)",
+    "xg-021": "jupyter_kernel_restart: labelled killed_unknown, answered not_oom (low)",
+}
+# The seventieth part (xh-), data loading and preprocessing (DataLoader workers, DALI, decord,
+# torchvision's decoders, FFCV, Petastorm, WebDataset, MosaicML streaming, datasets and Arrow, Ray
+# Data, tf.data), gathered beside blind69, measured before any rule was changed for it: 19 of 31
+# (61.3 %).
+BLIND70_MISSES: dict[str, str] = {
+    "xh-006": "nvjpeg_allocator: labelled cuda_oom, answered cannot_tell (low)",
+    "xh-007": "gpu_oom_in_words: labelled cuda_oom, answered cannot_tell (low)",
+    "xh-008": "dali_cuda_allocation: labelled cuda_oom, answered cannot_tell (low)",
+    "xh-009": "dali_cuda_allocation: labelled cuda_oom, answered cannot_tell (low)",
+    "xh-011": "host_kill_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "xh-012": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
+    "xh-014": "host_kill_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "xh-015": "host_kill_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
+    "xh-017": "host_alloc_refused: labelled host_oom_killed, answered not_oom (low)",
+    "xh-021": "worker_died_unknown: labelled killed_unknown, answered not_oom (low)",
+    "xh-022": "worker_died_unknown: labelled killed_unknown, answered host_oom_killed (medium)",
+    "xh-023": "worker_died_unknown: labelled killed_unknown, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -531,6 +561,8 @@ KNOWN_MISSES = {
     **BLIND66_MISSES,
     **BLIND67_MISSES,
     **BLIND68_MISSES,
+    **BLIND69_MISSES,
+    **BLIND70_MISSES,
 }
 
 
@@ -581,6 +613,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind66")
     splits = (*splits, "blind67")
     splits = (*splits, "blind68")
+    splits = (*splits, "blind69")
+    splits = (*splits, "blind70")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -650,6 +684,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind66" for key in BLIND66_MISSES)
     assert all(split[key] == "blind67" for key in BLIND67_MISSES)
     assert all(split[key] == "blind68" for key in BLIND68_MISSES)
+    assert all(split[key] == "blind69" for key in BLIND69_MISSES)
+    assert all(split[key] == "blind70" for key in BLIND70_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
