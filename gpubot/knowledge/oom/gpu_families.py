@@ -290,6 +290,14 @@ GPU_OOM: tuple[Family, ...] = (
             # torch-directml: "Could not allocate tensor with 4719616 bytes. There is not
             # enough GPU video memory available!"
             r"|\bThere is not enough GPU video memory available\b"
+            # DALI's device allocator; torchvision's GPU JPEG decoder out of memory
+            # (NVJPEG_STATUS_ALLOCATOR_FAILURE is status 5).
+            r"|\bCritical error in pipeline:[^\n]{0,120}?CUDA allocation failed\b"
+            r"|^\s{0,8}CUDA allocation failed\s*$|\bnvjpegDecode\w{0,20} failed: 5\b"
+            # The card's memory seen growing to an OOM: "the usage of graphic card memory
+            # increased non-stopping and finally caused an OOM".
+            r"|\b(?:GPU|graphics? card|video card) memory\b[^\n]{0,60}?\b(?:caused|causing"
+            r"|led to|leads to|results? in|resulted in) (?:an? )?OOM\b"
             # faceswap's handler: "You do not have enough GPU memory available to train the
             # selected model at the selected settings".
             r"|\b(?:do not|don't) have enough GPU memory available to (?:train|run|load)\b"

@@ -171,6 +171,10 @@ WORKER_DIED = Family(
         r"|\bYour session (?:is |has )?crashed for (?:an )?unknown reason\b"  # Colab
         r"|\bThe Kernel crashed while executing code in the (?:current )?cell\b"  # VS Code
         r"|\bThe spark driver has stopped unexpectedly\b"  # Databricks
+        # PyTorch's DataLoader and datasets' map reporting a child process gone, no cause.
+        r"|\bDataLoader worker \(pids?(?:\(s\))? [\d, ]{1,80}\) exited unexpectedly\b"
+        r"|\bOne of the subprocesses has ?abruptly died\b"
+        r"|\bkernel (?:is )?restarting automatically\b"  # Jupyter's dialog, told
         # Dask's scheduler giving up on a task whose workers all died.
         r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b",
         _I,

@@ -359,7 +359,11 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
         "high",
         _p(
             r"\bError R15 \(Memory quota vastly exceeded\)"
-            r"|^\W{0,6}(?:CPU )?Memory limit exceeded \(\d{1,5} ?(?:[KMGT]i|[KMGT]B|[KMGT])\)",
+            r"|^\W{0,6}(?:CPU )?Memory limit exceeded \(\d{1,5} ?(?:[KMGT]i|[KMGT]B|[KMGT])\)"
+            # ... and relayed in quotes as the Space's page shows it: 'The app shows "Runtime
+            # error Memory limit exceeded (16Gi)"', 'It says "Memory limit exceeded".'
+            r"|[\"'\u201c](?:Runtime error:? )?(?:CPU )?Memory limit exceeded"
+            r"(?: \(\d{1,5} ?(?:[KMGT]i|[KMGT]B|[KMGT])\))?\.?[\"'\u201d]",
             re.MULTILINE,
         ),
     ),

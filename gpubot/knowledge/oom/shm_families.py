@@ -360,7 +360,7 @@ SHM: tuple[Family, ...] = (
         "medium",
         _p(
             r"/dev/shm`?\s?(?:size )?(?:for docker |in docker |in the container )?(?:is|was) "  # noqa: S108
-            r"(?:only |restricted to |limited to |capped at )?\d{1,5} ?[MK]i?B\b"
+            r"(?:at )?(?:only |restricted to |limited to |capped at )?\d{1,5} ?[MK](?:i?B)?\b"
             r"|/dev/shm`?\s?size (?:of|is) `?\d{1,5} ?[MK]i?B\b"
             r"|/dev/shm[^\n]{0,10}?(?:\u5360\u7528|\u4f7f\u7528)?(?:\u7a7a\u95f4)?"
             r"\u8d8a\u6765\u8d8a\u5927[^\n]{0,30}?(?:\u5931\u8d25|\u62a5\u9519|\u5d29\u6e83)",
@@ -368,7 +368,9 @@ SHM: tuple[Family, ...] = (
         ),
         near=_p(
             r"\btoo small\b|\binadequate\b|\bnot enough\b|\b(?:wasn't|isn't|was not|is not) "
-            r"enough\b|\bran out\b|\brunning out\b|\bcrash|\u5931\u8d25",
+            r"enough\b|\bran out\b|\brunning out\b|\bcrash|\u5931\u8d25"
+            # ... or the cure named with it: "simply passing `--shm-size` with a higher value".
+            r"|--shm-size\b",
             _I,
         ),
         span=2,

@@ -134,11 +134,18 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|\b(?:is|was|gets?|got|getting|being|been)(?: (?:my|the|our) (?:jobs?|runs?"
             r"|process(?:es)?|containers?|pods?|workers?))? (?:eventually |then |finally "
             r"|repeatedly )?killed (?:by (?:the )?(?:scheduler|system|OS|cluster|kernel|Slurm"
-            r"|batch system) )?(?:due to|because of|for) (?:an? |the )?(?:OOM|too much (?:memory"
-            r"|RAM)|excessive (?:memory|RAM)|high (?:memory|RAM))\b"
+            r"|batch system) )?(?:due to|because of|for) (?:an? |the )?(?:(?:CPU |host |system "
+            r"|RAM )?OOM|too much (?:memory|RAM)|excessive (?:memory|RAM)|high (?:memory|RAM))\b"
             # ... or named in a title: "blendergt killed because of memory usage".
             r"|^[^\n]{0,80}?\bkilled (?:due to|because of) (?:the |its )?(?:memory|RAM) "
             r"(?:usage|consumption|use)\b"
+            # ... or the cause in brackets: "the process is killed (OOM)".
+            r"|\b(?:is|was|gets?|got|being) killed \((?:OOM|out of memory)\)"
+            # ... or the RAM watched past a size before it: "the RAM usage builds up beyond 30
+            # GB and the process gets killed".
+            r"|\b(?:RAM|memory)(?: usage)? (?:builds? up|grows?|increases?|climbs?)\b[^\n]{0,40}?"
+            r"\b(?:beyond|over|past|above|to) \d{1,5} ?(?:[GT]i?B|G|GB)\b[^\n]{0,40}?"
+            r"\b(?:gets?|got|is|was) killed\b"
             # ... or as the shell's word and its cause: 'Test killed because out of memory',
             # 'the terminal write "Killed" because out of memory for the RAM'.
             r"|\bkilled[\"'`]? because(?: of)? (?:an? |the )?(?:out of memory|OOM"
@@ -370,8 +377,8 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         # Nor what a kill usually means, said in general: "`killed` usually means you ran out
         # of system memory".
         unless=_p(
-            r"\b(?:could|might|may|maybe|perhaps|possibly|probably|likely|if|whether|usually"
-            r"|typically|generally|often)\b",
+            r"\b(?:could|might|may|maybe|perhaps|possibly|possible|probably|likely|if|whether"
+            r"|usually|typically|generally|often)\b",
             _I,
         ),
     ),

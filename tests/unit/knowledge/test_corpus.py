@@ -233,8 +233,6 @@ BLIND31_MISSES: dict[str, str] = {
 # The thirty-second part (zv-), data and MLOps platforms and CI runners, measured before any
 # rule was changed for it: 32 of 44 (72.7 %). Ten misses are fixed; these are left.
 BLIND32_MISSES: dict[str, str] = {
-    "zv-030": "shm_in_prose: a DataLoader worker that exited, /dev/shm at 64M only in the "
-    "reporter's words, is answered not_oom (low)",
     "zv-033": "allocator_page_size_bug: labelled not_oom, answered cannot_tell (low)",
 }
 # The thirty-third part (zw-), edge, embedded, media and graphics, measured before any rule
@@ -363,7 +361,7 @@ BLIND53_MISSES: dict[str, str] = {
 # before any rule was changed for it: 40 of 48 (83.3 %). Six misses are fixed; these two are
 # left.
 BLIND54_MISSES: dict[str, str] = {
-    "yr-034": "host_memory_measured: labelled host_oom_killed, answered not_oom (low)",
+    "yr-034": "host_memory_measured: labelled host_oom_killed, answered killed_unknown (medium)",
     "yr-046": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
 # The fifty-sixth part (yt-), forums, Q&A sites and repositories the corpus had not reached,
@@ -467,33 +465,18 @@ BLIND68_MISSES: dict[str, str] = {}
 # The sixty-ninth part (xg-), hosted ML platforms and their own messages (Hugging Face Spaces and
 # TGI, Colab, SageMaker and Studio Lab, Databricks, Modal), measured before any rule was changed
 # for it: 14 of 21 (66.7 %).
+# Four misses are fixed; these three are left.
 BLIND69_MISSES: dict[str, str] = {
-    "xg-001": "hf_spaces_memory_limit: labelled host_oom_killed, answered cannot_tell (low)",
-    "xg-002": "hf_spaces_memory_limit: labelled host_oom_killed, answered cannot_tell (low)",
-    "xg-003": "hf_spaces_memory_limit: labelled host_oom_killed, answered cannot_tell (low)",
     "xg-017": "platform_build_137: labelled killed_unknown, answered not_oom (low)",
     "xg-019": "predicted_oom: labelled not_oom, answered cannot_tell (low)",
     "xg-020": "jupyter_kernel_restart: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xg-021": "jupyter_kernel_restart: labelled killed_unknown, answered not_oom (low)",
 }
 # The seventieth part (xh-), data loading and preprocessing (DataLoader workers, DALI, decord,
 # torchvision's decoders, FFCV, Petastorm, WebDataset, MosaicML streaming, datasets and Arrow, Ray
 # Data, tf.data), gathered beside blind69, measured before any rule was changed for it: 19 of 31
 # (61.3 %).
-BLIND70_MISSES: dict[str, str] = {
-    "xh-006": "nvjpeg_allocator: labelled cuda_oom, answered cannot_tell (low)",
-    "xh-007": "gpu_oom_in_words: labelled cuda_oom, answered cannot_tell (low)",
-    "xh-008": "dali_cuda_allocation: labelled cuda_oom, answered cannot_tell (low)",
-    "xh-009": "dali_cuda_allocation: labelled cuda_oom, answered cannot_tell (low)",
-    "xh-011": "host_kill_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xh-012": "host_alloc_refused: labelled host_oom_killed, answered cannot_tell (low)",
-    "xh-014": "host_kill_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xh-015": "host_kill_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xh-017": "host_alloc_refused: labelled host_oom_killed, answered not_oom (low)",
-    "xh-021": "worker_died_unknown: labelled killed_unknown, answered not_oom (low)",
-    "xh-022": "worker_died_unknown: labelled killed_unknown, answered host_oom_killed (medium)",
-    "xh-023": "worker_died_unknown: labelled killed_unknown, answered not_oom (low)",
-}
+# All twelve misses are fixed.
+BLIND70_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
