@@ -33,6 +33,9 @@ KILL_FOUND_MEMORY = Family(
         # Memory seen to explode beside the kill: "it will cause the memory to explode
         # (reaching more than 100 G)".
         r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
+        # "Solved. Didn't have enough CPU memory."
+        r"|\b(?:Solved|Fixed)\W{0,3} (?:I )?(?:didn't|did not) have enough (?:CPU |host |system )?"
+        r"(?:memory|RAM)\b"
         # ... or the box it ran in said to run out: "It seems my container out of memory".
         r"|\b(?:my|the|our|your) (?:container|droplet|VM|machine|server|box|processing node) "
         r"(?:ran |runs |is |was |went |got )?out of (?:memory|RAM)\b"

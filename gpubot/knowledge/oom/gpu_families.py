@@ -274,6 +274,8 @@ GPU_OOM: tuple[Family, ...] = (
             r"[^\n]{0,80}?out of memory"
             # ... hyphenated as an adjective, in prose: "a CUDA out-of-memory error".
             r"|\b(?:CUDA|GPU) out-of-memory (?:error|exception)s?\b"
+            # ... and several cards at once: "all 4 gpus are out of memory".
+            r"|\bGPUs (?:are|were|ran|run|running|go|went) out of memory\b"
             r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
             # ... or its source file and line: "CUDA error: .../device_helpers.cuh(386): out of
             # memory" (XGBoost's GPU updater).

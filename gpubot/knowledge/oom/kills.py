@@ -131,7 +131,8 @@ SIGKILL = Family(
         r"|\b(?:keeps?|kept) (?:getting|being) killed\b|\b(?:is|it's|was|were|are) getting killed\b"
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
         r"|\b(?:process|training) will be killed\b(?! if\b| when\b| once\b| unless\b)"
-        r"|\b(?:function|process|proces|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
+        r"|\b(?:get|gets|got)\s?:\s{0,3}(?-i:Killed)\s*$"  # "I always get : Killed"
+        r"|\b(?:function|process|proces|subprocess|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
         r"|gets|got|were|are|being)\s{1,3}(?:always |often |randomly |sometimes |suddenly |just )?"
         r"killed\b(?! by signal)"
         # ... or by what: "it automatically killed my training".

@@ -47,8 +47,16 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # processes", "was in a crash-loop due to OOMKilled". Not a guess or a question.
     _told(
         _p(
-            r"\b(?:kernel|kubelet|system|OS|it|was|were|got|be|been|being|gets?) \*{0,2}OOM[- ]?"
-            r"killed\b"
+            r"\b(?:kernel|kubelet|system|OS|it|is|are|was|were|got|be|been|being|gets?) \*{0,2}"
+            r"OOM[- ]?killed\b(?!\"?\s{0,3}[:=]\s{0,3}\"?(?:false|False)\b)"
+            # "The process gets killed by out-of-memory handler".
+            r"|\bkilled by (?:the )?out[- ]of[- ]memory (?:handler|killer)\b"
+            # "I encountered host OOM during actor loading"; a title "CPU OOM in training".
+            r"|\b(?:encounter(?:ed|s)?|hit|hits|got|get|gets|ran into|run into|see|saw) "
+            r"(?:a |an |the )?(?:host|CPU|system) OOM\b|^(?:CPU|Host|System|RAM) OOM\b"
+            # "your system kills the process, as it consumes too much CPU memory".
+            r"|\bkills? the process,? (?:as|because|since) it (?:consumes|uses|used|consumed) "
+            r"too much (?:CPU |host |system )?(?:memory|RAM)\b"
             r"|\b(?:kernel|kubelet) OOM[- ]?killing\b"
             # "a pod that goes OOM" (the container's memory limit).
             r"|\b(?:pod|container)s? (?:that |which )?(?:goes|went|going|gone) OOM\b"

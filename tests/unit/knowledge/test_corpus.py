@@ -480,24 +480,18 @@ BLIND70_MISSES: dict[str, str] = {}
 # The seventy-first part (xi-), LLM serving engines beyond vLLM and SGLang (llama-cpp-python,
 # ExLlamaV2 and TabbyAPI, KoboldCpp, Aphrodite, DeepSpeed-MII, FastChat, CTranslate2, OpenLLM, exo),
 # measured before any rule was changed for it: 20 of 21 (95.2 %).
-BLIND71_MISSES: dict[str, str] = {
-    "xi-020": "sigkill_cause_unknown: labelled killed_unknown, answered not_oom (low)",
-}
+# Its one miss is fixed.
+BLIND71_MISSES: dict[str, str] = {}
 # The seventy-second part (xj-), multi-GPU and multi-node training (DeepSpeed ZeRO offload,
 # FSDP, Megatron-LM and NeMo, torchrun, Horovod, accelerate, ColossalAI), gathered beside blind71,
 # measured before any rule was changed for it: 28 of 39 (71.8 %).
+# Six misses are fixed; these five are left.
 BLIND72_MISSES: dict[str, str] = {
-    "xj-004": "zero_offload_checkpoint_kill: labelled host_oom_killed, answered not_oom (low)",
+    "xj-004": "zero_offload_checkpoint_kill: host_oom_killed, answered killed_unknown (medium)",
     "xj-005": "elastic_sigbus_no_cause: labelled killed_unknown, answered not_oom (low)",
     "xj-009": "zero_offload_load_kill: labelled host_oom_killed, answered not_oom (low)",
     "xj-022": "maintainer_names_host_ram: host_oom_killed, answered killed_unknown (medium)",
     "xj-025": "rank0_host_rss_growth: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xj-026": "kill_cured_by_more_ram: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xj-032": "fsdp_rank0_host_state: labelled host_oom_killed, answered cannot_tell (low)",
-    "xj-035": "per_rank_host_load: labelled host_oom_killed, answered killed_unknown (medium)",
-    "xj-036": "per_rank_host_load: labelled host_oom_killed, answered cannot_tell (low)",
-    "xj-037": "maintainer_names_host_ram: host_oom_killed, answered killed_unknown (medium)",
-    "xj-039": "cuda_oom_told_in_sentence: labelled cuda_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
