@@ -33,6 +33,8 @@ KILL_FOUND_MEMORY = Family(
         # Memory seen to explode beside the kill: "it will cause the memory to explode
         # (reaching more than 100 G)".
         r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
+        # The finding as a line of its own: "Docker memory issue."
+        r"|^\W{0,4}(?:Docker|container|host|system) memory (?:issue|problem)\.?\s*$"
         # "Solved. Didn't have enough CPU memory."
         r"|\b(?:Solved|Fixed)\W{0,3} (?:I )?(?:didn't|did not) have enough (?:CPU |host |system )?"
         r"(?:memory|RAM)\b"
@@ -149,6 +151,7 @@ MEMORY_CURE = Family(
         # machine and it works well now".
         r"|\bresiz(?:ed|ing) (?:the |my )?(?:droplet|VM|instance|machine|server)\b[^\n]{0,20}?"
         r"\b(?:fixed|solved|resolved) (?:it|this|the)\b"
+        r"|\bsolved (?:it )?with (?:the |a |more |bigger )?swap\b"
         r"|\b(?:deployed|moved|switched|migrated|ran) (?:it |my app |the app |the job )?(?:to|on)"
         r" a (?:bigger|larger) (?:machine|server|instance|droplet|VM|box)\b[^\n]{0,30}?"
         r"\b(?:works|worked|succeeded|runs fine|ran fine)\b",

@@ -276,6 +276,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\b(?:CUDA|GPU) out-of-memory (?:error|exception)s?\b"
             # ... and several cards at once: "all 4 gpus are out of memory".
             r"|\bGPUs (?:are|were|ran|run|running|go|went) out of memory\b"
+            r"|\bROCm error: out of memory\b"  # ggml's CUDA backend built for ROCm
             r"|cudaMalloc[^\n]{0,240}?out of memory"  # a C++ message names the call, then why
             # ... or its source file and line: "CUDA error: .../device_helpers.cuh(386): out of
             # memory" (XGBoost's GPU updater).

@@ -57,6 +57,10 @@ SIGKILL = Family(
         rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
         rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
+        rf"|\bETA:\s{{0,4}}\d{{1,6}}s\s{{0,4}}{_KILLED}\s*$"  # ... or to mmcv's
+        r"|\bit (?:got |was |gets )?killed again\b"
+        # "开始训练后不久自己kill了" (it killed itself soon after the training started).
+        r"|(?:\u81ea\u5df1|\u81ea\u52a8|\u81ea\u52d5)\s?kill(?:\u4e86|\u6389)"
         # ... or written over a progress line's start, its tail still showing: "Killedg in
         # train batch: 127687 / 263115" (no English word starts "Killed" and goes on).
         r"|^(?-i:Killed)(?=[a-z]{1,3} [a-z])"
@@ -148,7 +152,8 @@ SIGKILL = Family(
         r"|being |getting )?killed\b"
         # A notebook service ending its process and printing ^C that nobody typed: "gives a
         # \"^C\" at the last line", "showing a kill command `^C`".
-        r"|\b(?:gives?|shows?|showing|prints?|printed|ends? with|with) (?:a |the )?"
+        r"|\b(?:gives?|shows?|showing|prints?|printed|ends? with|with|displays?|displayed) "
+        r"(?:a |the )?"
         r"(?:kill command )?[\"'`]\^C[\"'`]" + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),

@@ -107,7 +107,13 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         _p(
             r"(?:内存|內存|\bmem\b|\bRAM\b)(?:会|會|就)?(?:占用|使用)?"
             r"(?:用完|占满|佔滿|耗尽|爆了|爆掉|越来越多|越來越多|满了|滿了|已满|已滿|用满|用滿)"
-            r"[^\n]{0,30}?(?:[Kk]ill|被杀|杀死|被殺)",
+            r"[^\n]{0,30}?(?:[Kk]ill|被杀|杀死|被殺)"
+            # "系统内存满了, 然后程序被终止" (memory full, then the program was ended), and the
+            # kill first: "直接被杀的确是训着训着内存就超了" (the kill was the memory going over).
+            r"|(?:\u5185\u5b58|\u5167\u5b58)(?:\u5c31)?(?:\u6ee1\u4e86|\u6eff\u4e86|\u8d85\u4e86"
+            r"|\u8d85\u9650)[^\n]{0,20}?\u88ab(?:\u7ec8\u6b62|\u7d42\u6b62|\u6740|\u6bba|kill)"
+            r"|\u88ab(?:\u6740|\u6bba)[^\n]{0,20}?(?:\u5185\u5b58|\u5167\u5b58)(?:\u5c31)?"
+            r"(?:\u8d85\u4e86|\u8d85\u9650|\u6ee1\u4e86|\u6eff\u4e86)",
             re.IGNORECASE,
         ),
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|可能|也许|好像|似乎", re.IGNORECASE),

@@ -182,7 +182,10 @@ NEGATIVE: tuple[Family, ...] = (
         _p(
             r"out of resource: shared memory|OutOfResources: out of resource"
             # XLA:TPU compiling a kernel past the core's on-chip vector memory.
-            r"|\bRan out of memory in memory space vmem\b",
+            r"|\bRan out of memory in memory space vmem\b"
+            # XLA on ROCm past a block's LDS: "Shared memory size limit exceeded: requested
+            # 73728, available: 65536".
+            r"|\bShared memory size limit exceeded: requested \d{1,9}, available: \d{1,9}\b",
             _I,
         ),
     ),

@@ -49,6 +49,8 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         _p(
             r"\b(?:kernel|kubelet|system|OS|it|is|are|was|were|got|be|been|being|gets?) \*{0,2}"
             r"OOM[- ]?killed\b(?!\"?\s{0,3}[:=]\s{0,3}\"?(?:false|False)\b)"
+            # A title: "Docker run yolov8 report error:Killed, OOM".
+            r"|\bKilled,\s{0,2}OOM\b"
             # "The process gets killed by out-of-memory handler".
             r"|\bkilled by (?:the )?out[- ]of[- ]memory (?:handler|killer)\b"
             # "I encountered host OOM during actor loading"; a title "CPU OOM in training".
@@ -184,6 +186,18 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:if|when|whenever|maybe|might|may|could|perhaps|probably|possibly|likely"
             r"|whether|suspect)\b[^.?!\n]{0,120}?\bOOM[- ]killer",
             _I,
+        ),
+    ),
+    # The host's memory run through by size, the card's named as not it: "The memory usage
+    # (not GPU memory) increases gradually ... it runs out of 188GB memory".
+    _told(
+        _p(
+            r"\b(?:ran|runs?|running) out of (?:the |its |all )?\d{1,5} ?[GT]i?B (?:of )?"
+            r"(?:host |system )?(?:memory|RAM)\b",
+            _I,
+        ),
+        unless=_p(
+            r"(?<!not )\b(?:GPU|VRAM|CUDA)\b|\b(?:if|when|maybe|might|may|could|perhaps)\b", _I
         ),
     ),
     # A failure put down to using too much RAM, by whoever ran it: "This is due to an over
