@@ -17,6 +17,7 @@ from gpubot.knowledge.oom.reported import REPORTED_HOST_OOM
 from gpubot.knowledge.oom.scan import Family
 from gpubot.knowledge.oom.stacks import STACK_HOST_OOM
 from gpubot.knowledge.oom.told import TOLD_HOST_OOM
+from gpubot.knowledge.oom.told_services import TOLD_BY_SERVICES
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -246,6 +247,7 @@ HOST: tuple[Family, ...] = (
     *LIBRARY_HOST_OOM,
     *REPORTED_HOST_OOM,
     *TOLD_HOST_OOM,
+    *TOLD_BY_SERVICES,
     *LOCALIZED_HOST_OOM,
     *STACK_HOST_OOM,
 )

@@ -23,7 +23,7 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 
 
-def _told(
+def told_in_prose(
     pattern: re.Pattern[str],
     *,
     near: re.Pattern[str] | None = None,
@@ -45,7 +45,7 @@ def _told(
 TOLD_HOST_OOM: tuple[Family, ...] = (
     # The OOM killer named as what ended it, in a sentence: "The kernel OOM-killed 11 worker
     # processes", "was in a crash-loop due to OOMKilled". Not a guess or a question.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:kernel|kubelet|system|OS|it|is|are|was|were|got|be|been|being|gets?) \*{0,2}"
             r"OOM[- ]?killed\b(?!\"?\s{0,3}[:=]\s{0,3}\"?(?:false|False)\b)"
@@ -84,7 +84,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # Host memory seen growing and the kill by the OS that followed, in one line: "RAM
     # gradually increase during training and the process is killed by OS".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:RAM|system memory|host memory)\b[^\n]{0,60}?\b(?:increas\w{0,4}|grow\w{0,4}"
             r"|climb\w{0,4}|fill\w{0,4})\b[^\n]{0,60}?\bkilled by (?:the )?(?:OS|system|kernel)\b",
@@ -96,7 +96,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # system's kill: "This error is caused by a lack of memory", "The problem was my RAM is
     # not enough", "free memory drop down from 10G to 400M and system killed the training".
     # Not the card's memory, not a guess.
-    _told(
+    told_in_prose(
         _p(
             # "The problem was my RAM is not enough" (said of a kill, by whoever ran it).
             r"\b(?:problem|issue|reason|cause) (?:was|is) (?:that )?(?:(?:my |the )?(?:RAM|memory)"
@@ -120,7 +120,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # A restart or kill and its reason given as OOM: "the pod also restarted quite often and
     # the reason is OOM"; the OOM killer said to have been set off: "OOM killer was
     # triggered". Not the card's memory, not a guess.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:restart\w{0,3}|kill(?:ed|s)|crash\w{0,4}|terminat\w{1,4}|died|dies)\b[^\n]{0,60}?"
             r"\b(?:the )?(?:reason|cause) (?:is|was|being) (?:an? )?OOM(?:[- ]?killed)?\b"
@@ -137,7 +137,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # container on OOM", "reaches its memory limit and is eventually killed due to OOM". A
     # paragraph pasted as one line asks its questions in other sentences, so only a hedge or
     # the card's memory in the kill's own sentence counts against it.
-    _told(
+    told_in_prose(
         _p(
             r"\bkill(?:s|ed|ing) (?:the |my |our )?(?:container|process|kernel|worker|job|pod)s? "
             r"(?:on|due to|because of) (?:an? )?OOM\b"
@@ -171,7 +171,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # The kill and its cause as the whole line, as a reporter pastes it: "killed out of
     # memory".
-    _told(
+    told_in_prose(
         _p(
             r"^[\s`>*_\"']{0,8}killed (?:due to |because of |for )?(?:out of memory|OOM)\W{0,4}$",
             _I | re.MULTILINE,
@@ -180,7 +180,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # The OOM killer coming in and killing, in one sentence: "the linux oom killer kicks-in
     # and kill my shell". The OOM killer is the host's whatever GPU the sentence names; only
     # a hedge in the sentence counts against it.
-    _told(
+    told_in_prose(
         _p(r"\bOOM[- ]killer (?:kicks?|kicked|kicking)[- ]in\b[^.?!\n]{0,40}?\bkill", _I),
         unless=_p(
             r"\b(?:if|when|whenever|maybe|might|may|could|perhaps|probably|possibly|likely"
@@ -190,7 +190,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # The host's memory run through by size, the card's named as not it: "The memory usage
     # (not GPU memory) increases gradually ... it runs out of 188GB memory".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:ran|runs?|running) out of (?:the |its |all )?\d{1,5} ?[GT]i?B (?:of )?"
             r"(?:host |system )?(?:memory|RAM)\b",
@@ -203,7 +203,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # A failure put down to using too much RAM, by whoever ran it: "This is due to an over
     # usage of the ram during compilation". A pasted paragraph asks its questions in other
     # sentences, so only a hedge or the card's memory in this sentence counts against it.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:is|was) (?:due to|caused by) (?:an? |the )?(?:over[- ]?usage|overuse"
             r"|excessive use) of (?:the )?(?:RAM|host memory|system memory)\b",
@@ -218,7 +218,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # Memory seen full and the kill that followed, in one sentence: "the memory was
     # completely (99%+) used during load so it was killed".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:RAM|memory)\b[^\n]{0,40}?\b(?:completely|fully|100 ?%|99 ?%\+?)[^\n]{0,40}?"
             r"\b(?:so|and|then) (?:it|the process|the program|the job) (?:was|got|gets|is) "
@@ -234,13 +234,13 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # macOS's dialog when the machine's memory and swap are used up: "run out of application
     # memory" (it then pauses or ends applications, or logs the user out).
-    _told(
+    told_in_prose(
         _p(r"\b(?:ran|runs?|running) out of application memory\b", _I),
         unless=_p(r"\b(?:if|when|whenever|maybe|might|may|could|perhaps)\b", _I),
     ),
     # Host memory running out and the OS killing the process for it, in one clause: "we run
     # out of system RAM and the OS kills the process to save itself". Not a condition.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:ran|runs?|running) out of (?:system |host )?(?:RAM|memory)\b[^\n]{0,20}?"
             r"\band (?:then )?(?:the )?(?:OS|kernel|system) kill(?:s|ed)\b",
@@ -254,7 +254,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # A process that took all the RAM and was killed, in one sentence: "consuming all the
     # RAM on my machine (240GB) and then being killed by the kernel", "killed by the system
     # for using too much ram". Not the card's memory, not a condition or a guess.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:consum\w{1,4}|eat\w{0,3}|us(?:ing|es|ed)|fill\w{0,3}|exhaust\w{0,4}|taking|took)"
             r" (?:up )?all (?:the |of the |my |of my )?(?:available )?(?:system )?(?:RAM|memory)\b"
@@ -273,7 +273,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A process ended when it reached its memory limit, in one clause: "the running kernel is
     # restarted when it reach the memory limitation". Not a condition, not the card's memory.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:restart\w{0,3}|kill(?:s|ed)|terminat\w{1,3}|dies|died|crash\w{0,3})\b"
             r"[^\n]{0,20}?\bwhen (?:it|the (?:kernel|process|container|job|pod|notebook)) "
@@ -293,14 +293,14 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # ... the reason on the line after the kill: "got killed by the os(tried on windows)"
     # then "for using too much RAM".
-    _told(
+    told_in_prose(
         _p(r"^\W{0,4}for using too much (?:RAM|memory|system memory)\b", _I | re.MULTILINE),
         near=_p(r"\bkilled\b", _I),
         span=1,
     ),
     # Host memory named as what ran out, beside the kill it caused: "OOM of CPU memory" and
     # "it causes my program killed".
-    _told(
+    told_in_prose(
         _p(r"\bOOM (?:of|on|in) (?:the )?(?:CPU|host|system) (?:memory|RAM)\b", _I),
         near=_p(r"\bkill(?:s|ed)?\b", _I),
         span=8,
@@ -308,7 +308,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     # An operator's sentence that a pod or process ran out of memory and was killed: "the
     # exporter pod runs out of memory about every hour and is killed with code 137". Not when
     # the GPU is what ran out, and not a conditional ("if the pod runs out of memory ...").
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:pod|container|process|job|task|worker)s?\b[^\n]{0,60}?"
             r"\b(?:runs?|ran|running) out of memory\b[^\n]{0,120}?"
@@ -323,7 +323,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # An operator who brought the OOM about by setting a container's memory ("reducing the
     # memory to 500Mi ... can reproduce the OOM error"), beside the kill's exit code 137.
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:reduc|lower|decreas|limit|set)\w{0,4}\b[^\n]{0,30}?\bmemory\b[^\n]{0,20}?"
             r"\b(?:to|of|at) \d{1,6} ?(?:[KMG]i|[KMG]iB|[KMG]B)\b[^\n]{0,80}?\bOOM\b"
@@ -339,7 +339,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A kill that giving the container more memory cured: "I solved this 'killed' problem by
     # adding --memory=\"16g\" to the docker command".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:solved|fixed|resolved|cured)\b[^\n]{0,60}?\bkill(?:ed|s)?\b[^\n]{0,100}?"
             r"(?:--memory|--memory-limit|\bmem_limit)\s{0,2}[= :]\s{0,2}[\"']?\d{1,6}\s?[kKmMgG]",
@@ -348,7 +348,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # An out-of-memory and the SIGKILL it brought, in one sentence: "an 'OutOfMemory' issue,
     # resulting in the process being killed by SIGKILL (signal 9)".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:OutOfMemory|out[- ]of[- ]memory|OOM)\b[^\n]{0,80}?"
             r"\b(?:killed by (?:SIGKILL|signal 9)|SIGKILL(?:ed)?\b)",
@@ -366,7 +366,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # RAM watched climbing past its size beside the kill: "the training was interrupted when
     # the memory was over 100%" a few lines from "exit code 137".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:RAM|memory)\b[^\n]{0,30}?\b(?:over|above|reached|hit|at) 100 ?%"
             # ... or the memory left falling to nothing: "dropping to 0% available memory".
@@ -379,7 +379,7 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
     ),
     # A cgroup limit crossed and the kill, told in one sentence: "total RSS crosses the cgroup
     # limit and the kernel SIGKILLs the pod with exit 137".
-    _told(
+    told_in_prose(
         _p(
             r"\b(?:RSS|memory|usage)\b[^\n]{0,40}?\b(?:crosses|crossed|exceeds|exceeded|hits|hit"
             r"|reaches|reached) (?:the |its )?(?:cgroup|container|pod)(?:'s)? (?:memory )?limit\b"
@@ -387,172 +387,5 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
         unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b|\b(?:if|whenever)\b", _I),
-    ),
-    # A notebook service's words for its RAM used up: "it says ran out of RAM". Not a guess
-    # at a kill's cause ("could be … running out of RAM", "most likely running out of system
-    # memory").
-    Family(
-        "notebook_memory_exhausted",
-        "host_oom_killed",
-        "medium",
-        _p(r"\b(?:ran|runs?|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
-        # Nor what a kill usually means, said in general: "`killed` usually means you ran out
-        # of system memory".
-        unless=_p(
-            r"\b(?:could|might|may|maybe|perhaps|possibly|possible|probably|likely|if|whether"
-            r"|usually|typically|generally|often)\b",
-            _I,
-        ),
-    ),
-    # The OOM killer's kills named as what happens: "getting oom kills even with 20GB RAM".
-    # Not what a setting avoids, nor a question.
-    _told(
-        _p(
-            r"\b(?:getting|get|gets|got|seeing|see|saw|hitting|hit|having|had) "
-            r"(?:an? |the |more |frequent |repeated |constant )?(?:OOM|out[- ]of[- ]memory)[- ]?"
-            r"kill(?:s|ed)?\b",
-            _I,
-        ),
-        unless=_p(
-            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:avoid|prevent|without|never|no longer|if|whether|could"
-            r"|might|maybe)\b|\?",
-            _I,
-        ),
-    ),
-    # ... or the machine the notebook or job ran on, said to have run out of memory: "Binder
-    # instance ran out of memory", "the runner VM ran out of memory". Not the card's memory,
-    # not a conditional or a guess.
-    Family(
-        "notebook_memory_exhausted",
-        "host_oom_killed",
-        "medium",
-        _p(
-            r"\b(?:Binder|Colab|Kaggle|JupyterHub|notebook|instance|VM|machine|server|node"
-            r"|runner|host)\b (?:(?:instance|server|VM|kernel) )?(?:ran|has run|had run) out of "
-            r"memory\b",
-            _I,
-        ),
-        unless=_p(
-            r"\b(?:GPU|CUDA|VRAM|device)\b|\b(?:if|when|whether|maybe|might|may|could|perhaps"
-            r"|probably|guess|suspect)\b",
-            _I,
-        ),
-    ),
-    # RAM filled up, and the notebook or process crashing or killed in the same sentence:
-    # "the ram usage is maxed and the notebook crashes".
-    Family(
-        "notebook_memory_exhausted",
-        "host_oom_killed",
-        "medium",
-        _p(
-            r"\b(?:RAM|system memory|host memory)(?: usage)? (?:is |was |gets |got |goes |went )?"
-            r"(?:maxed|full|at 100 ?%|100 ?%)[^\n]{0,60}?"
-            r"\b(?:crash\w{0,3}|killed|dies|died|restart\w{0,3})\b",
-            _I,
-        ),
-        # Not the card's RAM ("GPU RAM is full"), nor advice ("if the RAM is full ...").
-        unless=_p(
-            r"\b(?:GPU|VRAM|video|CUDA)\s?(?:RAM|memory)\b|\bif (?:the )?(?:RAM|memory)\b", _I
-        ),
-    ),
-    # What a host's log said of a SIGKILL, told beside it: "the pycharm tips are 'interrupted
-    # by signal 9: sigkill'. I check my log in linux and it said cpu out of memory", "the
-    # system logs indicate that the process is terminated due to insufficient memory".
-    _told(
-        _p(
-            r"\b(?:logs?|dmesg|journal(?:ctl)?|syslog|kern\.log)\b[^\n]{0,60}?"
-            r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported|stating"
-            r"|states?|stated|saying)\b"
-            r"[^\n]{0,40}?(?:\b(?:CPU|RAM|host|system) (?:is |was |went |ran )?out of memory\b"
-            # "a log in `dmesg` stating that the reason is "out of memory"".
-            r"|\breason (?:is|was) [\"'`]?(?:out of memory|OOM)\b"
-            r"|\b(?:terminated|killed) (?:due to|because of|for) (?:insufficient|not enough"
-            r"|lack of|low) (?:memory|RAM)\b)",
-            _I,
-        ),
-        near=_p(
-            r"\bSIGKILL\b|\bsignal:? 9\b|exitcode:? -9\b|\bexit code:? (?:137|-9)\b|\bKilled\b",
-            _I,
-        ),
-        span=8,
-        # Not the card's memory, nor a guess at the cause.
-        unless=_p(
-            r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bout of memory"
-            r"|\b(?:maybe|might be|may be|perhaps|probably|if)\b[^\n]{0,40}?"
-            r"\b(?:out of memory|insufficient memory)",
-            _I,
-        ),
-    ),
-    # A kill by the orchestrator told with its cause in one sentence: "Container is killed by
-    # Kubernetes when memory crosses the defined limit".
-    _told(
-        _p(
-            r"\bkilled by (?:Kubernetes|k8s|the kubelet|kubelet|Docker|the container runtime)\b"
-            r"[^\n]{0,40}?\b(?:when|as|because|once)\b[^\n]{0,20}?\bmemory\b[^\n]{0,20}?"
-            r"\b(?:crosses|crossed|exceeds|exceeded|goes over|went over|hits|hit|reaches|reached)"
-            r" (?:the |its )?(?:defined |configured |set |memory )?limit\b",
-            _I,
-        ),
-        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b", _I),
-    ),
-    # A pod or worker killed because of an OOM, said in a sentence: "When a POD gets killed
-    # by K8S because of OOM", "worker crashes due to out of memory (OOME)".
-    _told(
-        _p(
-            r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
-            r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
-            r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b"
-            # ... or the other way round: "running out of memory and causing python processes
-            # getting killed".
-            r"|\b(?:(?:run(?:ning|s)?|ran) out of memory|(?:memory|RAM) is not enough)\b"
-            r"[^\n]{0,60}?"
-            r"\b(?:causing|and|which|then|so)\b[^\n]{0,40}?\b(?:gets?|getting|got|being|been|be)"
-            r" killed\b"
-            # ... or with what killed it first: "when OS kill uwsgi because of OOM".
-            r"|\b(?:the )?(?:OS|kernel|system|Linux|kubelet|Kubernetes|k8s|Docker)"
-            r" (?:kills?|killed|killing)\b[^\n]{0,40}?\b(?:because of|due to) (?:an? )?"
-            r"(?:OOM|OOME|out of memory)\b",
-            _I,
-        ),
-        unless=_p(
-            r"\b(?:GPU|CUDA|VRAM)\b|\b(?:if|when(?!ever)|in case)\b[^\n]{0,20}?\b(?:it|the)\b"
-            r"[^\n]{0,30}?\bmight\b|\b(?:could|might|may) be\b",
-            _I,
-        ),
-    ),
-    # The kernel's OOM reaper named as what stopped the work, or its lines seen in the syslog
-    # ("jobs are stopped by `oom_reaper`", "lots of `oom_reaper` messages"): it frees the
-    # memory of a process the OOM killer has just killed.
-    _told(
-        _p(
-            r"\b(?:stopped|killed|terminated|reaped) by [`'\"]?oom_reaper\b"
-            # ... or a count of what a limit OOM-killed: "640Mi OOM-killed 39 mounts".
-            r"|\bOOM[- ]killed (?:\d{1,6}|several|many|multiple|dozens of|hundreds of) \w"
-            r"|\boom_reaper[`'\"]? (?:messages|lines|entries|logs?)\b",
-            _I,
-        ),
-    ),
-    # The host's memory named as the cause, in a sentence: "I can confirm that the error is
-    # caused by CPU OOM", "Root cause: host cgroup OOM, not VRAM". The card's memory may be
-    # named too (as what it was not); a hedge is not a cause.
-    _told(
-        _p(
-            r"\b(?:is|was|were) caused by (?:a |an |the )?(?:CPU|host|system|RAM|container|cgroup)"
-            r"(?: memory| RAM| cgroup)? (?:OOM|out of memory)\b"
-            r"|\broot cause\W{1,6}(?:(?:is|was) )?(?:a |an |the )?(?:host|container|node|system)"
-            r"(?: cgroup| memory)? (?:OOM|out of memory)\b"
-            # "This is the kernel OOM killer, not a compiler bug", "exited with return code -9
-            # due to RAM", "because of a lack of RAM".
-            r"|\b(?:this|it) (?:is|was) the (?:kernel(?:'s)? |Linux )?OOM[- ]killer\b"
-            r"|\b(?:code|status) (?:-9|137) due to RAM\b"
-            # "here it's an out-of-memory kill, not a network problem".
-            r"|\b(?:it's|it is|it was|this is|this was|that's|that was) an? "
-            r"(?:out[- ]of[- ]memory|OOM)[- ]kill\b"
-            r"|\b(?:because of|due to) (?:a )?lack of RAM\b"
-            # "there's no error message per se because it's a CPU oom -- the job just crashes".
-            r"|\b(?:it's|it is|it was|this is|that's) (?:a |an )?(?:CPU|host|system RAM) OOM\b",
-            _I,
-        ),
-        unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
     ),
 )

@@ -1,0 +1,193 @@
+"""Host memory failures told by the services and machines a job ran on, in people's words.
+
+The notebook service that says it ran out of RAM, the VM or runner said to have run out, the
+orchestrator that killed a pod when its memory crossed the limit, the host's log quoted beside
+a SIGKILL, the kernel's OOM reaper named in a sentence, and the host's memory confirmed as the
+cause ("it's a CPU OOM"). Read after the sentences of told.py, in the same way: a hedge or the
+card's memory is not evidence. Patterns follow the bounds of *_families: literals and bounded
+repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+from gpubot.knowledge.oom.told import told_in_prose
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+TOLD_BY_SERVICES: tuple[Family, ...] = (
+    # A notebook service's words for its RAM used up: "it says ran out of RAM". Not a guess
+    # at a kill's cause ("could be … running out of RAM", "most likely running out of system
+    # memory").
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(r"\b(?:ran|runs?|running) out of (?:RAM|system RAM|system memory|host memory)\b"),
+        # Nor what a kill usually means, said in general: "`killed` usually means you ran out
+        # of system memory".
+        unless=_p(
+            r"\b(?:could|might|may|maybe|perhaps|possibly|possible|probably|likely|if|whether"
+            r"|usually|typically|generally|often)\b",
+            _I,
+        ),
+    ),
+    # The OOM killer's kills named as what happens: "getting oom kills even with 20GB RAM".
+    # Not what a setting avoids, nor a question.
+    told_in_prose(
+        _p(
+            r"\b(?:getting|get|gets|got|seeing|see|saw|hitting|hit|having|had) "
+            r"(?:an? |the |more |frequent |repeated |constant )?(?:OOM|out[- ]of[- ]memory)[- ]?"
+            r"kill(?:s|ed)?\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b|\b(?:avoid|prevent|without|never|no longer|if|whether|could"
+            r"|might|maybe)\b|\?",
+            _I,
+        ),
+    ),
+    # ... or the machine the notebook or job ran on, said to have run out of memory: "Binder
+    # instance ran out of memory", "the runner VM ran out of memory". Not the card's memory,
+    # not a conditional or a guess.
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:Binder|Colab|Kaggle|JupyterHub|notebook|instance|VM|machine|server|node"
+            r"|runner|host)\b (?:(?:instance|server|VM|kernel) )?(?:ran|has run|had run) out of "
+            r"memory\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM|device)\b|\b(?:if|when|whether|maybe|might|may|could|perhaps"
+            r"|probably|guess|suspect)\b",
+            _I,
+        ),
+    ),
+    # RAM filled up, and the notebook or process crashing or killed in the same sentence:
+    # "the ram usage is maxed and the notebook crashes".
+    Family(
+        "notebook_memory_exhausted",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"\b(?:RAM|system memory|host memory)(?: usage)? (?:is |was |gets |got |goes |went )?"
+            r"(?:maxed|full|at 100 ?%|100 ?%)[^\n]{0,60}?"
+            r"\b(?:crash\w{0,3}|killed|dies|died|restart\w{0,3})\b",
+            _I,
+        ),
+        # Not the card's RAM ("GPU RAM is full"), nor advice ("if the RAM is full ...").
+        unless=_p(
+            r"\b(?:GPU|VRAM|video|CUDA)\s?(?:RAM|memory)\b|\bif (?:the )?(?:RAM|memory)\b", _I
+        ),
+    ),
+    # What a host's log said of a SIGKILL, told beside it: "the pycharm tips are 'interrupted
+    # by signal 9: sigkill'. I check my log in linux and it said cpu out of memory", "the
+    # system logs indicate that the process is terminated due to insufficient memory".
+    told_in_prose(
+        _p(
+            r"\b(?:logs?|dmesg|journal(?:ctl)?|syslog|kern\.log)\b[^\n]{0,60}?"
+            r"\b(?:said|says|say|shows?|showed|indicates?|indicated|reports?|reported|stating"
+            r"|states?|stated|saying)\b"
+            r"[^\n]{0,40}?(?:\b(?:CPU|RAM|host|system) (?:is |was |went |ran )?out of memory\b"
+            # "a log in `dmesg` stating that the reason is "out of memory"".
+            r"|\breason (?:is|was) [\"'`]?(?:out of memory|OOM)\b"
+            r"|\b(?:terminated|killed) (?:due to|because of|for) (?:insufficient|not enough"
+            r"|lack of|low) (?:memory|RAM)\b)",
+            _I,
+        ),
+        near=_p(
+            r"\bSIGKILL\b|\bsignal:? 9\b|exitcode:? -9\b|\bexit code:? (?:137|-9)\b|\bKilled\b",
+            _I,
+        ),
+        span=8,
+        # Not the card's memory, nor a guess at the cause.
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bout of memory"
+            r"|\b(?:maybe|might be|may be|perhaps|probably|if)\b[^\n]{0,40}?"
+            r"\b(?:out of memory|insufficient memory)",
+            _I,
+        ),
+    ),
+    # A kill by the orchestrator told with its cause in one sentence: "Container is killed by
+    # Kubernetes when memory crosses the defined limit".
+    told_in_prose(
+        _p(
+            r"\bkilled by (?:Kubernetes|k8s|the kubelet|kubelet|Docker|the container runtime)\b"
+            r"[^\n]{0,40}?\b(?:when|as|because|once)\b[^\n]{0,20}?\bmemory\b[^\n]{0,20}?"
+            r"\b(?:crosses|crossed|exceeds|exceeded|goes over|went over|hits|hit|reaches|reached)"
+            r" (?:the |its )?(?:defined |configured |set |memory )?limit\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b[^\n]{0,20}?\bmemory\b", _I),
+    ),
+    # A pod or worker killed because of an OOM, said in a sentence: "When a POD gets killed
+    # by K8S because of OOM", "worker crashes due to out of memory (OOME)".
+    told_in_prose(
+        _p(
+            r"\b(?:pod|container|worker|process|task|job)s?\b[^\n]{0,40}?"
+            r"\b(?:killed|crash(?:es|ed)?|dies|died|terminated)\b[^\n]{0,40}?"
+            r"\b(?:because of|due to) (?:an? )?(?:OOM|OOME|out of memory)\b"
+            # ... or the other way round: "running out of memory and causing python processes
+            # getting killed".
+            r"|\b(?:(?:run(?:ning|s)?|ran) out of memory|(?:memory|RAM) is not enough)\b"
+            r"[^\n]{0,60}?"
+            r"\b(?:causing|and|which|then|so)\b[^\n]{0,40}?\b(?:gets?|getting|got|being|been|be)"
+            r" killed\b"
+            # ... or with what killed it first: "when OS kill uwsgi because of OOM".
+            r"|\b(?:the )?(?:OS|kernel|system|Linux|kubelet|Kubernetes|k8s|Docker)"
+            r" (?:kills?|killed|killing)\b[^\n]{0,40}?\b(?:because of|due to) (?:an? )?"
+            r"(?:OOM|OOME|out of memory)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|CUDA|VRAM)\b|\b(?:if|when(?!ever)|in case)\b[^\n]{0,20}?\b(?:it|the)\b"
+            r"[^\n]{0,30}?\bmight\b|\b(?:could|might|may) be\b",
+            _I,
+        ),
+    ),
+    # The kernel's OOM reaper named as what stopped the work, or its lines seen in the syslog
+    # ("jobs are stopped by `oom_reaper`", "lots of `oom_reaper` messages"): it frees the
+    # memory of a process the OOM killer has just killed.
+    told_in_prose(
+        _p(
+            r"\b(?:stopped|killed|terminated|reaped) by [`'\"]?oom_reaper\b"
+            # ... or a count of what a limit OOM-killed: "640Mi OOM-killed 39 mounts".
+            r"|\bOOM[- ]killed (?:\d{1,6}|several|many|multiple|dozens of|hundreds of) \w"
+            r"|\boom_reaper[`'\"]? (?:messages|lines|entries|logs?)\b",
+            _I,
+        ),
+    ),
+    # The host's memory named as the cause, in a sentence: "I can confirm that the error is
+    # caused by CPU OOM", "Root cause: host cgroup OOM, not VRAM". The card's memory may be
+    # named too (as what it was not); a hedge is not a cause.
+    told_in_prose(
+        _p(
+            r"\b(?:is|was|were) caused by (?:a |an |the )?(?:CPU|host|system|RAM|container|cgroup)"
+            r"(?: memory| RAM| cgroup)? (?:OOM|out of memory)\b"
+            r"|\broot cause\W{1,6}(?:(?:is|was) )?(?:a |an |the )?(?:host|container|node|system)"
+            r"(?: cgroup| memory)? (?:OOM|out of memory)\b"
+            # "This is the kernel OOM killer, not a compiler bug", "exited with return code -9
+            # due to RAM", "because of a lack of RAM".
+            r"|\b(?:this|it) (?:is|was) the (?:kernel(?:'s)? |Linux )?OOM[- ]killer\b"
+            r"|\b(?:code|status) (?:-9|137) due to RAM\b"
+            # "here it's an out-of-memory kill, not a network problem".
+            r"|\b(?:it's|it is|it was|this is|this was|that's|that was) an? "
+            r"(?:out[- ]of[- ]memory|OOM)[- ]kill\b"
+            r"|\b(?:because of|due to) (?:a )?lack of RAM\b"
+            # "there's no error message per se because it's a CPU oom -- the job just crashes".
+            r"|\b(?:it's|it is|it was|this is|that's) (?:a |an )?(?:CPU|host|system RAM) OOM\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
+    ),
+)
