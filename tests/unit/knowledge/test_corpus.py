@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind74` entries they miss are listed in HOLDOUT_MISSES … BLIND74_MISSES
+`blind3` to `blind78` entries they miss are listed in HOLDOUT_MISSES … BLIND78_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -505,6 +505,71 @@ BLIND73_MISSES: dict[str, str] = {}
 BLIND74_MISSES: dict[str, str] = {
     "xl-026": "disk_full_memory_words: labelled not_oom, answered cannot_tell (low)",
 }
+# The seventy-fifth part (xm-), Kubernetes and cloud GPU operations (KubeRay, Kubeflow, Argo,
+# KServe, Triton and vLLM on Kubernetes, the GPU operator), measured before any rule was changed
+# for it: 23 of 30 (76.7 %).
+BLIND75_MISSES: dict[str, str] = {
+    "xm-007": "pod_oomkilled_told_in_prose: host_oom_killed, answered not_oom (low)",
+    "xm-011": "container_limit_cured_by_more_memory: host_oom_killed, answered cannot_tell (low)",
+    "xm-015": "restart_beside_readiness_probe_ram_full: killed_unknown, answered not_oom (low)",
+    "xm-017": "container_oom_killed_told_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "xm-023": "pod_process_killed_no_reason: killed_unknown, answered cannot_tell (low)",
+    "xm-024": "cured_by_shm_size: shm_exhausted, answered not_oom (low)",
+    "xm-025": "gpu_held_by_stale_process: cuda_oom, answered not_oom (low)",
+}
+# The seventy-sixth part (xn-), HPC batch schedulers and workflow engines (Slurm, LSF, PBS and
+# Torque, Nextflow, Snakemake, Apptainer and Singularity, MPI), gathered beside blind75, measured
+# before any rule was changed for it: 20 of 30 (66.7 %).
+BLIND76_MISSES: dict[str, str] = {
+    "xn-001": "host_malloc_refused_in_container_batch_job: host_oom_killed, answered "
+    "cannot_tell (low)",
+    "xn-002": "lsf_memlimit_kill_told_in_words: host_oom_killed, answered not_oom (low)",
+    "xn-008": "r_cannot_allocate_buffer_batch_worker: host_oom_killed, answered cannot_tell (low)",
+    "xn-009": "mpi_rank_oom_told_in_words: host_oom_killed, answered cannot_tell (low)",
+    "xn-010": "torque_job_oom_told_in_words: host_oom_killed, answered cannot_tell (low)",
+    "xn-011": "admin_reports_oom_dmesg_for_job: host_oom_killed, answered not_oom (low)",
+    "xn-014": "nextflow_terminated_by_external_system: killed_unknown, answered not_oom (low)",
+    "xn-015": "nextflow_exit_140_cause_unknown: killed_unknown, answered not_oom (low)",
+    "xn-017": "container_shm_too_small_told_in_words: shm_exhausted, answered not_oom (low)",
+    "xn-018": "nccl_cured_by_larger_dev_shm: shm_exhausted, answered not_oom (low)",
+}
+# The seventy-seventh part (xo-), host kills, /dev/shm and bare kills told in the reporter's own
+# words in any project (Colab, WSL2, compilers, notebooks, earlyoom), measured before any rule was
+# changed for it: 23 of 37 (62.2 %).
+BLIND77_MISSES: dict[str, str] = {
+    "xo-005": "swap_exhausted_freeze_no_kill: not_oom, answered host_oom_killed (medium)",
+    "xo-007": "colab_ram_crash_told: host_oom_killed, answered not_oom (low)",
+    "xo-009": "shell_killed_told_as_ram: host_oom_killed, answered cannot_tell (low)",
+    "xo-010": "jupyter_kernel_restart_no_cause: killed_unknown, answered not_oom (low)",
+    "xo-011": "jupyter_kernel_restart_guess: killed_unknown, answered cannot_tell (low)",
+    "xo-013": "kill_cured_by_more_ram: host_oom_killed, answered cannot_tell (low)",
+    "xo-014": "colab_ram_crash_told: host_oom_killed, answered not_oom (low)",
+    "xo-015": "colab_ram_crash_disputed: host_oom_killed, answered not_oom (low)",
+    "xo-016": "wsl2_killed_cured_by_wslconfig: host_oom_killed, answered not_oom (low)",
+    "xo-018": "killed_reporter_guess_memory: killed_unknown, answered not_oom (low)",
+    "xo-020": "compiler_killed_cured_by_swap: host_oom_killed, answered killed_unknown (medium)",
+    "xo-021": "compiler_killed_cured_by_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xo-024": "earlyoom_sigterm_low_memory: host_oom_killed, answered not_oom (medium)",
+    "xo-029": "shm_size_request_told: shm_exhausted, answered not_oom (low)",
+}
+# The seventy-eighth part (xp-), LLM fine-tuning, merging and checkpoint conversion (axolotl,
+# LLaMA-Factory, trl, peft, unsloth, torchtune, Megatron-LM, NeMo, llama.cpp's converters,
+# mergekit), gathered beside blind77, measured before any rule was changed for it: 19 of 31 (61.3
+# %).
+BLIND78_MISSES: dict[str, str] = {
+    "xp-001": "silent_exit_confirmed_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xp-002": "colab_kill_told_as_vram: host_oom_killed, answered cannot_tell (low)",
+    "xp-006": "host_ram_measured_at_limit: host_oom_killed, answered cannot_tell (low)",
+    "xp-013": "shell_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xp-014": "shell_killed_cured_by_ram: host_oom_killed, answered cannot_tell (low)",
+    "xp-015": "kill_maintainer_measured_ram: host_oom_killed, answered not_oom (low)",
+    "xp-016": "killed_told_as_ram_macos: host_oom_killed, answered killed_unknown (medium)",
+    "xp-018": "shm_size_cure_prose: shm_exhausted, answered not_oom (low)",
+    "xp-021": "pytorch_oom_class_only_jupyter: cuda_oom, answered cannot_tell (low)",
+    "xp-022": "fsdp_init_oom_prose: cuda_oom, answered cannot_tell (low)",
+    "xp-026": "host_ram_exhausted_prose: host_oom_killed, answered not_oom (low)",
+    "xp-031": "gpu_oom_prose_loading: cuda_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -578,6 +643,10 @@ KNOWN_MISSES = {
     **BLIND72_MISSES,
     **BLIND73_MISSES,
     **BLIND74_MISSES,
+    **BLIND75_MISSES,
+    **BLIND76_MISSES,
+    **BLIND77_MISSES,
+    **BLIND78_MISSES,
 }
 
 
@@ -634,6 +703,10 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind72")
     splits = (*splits, "blind73")
     splits = (*splits, "blind74")
+    splits = (*splits, "blind75")
+    splits = (*splits, "blind76")
+    splits = (*splits, "blind77")
+    splits = (*splits, "blind78")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -709,6 +782,10 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind72" for key in BLIND72_MISSES)
     assert all(split[key] == "blind73" for key in BLIND73_MISSES)
     assert all(split[key] == "blind74" for key in BLIND74_MISSES)
+    assert all(split[key] == "blind75" for key in BLIND75_MISSES)
+    assert all(split[key] == "blind76" for key in BLIND76_MISSES)
+    assert all(split[key] == "blind77" for key in BLIND77_MISSES)
+    assert all(split[key] == "blind78" for key in BLIND78_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
