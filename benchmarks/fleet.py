@@ -95,6 +95,10 @@ class CountingApiClient(client.ApiClient):
         finally:
             self.log.append((time.perf_counter(), method, url, status))
 
+    def observe(self, method: str, url: str, status: int) -> None:
+        """A request sent through the adapter's aiohttp transport (not call_api)."""
+        self.log.append((time.perf_counter(), method, url, status))
+
 
 class TimedKube(KubernetesKubeApi):
     """Notes when each real cordon (not a dry-run) has returned, and every eviction."""

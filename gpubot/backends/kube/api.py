@@ -1,11 +1,11 @@
-"""KubernetesKubeApi: the KubeApi port on the official client, each blocking call in a thread."""
+"""KubernetesKubeApi: the KubeApi port on the official client, its hot requests over aiohttp."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -21,6 +21,12 @@ from gpubot.backends.kube.errors import eviction_error, retry_after, translate
 from gpubot.backends.kube.event_queue import EventQueue
 from gpubot.backends.kube.node_cache import NodeCache
 from gpubot.backends.kube.pacing import TokenBucket
+from gpubot.backends.kube.transport import (
+    AioTransport,
+    ClientTransport,
+    Unreachable,
+    segment,
+)
 from gpubot.backends.kube.workloads import KubeWorkloads
 from gpubot.domain.fleet.cluster import (
     CORDON_BY_ANNOTATION,
@@ -32,7 +38,7 @@ from gpubot.domain.fleet.cluster import (
     PodInfo,
     Taint,
 )
-from gpubot.errors import NotFoundError, TemporaryStepError
+from gpubot.errors import NotFoundError, PermanentStepError, TemporaryStepError
 
 T = TypeVar("T")
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -49,9 +55,12 @@ MAX_RETRY_AFTER = 10.0
 class KubernetesKubeApi:
     """One cluster through its API server.
 
-    The client is blocking (urllib3), so every call runs in this adapter's own thread pool:
-    the event loop never waits on the network, and a drain's concurrent evictions are not
-    capped by asyncio's shared default pool. `dry_run=True` sends `dryRun=All` with every
+    The requests every alert sends (node PATCH and GET, pod LIST, Event POST) go as JSON
+    through `http` (transport.py: aiohttp on a loop and thread of its own, or the client's
+    `call_api` where the settings need it). The rest go through the generated client, which
+    blocks (urllib3), so each runs in this adapter's own thread pool: the event loop never
+    waits on the network, and a drain's concurrent evictions are not capped by asyncio's
+    shared default pool. `dry_run=True` sends `dryRun=All` with every
     write: the API server runs admission, RBAC and PDB checks and persists nothing.
     Every request gives up after `request_timeout` seconds (a temporary step error): a hung
     API server must not hold a step, and a pool thread, until the step's own timeout.
@@ -80,6 +89,13 @@ class KubernetesKubeApi:
         self.apps = client.AppsV1Api(api_client)
         self._dry = "All" if dry_run else None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube")
+        # The requests every alert sends (node PATCH and GET, pod LIST, Event POST): over
+        # aiohttp where the settings allow, else through the client's call_api in the pool.
+        self.http: AioTransport | ClientTransport = (
+            AioTransport(api_client, connections=workers, timeout=request_timeout)
+            if AioTransport.serves(api_client.configuration)
+            else ClientTransport(api_client, pool=self._pool, timeout=request_timeout)
+        )
         # The Workloads role: its own adapter, on this one's thread pool, pacing and errors.
         self.workloads = KubeWorkloads(
             api_client, call=self._call, scale=self.scale, dry_run=dry_run
@@ -90,17 +106,46 @@ class KubernetesKubeApi:
 
     def close(self) -> None:
         self.nodes.stop()
+        self.http.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._api.close()  # type: ignore[no-untyped-call]
 
     async def _call(self, fn: Callable[..., T], /, *, verb: str, resource: str, **kw: Any) -> T:
+        """`fn` of the generated client, in the pool, paced."""
         loop = asyncio.get_running_loop()
         call = functools.partial(fn, _request_timeout=self._timeout, **kw)
+        return await self._paced(
+            lambda: loop.run_in_executor(self._pool, call), verb=verb, resource=resource
+        )
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        verb: str,
+        resource: str,
+        query: Mapping[str, str | None] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> bytes:
+        """One of the hot requests, through the transport, paced; the answer's body."""
+        return await self._paced(
+            lambda: self.http.request(
+                method, path, query=query, body=body, content_type=content_type
+            ),
+            verb=verb,
+            resource=resource,
+        )
+
+    async def _paced(self, attempt: Callable[[], Awaitable[T]], *, verb: str, resource: str) -> T:
+        """`attempt` through the token bucket; a 429 is retried after its Retry-After, and
+        errors come out as gpubot's kinds."""
         try:
             for _ in range(THROTTLE_RETRIES):
                 await self.pace.acquire()
                 try:
-                    return await loop.run_in_executor(self._pool, call)
+                    return await attempt()
                 except ApiException as exc:
                     if exc.status != 429:
                         raise
@@ -108,10 +153,10 @@ class KubernetesKubeApi:
                     self.throttled += 1
                     self.pace.hold_off(min(retry_after(exc, 1.0), MAX_RETRY_AFTER))
             await self.pace.acquire()
-            return await loop.run_in_executor(self._pool, call)
+            return await attempt()
         except ApiException as exc:
             raise translate(exc, verb=verb, resource=resource) from exc
-        except HTTPError as exc:  # connection refused, reset, timed out: worth another try
+        except (HTTPError, Unreachable) as exc:  # refused, reset, timed out: worth another try
             raise TemporaryStepError(
                 f"cannot reach the API server ({verb} {resource}): {exc}", delay=5.0
             ) from exc
@@ -185,14 +230,14 @@ class KubernetesKubeApi:
     async def _patch_node(
         self, node: str, body: dict[str, Any], content_type: str, *, dry_run: bool = False
     ) -> None:
-        await self._call(
-            _body(self.core.patch_node),  # the patched Node is not read back: no model
+        await self._request(  # the patched Node is not read back
+            "PATCH",
+            f"/api/v1/nodes/{_name(node)}",
             verb="patch",
             resource=f"nodes/{node}",
-            name=node,
+            query={"dryRun": "All" if dry_run else self._dry},
             body=body,
-            dry_run="All" if dry_run else self._dry,
-            _content_type=content_type,
+            content_type=content_type,
         )
 
     async def set_unschedulable(
@@ -248,8 +293,8 @@ class KubernetesKubeApi:
     async def _read_node_json(self, node: str) -> dict[str, Any]:
         """The Node as the API server sent it (camelCase JSON): what get_node reads, and
         what a write that must give back fields exactly as they were starts from."""
-        raw = await self._call(
-            _body(self.core.read_node), verb="get", resource=f"nodes/{node}", name=node
+        raw = await self._request(
+            "GET", f"/api/v1/nodes/{_name(node)}", verb="get", resource=f"nodes/{node}"
         )
         data = json.loads(raw)
         if not isinstance(data, dict):
@@ -298,13 +343,13 @@ class KubernetesKubeApi:
         self.events.put(body, what=f"{reason} on {node}")
 
     async def _create_event(self, body: dict[str, Any]) -> None:
-        await self._call(
-            _body(self.core.create_namespaced_event),  # nothing is read from the reply
+        await self._request(  # nothing is read from the reply
+            "POST",
+            f"/api/v1/namespaces/{EVENT_NAMESPACE}/events",
             verb="create",
             resource="events",
-            namespace=EVENT_NAMESPACE,
+            query={"dryRun": self._dry},
             body=body,
-            dry_run=self._dry,
         )
 
     async def flush_events(self, *, timeout_s: float) -> int:
@@ -318,25 +363,17 @@ class KubernetesKubeApi:
         # From the JSON: no V1Pod model is built for any pod listed. resourceVersion "0": any
         # version the API server's watch cache holds, served from its index by node, no read
         # of etcd.
-        selector = f"spec.nodeName={node}" if node else None
-        version = {"resource_version": "0"} if cached else {}
-        if namespace:
-            raw = await self._call(
-                _body(self.core.list_namespaced_pod),
-                verb="list",
-                resource=f"pods in {namespace}",
-                namespace=namespace,
-                field_selector=selector,
-                **version,
-            )
-        else:
-            raw = await self._call(
-                _body(self.core.list_pod_for_all_namespaces),
-                verb="list",
-                resource="pods",
-                field_selector=selector,
-                **version,
-            )
+        query = {
+            "fieldSelector": f"spec.nodeName={node}" if node else None,
+            "resourceVersion": "0" if cached else None,
+        }
+        raw = await self._request(
+            "GET",
+            f"/api/v1/namespaces/{_name(namespace)}/pods" if namespace else "/api/v1/pods",
+            verb="list",
+            resource=f"pods in {namespace}" if namespace else "pods",
+            query=query,
+        )
         listed = json.loads(raw)
         items = listed.get("items") if isinstance(listed, dict) else None
         return [convert.pod_info_json(p) for p in items or []]
@@ -479,13 +516,10 @@ class KubernetesKubeApi:
         return int((before.spec.replicas if before.spec else None) or 0)
 
 
-def _body(fn: Callable[..., Any]) -> Callable[..., bytes]:
-    """`fn` answering the response's body as bytes, with no client model built from it. The
-    body is read in the calling thread (a pool thread), which gives the connection back to
-    the pool; a non-2xx answer still raises ApiException, with its body and headers."""
-
-    def call(*args: Any, **kw: Any) -> bytes:
-        response = fn(*args, _preload_content=False, **kw)
-        return bytes(response.data)
-
-    return call
+def _name(name: str) -> str:
+    """An object's name as one path segment; a name that cannot be one is a step that cannot
+    succeed (the generated client would have sent it as it was)."""
+    try:
+        return segment(name)
+    except ValueError as exc:
+        raise PermanentStepError(str(exc)) from exc

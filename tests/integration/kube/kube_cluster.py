@@ -61,6 +61,13 @@ class RecordingApiClient(client.ApiClient):
         self.calls.append(Call(method, path, int(response.status)))
         return response
 
+    def observe(self, method: str, url: str, status: int) -> None:
+        """A request the adapter sent without call_api (its aiohttp transport)."""
+        parts = urlsplit(url)
+        self.calls.append(
+            Call(method, parts.path + (f"?{parts.query}" if parts.query else ""), status)
+        )
+
 
 def configuration(plane: ControlPlane, token: str) -> client.Configuration:
     """What `load_kube_config` makes of a kubeconfig for this server and token."""

@@ -46,13 +46,14 @@ async def test_the_patch_sends_camel_case_and_the_version_read(
     gpu = cluster.add_node("gpu-a", taints=[dict(UNREACHABLE)])
     version = cluster.node(gpu)["metadata"]["resourceVersion"]
     sent: list[Any] = []
-    patch_node = kube.core.patch_node
+    request = kube.http.request
 
-    def recording(*args: Any, **kw: Any) -> Any:
-        sent.append(kw["body"])
-        return patch_node(*args, **kw)
+    async def recording(method: str, path: str, **kw: Any) -> bytes:
+        if method == "PATCH":
+            sent.append(kw["body"])
+        return await request(method, path, **kw)
 
-    kube.core.patch_node = recording  # type: ignore[method-assign]
+    kube.http.request = recording  # type: ignore[method-assign]
     await kube.set_taint(node=gpu, taint=Taint(key="gpubot.io/xid"), present=True)
     (body,) = sent
     assert body["metadata"] == {"resourceVersion": version}
