@@ -35,6 +35,16 @@ KILL_FOUND_MEMORY = Family(
         r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
         # The finding as a line of its own: "Docker memory issue."
         r"|^\W{0,4}(?:Docker|container|host|system) memory (?:issue|problem)\.?\s*$"
+        # "Yes, it is due to insufficient memory"; "That is because you do not have enough
+        # CPU RAM to do the conversion".
+        r"|\b(?:it|this|that) (?:is|was|'s) (?:just |simply )?(?:due to|because of) "
+        r"(?:insufficient|not enough|a lack of|lack of) (?:host |system |CPU )?(?:memory|RAM)\b"
+        r"|\bbecause you (?:do not|don't) have enough (?:host |system |CPU )?(?:memory|RAM)\b"
+        # Memory watched filling to the end beside the kill: "the ram increases until it is
+        # completely filled".
+        r"|\b(?:RAM|memory)(?: usage)? (?:increases|increased|grows|grew|keeps growing|climbs"
+        r"|climbed|rises|rose|fills up|filled up) until (?:it is |it's |it was )?(?:completely "
+        r"|totally |entirely )?(?:filled|full|exhausted|used up)\b"
         # "Solved. Didn't have enough CPU memory."
         r"|\b(?:Solved|Fixed)\W{0,3} (?:I )?(?:didn't|did not) have enough (?:CPU |host |system )?"
         r"(?:memory|RAM)\b"
@@ -99,10 +109,10 @@ MEMORY_CURE = Family(
     "host_oom_killed",
     "medium",
     _p(
-        r"\b(?:resiz|increas|rais|expand|bump|upgrad|doubl|mov|switch)(?:ed|ing)\b[^\n]{0,60}?"
+        r"\b(?:resiz|increas|rais|expand|bump|upgrad|doubl|mov|switch|add)(?:ed|ing)\b[^\n]{0,60}?"
         r"\b(?:memory|RAM|mem|swap|\d{1,5} ?(?:[GM]i?B|gb|mb|[GM]))\b[^\n]{0,60}?"
         r"\b(?:(?:and |then )?(?:it |that |everything )?(?:worked|works|succeeded|succeeds"
-        r"|completed|completes|finished|finishes|went through|passed|passes)"
+        r"|completed|completes|finished|finishes|went through|passed|passes|helped|helps)"
         r"|fixed (?:it|this|the)|solved (?:it|this|the)"
         r"|did the (?:job|trick))\b"
         r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
@@ -152,6 +162,10 @@ MEMORY_CURE = Family(
         r"|\bresiz(?:ed|ing) (?:the |my )?(?:droplet|VM|instance|machine|server)\b[^\n]{0,20}?"
         r"\b(?:fixed|solved|resolved) (?:it|this|the)\b"
         r"|\bsolved (?:it )?with (?:the |a |more |bigger )?swap\b"
+        # WSL's VM gets its memory and swap from .wslconfig: "It has to be updated in the
+        # %UserProfile%\\.wslconfig" (said of a kill, as its cure).
+        r"|\b(?:updated?|set|changed?|edit(?:ed)?|increas(?:ed|e)|rais(?:ed|e)) (?:it )?in "
+        r"(?:the |your |my )?\S{0,30}\.wslconfig\b"
         r"|\b(?:deployed|moved|switched|migrated|ran) (?:it |my app |the app |the job )?(?:to|on)"
         r" a (?:bigger|larger) (?:machine|server|instance|droplet|VM|box)\b[^\n]{0,30}?"
         r"\b(?:works|worked|succeeded|runs fine|ran fine)\b",

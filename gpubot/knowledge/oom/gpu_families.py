@@ -57,6 +57,9 @@ GPU_OOM: tuple[Family, ...] = (
         _p(
             r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of memory"
             r"|torch(?:\.cuda)?\.OutOfMemoryError"
+            # ... as Jupyter heads its traceback, by the class's short name (PyTorch's and
+            # CuPy's OutOfMemoryError are both the card's memory).
+            r"|(?<![\w.])OutOfMemoryError\s{2,80}Traceback \(most recent call last\)"
         ),
         unless=_p(f"{_ADVICE}|{_GUESS}", _I),
     ),
@@ -213,6 +216,22 @@ GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
         unless=_p(r"\b(?:if|when|whenever|avoid\w{0,3}|prevent\w{0,3})\b", _I),
+    ),
+    # The card named as what ran out, in the reporter's words: "I still get problems which
+    # are OOM on two 40G A100 GPUs", "it increases with every call until the GPU memory is
+    # exhausted", "my GPU memory was near full because the previous kernel was still running".
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\bOOM (?:on|in) (?:\w{1,10} ){0,3}(?:GPUs?|A100s?|H100s?|H200s?|V100s?|A10G?s?"
+            r"|L40S?|A6000s?|RTX ?\d{3,4}s?)\b"
+            r"|\bGPU memory (?:is|was|gets|got|became|becomes|were) (?:near(?:ly)? |almost "
+            r"|completely |totally )?(?:exhausted|full|used up|maxed out)\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
     ),
     # An OOM beside the answer that the model needs more of the card than the card has:
     # "requires at least 30GB GPU RAM to run ... a capacity of 24GB < 30GB".

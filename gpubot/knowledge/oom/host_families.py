@@ -130,6 +130,12 @@ HOST: tuple[Family, ...] = (
         "high",
         _p(
             r"systemd-oomd\[\d{1,10}\]: Killed|earlyoom[^\n]{0,80}(?:low memory|sending SIGKILL)"
+            # earlyoom's lines without its name (a journal's prefix cut off): "low memory! at
+            # or below SIGTERM limits", "sending SIGTERM to process 696 uid 1001 \"ipfs\":
+            # badness 757".
+            r"|\blow memory! at or below SIG(?:TERM|KILL) limits\b"
+            r"|\bsending SIG(?:TERM|KILL) to process \d{1,10} uid \d{1,10} \"[^\"\n]{1,100}\": "
+            r"badness \d"
             r"|\bKilled [^\n]{0,160}? due to memory (?:pressure|used)"
         ),
         # earlyoom saying its kill failed: nothing died for memory (oom_killer_failed).
@@ -192,6 +198,12 @@ HOST: tuple[Family, ...] = (
             r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
+            # A C program's malloc wrapper naming its source line: "[kseq2bseq1] Failed to
+            # allocate 151 bytes at bwa.c line 37: Out of memory" (htslib, bwa, samtools).
+            r"|\bFailed to allocate \d{1,20} bytes at [\w./-]{1,80}\.c(?:pp)? line \d{1,6}: "
+            r"Out of memory\b"
+            # R's buffers: "Evaluation error: cannot allocate buffer".
+            r"|\bcannot allocate buffer\b"
             r"|\bC error: out of memory"  # pandas' C parser
             r"|\bvirtual memory exhausted\b"  # GCC and other tools, on a refused allocation
             # The JVM's own process (not its heap) refused by the OS: its hs_err report.

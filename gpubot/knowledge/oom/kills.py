@@ -76,12 +76,17 @@ SIGKILL = Family(
         r"|[\"'`\u201c]Terminado \(?killed\)?[\"'`\u201d]"
         r"|\"status\":\s?\"killed\",\s?\"errorCode\":\s?9\b"  # Chrome's Target.targetCrashed
         r"|\b(?:Proc|Process|Task|Job):\s{0,3}Killed\b"  # a batch step's status line
+        # Nextflow's report of a task its scheduler ended: "terminated for an unknown reason
+        # -- Likely it has been terminated by the external system", or with the status a
+        # batch system gives a job it killed at a limit (140: SIGUSR2 + 128, or 137).
+        r"|\bterminated for an unknown reason -- Likely it has been terminated by the external"
+        r"|\bterminated with an error exit status \((?:137|140)\)"
         # ... or named as the error a run ends with: "it ends with Killed error again".
         r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"
         r"(?-i:Killed) (?:error|message)\b"
         # The word reported bare: "python -m app shows killed in line 163".
         r"|\b(?:shows?|showed|prints?|printed|says|said) killed"
-        r"(?= (?:in|at) line\b| at (?:last|the end)\b|\s*[.!]?\s*$)"
+        r"(?= (?:in|at) line\b| at (?:last|the end)\b| after\b|\s*[.!]?\s*$)"
         # GCC's driver reporting a compiler pass it lost to a signal, in the system's locale:
         # "g++: fatal error: Killed signal terminated program cc1plus".
         rf"|\bfatal error: {_KILLED} signal terminated program\b"
@@ -90,11 +95,11 @@ SIGKILL = Family(
         # The shell's word quoted in a sentence: 'the terminal just shows _"Killed"_'.
         r"|\b(?:shows?|showed|showing|prints?|printed|says|said|ends?|ended|ending|exits?"
         r"|exited|dies|died|stops?|stopped|get|gets|got|getting|display|displays|displayed"
-        r"|write|writes|wrote) (?:just |only |with |in )?"
+        r"|write|writes|wrote|popup|pops? up) (?:just |only |with |in )?"
         r"(?:a |the )?(?:message |error )?"
         r"[_*`\"']{1,3}(?:(?-i:Killed)\.?[_*`\"']{1,3}"
         # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
-        r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b|[.,;]|\s*$))"
+        r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b| message\b|[.,;]|\s*$))"
         # ... or named as the trouble: 'The "killed" issue could be due to ...'.
         r"|\b(?:the|a|an) (?:simple |single |plain |bare |short |weird )?[_*`\"']{1,3}"
         r"(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
@@ -137,8 +142,12 @@ SIGKILL = Family(
         r"|\b(?:process|training) will be killed\b(?! if\b| when\b| once\b| unless\b)"
         r"|\b(?:get|gets|got)\s?:\s{0,3}(?-i:Killed)\s*$"  # "I always get : Killed"
         r"|\b(?:function|process|proces|subprocess|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
-        r"|gets|got|were|are|being)\s{1,3}(?:always |often |randomly |sometimes |suddenly |just )?"
-        r"killed\b(?! by signal)"
+        r"|get|gets|got|were|are|being)\s{1,3}"
+        r"(?:always |often |randomly |sometimes |suddenly |just )?killed\b(?! by signal)"
+        # ... and in the words of those who write "kill" for "killed": "the program will get
+        # kill", "i get killed process error".
+        r"|\b(?:program|process|script|job|it) (?:will |would )?(?:get|gets|got) kill\b"
+        r"|\b(?:get|gets|got|getting) (?:a |the )?killed process (?:error|message)\b"
         # ... or by what: "it automatically killed my training".
         r"|\b(?:it|system|OS) (?:automatically |just |suddenly )?killed (?:my|the|our) "
         r"(?:training|process|job|program|script|run)\b"
@@ -181,6 +190,7 @@ WORKER_DIED = Family(
         r"|\bDataLoader worker \(pids?(?:\(s\))? [\d, ]{1,80}\) exited unexpectedly\b"
         r"|\bOne of the subprocesses has ?abruptly died\b"
         r"|\bkernel (?:is )?restarting automatically\b"  # Jupyter's dialog, told
+        r"|\bKernel Restarting\b"  # ... its title
         # Dask's scheduler giving up on a task whose workers all died.
         r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b",
         _I,

@@ -96,7 +96,12 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
             # ... in Japanese: "OOM Killerで強制終了", "OOM Killerによって強制終了される".
             r"|OOM(?:[ _-]?[Kk]iller)?\s?(?:で|によって|により)\s?(?:強制)?(?:終了|停止|kill|殺)"
         ),
-        unless=_p(r"显存|顯存|VRAM|GPU|CUDA", re.IGNORECASE),
+        # ... not a checklist's row that found none: "无 `oom-kill` … 没发生" (did not happen).
+        unless=_p(
+            r"显存|顯存|VRAM|GPU|CUDA|没发生|沒發生|没有发生|沒有發生|未发生|未發生|排除"
+            r"|(?:无|無)\s?`?oom",
+            re.IGNORECASE,
+        ),
     ),
     # Host memory filling up, then the kill, in one sentence: "mem会用完" (mem gets used up)
     # then "自动kill", "内存会占用越来越多" (memory use keeps growing) then "进程被Killed".

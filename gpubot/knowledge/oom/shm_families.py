@@ -408,10 +408,43 @@ SHM: tuple[Family, ...] = (
             r"|not (?:big |large )?enough)\b|\bshared memory (?:too (?:small|low)|insufficient)\b",
             _I,
         ),
-        near=_p(r"\bDataLoader\b|\bnum_workers\b|--shm-size|--ipc[= ]host|\bshm[-_ ]size\b", _I),
+        near=_p(
+            r"\bDataLoader\b|\bnum_workers\b|--shm-size|--ipc[= ]host|\bshm[-_ ]size\b"
+            # ... or the container it was too small in, beside what it broke: "My code
+            # crashes since the amount of shared memory in my Singularity container is not
+            # enough".
+            r"|\bcrash\w{0,4}\b[^\n]{0,60}?\bshared memory in (?:my |the |a )?(?:Docker "
+            r"|Singularity |Apptainer |Podman )?container\b",
+            _I,
+        ),
         span=6,
         # Not advice for when it might be ("... if the default is not large enough").
         unless=_p(r"\b(?:if|unless|in case|whether)\b", _I),
+    ),
+    # A larger /dev/shm told as what cured the failure: "I resolved this issue in my Docker
+    # environment by increasing the shm-size", "fix it by adding ... `--shm-size 8g`",
+    # "Change of shm-size solved mine", "after increasing the size of `/dev/shm`, the
+    # NCCL-test ... was working". Not a cure that failed, not a suggestion.
+    Family(
+        "shm_cured_by_size",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"\b(?:resolved|solved|fixed|fix|fixes|fixing)\b[^\n]{0,60}?\bby (?:increasing|raising"
+            r"|enlarging|adding|setting|passing|bumping|changing|using)\b[^\n]{0,60}?"
+            r"(?:--shm-size|\bshm[-_ ]size\b|/dev/shm|--ipc[= ]host)"
+            r"|(?:--shm-size|\bshm[-_ ]size\b)[^\n]{0,20}?\b(?:solved|fixed|resolved) "
+            r"(?:it|this|the|my|mine)\b"
+            r"|\bafter (?:increasing|raising|enlarging|bumping) (?:the )?(?:size of )?`?"
+            r"(?:/dev/shm|shm[-_ ]size|--shm-size)\b[^\n]{0,80}?\b(?:work(?:s|ed|ing)"
+            r"|succeed\w{0,3}|pass(?:es|ed)|runs? fine|ran fine)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:didn't|did not|doesn't|does not|still|no luck|if|try|trying|might|maybe"
+            r"|could)\b|\?",
+            _I,
+        ),
     ),
     # Chrome's renderer out of memory where /dev/shm is named beside it: Chrome maps its
     # shared memory there, and a container's 64 MB default is what runs out.

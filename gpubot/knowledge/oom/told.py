@@ -82,6 +82,23 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # A reader's diagnosis that the process was killed for memory, confirmed by whoever ran
+    # it: "This might be the process being killed because you're out of memory" then "Yup
+    # that was it".
+    told_in_prose(
+        _p(
+            r"\b(?:thanks?|thank you|yup|yes|yep|indeed)\b[^\n]{0,30}?\bthat was (?:it|the "
+            r"(?:problem|issue|cause))\b",
+            _I,
+        ),
+        near=_p(
+            r"\bkill(?:ed|ing)? because (?:you(?:'re| are)|it(?:'s| is)|we(?:'re| are)"
+            r"|I(?:'m| am)) (?:running )?out of (?:memory|RAM)\b",
+            _I,
+        ),
+        span=3,
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b", _I),
+    ),
     # Host memory seen growing and the kill by the OS that followed, in one line: "RAM
     # gradually increase during training and the process is killed by OS".
     told_in_prose(

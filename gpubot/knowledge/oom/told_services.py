@@ -21,6 +21,8 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _I = re.IGNORECASE
+# The card's memory, or a guess: not a host kill told.
+_HEDGE = _p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|whether)\b|\?", _I)
 
 TOLD_BY_SERVICES: tuple[Family, ...] = (
     # A notebook service's words for its RAM used up: "it says ran out of RAM". Not a guess
@@ -189,5 +191,107 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             _I,
         ),
         unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
+    ),
+    # A notebook session said to crash with its RAM used up: "Colab notebook crashes due to
+    # RAM overuse", "the notebook consumed all available RAM, leading to a session crash",
+    # "Session Crashing: exhausted RAM", "reporting that all RAM has been consumed".
+    told_in_prose(
+        _p(
+            r"\b(?:notebook|session|kernel|runtime|Colab|Kaggle)\b[^\n]{0,40}?\bcrash\w{0,4}\b"
+            r"[^\n]{0,30}?\b(?:due to|because of|from|after|for) (?:the )?(?:RAM|memory) "
+            r"(?:overuse|exhaustion|overflow)\b"
+            r"|\b(?:consumed|used up|exhausted|used|ate|eaten) (?:up )?(?:all |the ){0,2}"
+            r"(?:available )?(?:RAM|system memory)\b[^\n]{0,40}?"
+            r"\b(?:session |kernel |notebook |runtime )?crash"
+            r"|\b(?:session|notebook|kernel|runtime)s? (?:keeps? )?crash\w{0,4}\b[^\n]{0,60}?"
+            r"\b(?:exhaust\w{0,4}|consum\w{0,4}|used up|using all) (?:all |the ){0,2}"
+            r"(?:available )?RAM\b"
+            r"|\ball (?:the )?(?:available )?RAM (?:has|had) been (?:consumed|used)\b",
+            _I,
+        ),
+        unless=_HEDGE,
+    ),
+    # RAM, not the card, named as what ran out: "I would get OOM (RAM not VRAM)", "causing
+    # RAM OOMs, resulting in a complete system failure".
+    told_in_prose(
+        _p(
+            r"\bOOM\s?\((?:CPU |host |system )?RAM\b"
+            r"|\b(?:caus\w{1,4}|hit\w{0,3}|get\w{0,4}|got|having|see|saw) (?:a |an )?"
+            r"(?:RAM|CPU|host|system) OOMs?\b"
+            # "Then I get OOM when rank 2 starts and memory consumption reaches 128GB (on the
+            # CPU)".
+            r"|\bOOM\b[^\n]{0,100}?\b(?:reach(?:es|ed)|hits?) \d{1,5} ?(?:GB|G|GiB)\b[^\n]{0,12}?"
+            r"\((?:on )?the CPU\)",
+            _I,
+        ),
+        # A hedge in the same sentence before the OOM, or its sentence a question (people
+        # paste paragraphs as one line).
+        unless=_p(
+            r"\b(?:if|whether|maybe|might|may|could|perhaps)\b[^.!?\n]{0,60}?\bOOM\b"
+            r"|\bOOMs?\b[^.!?\n]{0,80}?\?",
+            _I,
+        ),
+    ),
+    # The orchestrator or kernel named as what OOM-killed the server: "triton server is
+    # oom-killed by k8s(linux kernel)". A hedge counts only within the same sentence.
+    told_in_prose(
+        _p(
+            r"\b(?:is|was|got|gets|been) oom[- ]killed by (?:the )?(?:k8s|kubernetes|kubelet"
+            r"|(?:linux )?kernel|linux|OS)\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b[^.!?\n]{0,60}?\boom[- ]killed by\b"
+            r"|\b(?:if|whether|maybe|might|may|could|perhaps)\b[^.!?\n]{0,60}?\boom[- ]killed by\b",
+            _I,
+        ),
+    ),
+    # A pod or container said to have been OOMed: "my head pod doesn't restart after OOMed".
+    told_in_prose(
+        _p(
+            r"\b(?:pods?|containers?)\b[^\n]{0,40}?\b(?:after|was|is|got|gets|been|being|once)"
+            r" (?:it )?(?:got |gets |was |is |being )?OOM(?:ed|'d)\b",
+            _I,
+        ),
+        # ... not what googling suggested ("Best I can tell from googling ... is being OOMed").
+        unless=_p(
+            rf"{_HEDGE.pattern}|\b(?:best I can tell|googling|seems?|appears?|guess|suspect"
+            r"|think|probably|likely|possibly)\b",
+            _I,
+        ),
+    ),
+    # A container's memory limit found too small for the work: "The max memory limit of
+    # 512mb was too small for this operation".
+    told_in_prose(
+        _p(
+            r"\b(?:memory|mem|RAM) limit (?:of \S{1,12} )?(?:was|is|were|are) (?:too (?:small|low)"
+            r"|not (?:enough|sufficient|big enough))\b",
+            _I,
+        ),
+        unless=_HEDGE,
+    ),
+    # A batch job killed at its limit, the limit a memory one by what is set beside it: "my
+    # jobs are always killed because they reached the upper limit" by "process.memory".
+    told_in_prose(
+        _p(
+            r"\bkilled because (?:they|it|the jobs?) (?:reached|exceeded|hit|went over) "
+            r"(?:the |their |its )?(?:upper |memory |mem )?limit\b",
+            _I,
+        ),
+        near=_p(r"\bmem(?:ory)?\b|#BSUB -M\b|--mem\b", _I),
+        span=6,
+        unless=_HEDGE,
+    ),
+    # A rank, job or task said to die of running out of memory, no card named: "If an MPI
+    # rank dies due to an out of memory error", "they are kicked out with `out of memory`
+    # error message". (An "if" here states the trouble, as an issue's first line does.)
+    told_in_prose(
+        _p(
+            r"\b(?:rank|job|task|process)(?:s|es)?\b[^\n]{0,20}?\b(?:dies|died|die"
+            r"|(?:are|were|was|is|get|gets|got) (?:kicked out|killed))\b "
+            r"(?:due to|because of|with|from|by) (?:an? )?[`'\"]?(?:out[- ]of[- ]memory|OOM)\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\b(?:maybe|might|perhaps|could|whether)\b|\?", _I),
     ),
 )

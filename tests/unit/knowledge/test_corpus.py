@@ -507,68 +507,31 @@ BLIND74_MISSES: dict[str, str] = {
 }
 # The seventy-fifth part (xm-), Kubernetes and cloud GPU operations (KubeRay, Kubeflow, Argo,
 # KServe, Triton and vLLM on Kubernetes, the GPU operator), measured before any rule was changed
-# for it: 23 of 30 (76.7 %).
+# for it: 23 of 30 (76.7 %). Six misses are fixed; this one is left.
 BLIND75_MISSES: dict[str, str] = {
-    "xm-007": "pod_oomkilled_told_in_prose: host_oom_killed, answered not_oom (low)",
-    "xm-011": "container_limit_cured_by_more_memory: host_oom_killed, answered cannot_tell (low)",
     "xm-015": "restart_beside_readiness_probe_ram_full: killed_unknown, answered not_oom (low)",
-    "xm-017": "container_oom_killed_told_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "xm-023": "pod_process_killed_no_reason: killed_unknown, answered cannot_tell (low)",
-    "xm-024": "cured_by_shm_size: shm_exhausted, answered not_oom (low)",
-    "xm-025": "gpu_held_by_stale_process: cuda_oom, answered not_oom (low)",
 }
 # The seventy-sixth part (xn-), HPC batch schedulers and workflow engines (Slurm, LSF, PBS and
 # Torque, Nextflow, Snakemake, Apptainer and Singularity, MPI), gathered beside blind75, measured
-# before any rule was changed for it: 20 of 30 (66.7 %).
+# before any rule was changed for it: 20 of 30 (66.7 %). Nine misses are fixed; this one is left.
 BLIND76_MISSES: dict[str, str] = {
-    "xn-001": "host_malloc_refused_in_container_batch_job: host_oom_killed, answered "
-    "cannot_tell (low)",
-    "xn-002": "lsf_memlimit_kill_told_in_words: host_oom_killed, answered not_oom (low)",
-    "xn-008": "r_cannot_allocate_buffer_batch_worker: host_oom_killed, answered cannot_tell (low)",
-    "xn-009": "mpi_rank_oom_told_in_words: host_oom_killed, answered cannot_tell (low)",
-    "xn-010": "torque_job_oom_told_in_words: host_oom_killed, answered cannot_tell (low)",
     "xn-011": "admin_reports_oom_dmesg_for_job: host_oom_killed, answered not_oom (low)",
-    "xn-014": "nextflow_terminated_by_external_system: killed_unknown, answered not_oom (low)",
-    "xn-015": "nextflow_exit_140_cause_unknown: killed_unknown, answered not_oom (low)",
-    "xn-017": "container_shm_too_small_told_in_words: shm_exhausted, answered not_oom (low)",
-    "xn-018": "nccl_cured_by_larger_dev_shm: shm_exhausted, answered not_oom (low)",
 }
 # The seventy-seventh part (xo-), host kills, /dev/shm and bare kills told in the reporter's own
 # words in any project (Colab, WSL2, compilers, notebooks, earlyoom), measured before any rule was
-# changed for it: 23 of 37 (62.2 %).
+# changed for it: 23 of 37 (62.2 %). Eleven misses are fixed; these are left.
 BLIND77_MISSES: dict[str, str] = {
-    "xo-005": "swap_exhausted_freeze_no_kill: not_oom, answered host_oom_killed (medium)",
-    "xo-007": "colab_ram_crash_told: host_oom_killed, answered not_oom (low)",
-    "xo-009": "shell_killed_told_as_ram: host_oom_killed, answered cannot_tell (low)",
-    "xo-010": "jupyter_kernel_restart_no_cause: killed_unknown, answered not_oom (low)",
-    "xo-011": "jupyter_kernel_restart_guess: killed_unknown, answered cannot_tell (low)",
+    "xo-005": "swap_exhausted_freeze_no_kill: not_oom, answered cannot_tell (low)",
     "xo-013": "kill_cured_by_more_ram: host_oom_killed, answered cannot_tell (low)",
-    "xo-014": "colab_ram_crash_told: host_oom_killed, answered not_oom (low)",
-    "xo-015": "colab_ram_crash_disputed: host_oom_killed, answered not_oom (low)",
-    "xo-016": "wsl2_killed_cured_by_wslconfig: host_oom_killed, answered not_oom (low)",
-    "xo-018": "killed_reporter_guess_memory: killed_unknown, answered not_oom (low)",
-    "xo-020": "compiler_killed_cured_by_swap: host_oom_killed, answered killed_unknown (medium)",
-    "xo-021": "compiler_killed_cured_by_ram: host_oom_killed, answered killed_unknown (medium)",
-    "xo-024": "earlyoom_sigterm_low_memory: host_oom_killed, answered not_oom (medium)",
     "xo-029": "shm_size_request_told: shm_exhausted, answered not_oom (low)",
 }
 # The seventy-eighth part (xp-), LLM fine-tuning, merging and checkpoint conversion (axolotl,
 # LLaMA-Factory, trl, peft, unsloth, torchtune, Megatron-LM, NeMo, llama.cpp's converters,
-# mergekit), gathered beside blind77, measured before any rule was changed for it: 19 of 31 (61.3
-# %).
+# mergekit), gathered beside blind77, measured before any rule was changed for it: 19 of 31
+# (61.3 %). Ten misses are fixed; these are left.
 BLIND78_MISSES: dict[str, str] = {
-    "xp-001": "silent_exit_confirmed_ram: host_oom_killed, answered killed_unknown (medium)",
     "xp-002": "colab_kill_told_as_vram: host_oom_killed, answered cannot_tell (low)",
-    "xp-006": "host_ram_measured_at_limit: host_oom_killed, answered cannot_tell (low)",
-    "xp-013": "shell_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
-    "xp-014": "shell_killed_cured_by_ram: host_oom_killed, answered cannot_tell (low)",
-    "xp-015": "kill_maintainer_measured_ram: host_oom_killed, answered not_oom (low)",
     "xp-016": "killed_told_as_ram_macos: host_oom_killed, answered killed_unknown (medium)",
-    "xp-018": "shm_size_cure_prose: shm_exhausted, answered not_oom (low)",
-    "xp-021": "pytorch_oom_class_only_jupyter: cuda_oom, answered cannot_tell (low)",
-    "xp-022": "fsdp_init_oom_prose: cuda_oom, answered cannot_tell (low)",
-    "xp-026": "host_ram_exhausted_prose: host_oom_killed, answered not_oom (low)",
-    "xp-031": "gpu_oom_prose_loading: cuda_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
