@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind78` entries they miss are listed in HOLDOUT_MISSES … BLIND78_MISSES
+`blind3` to `blind80` entries they miss are listed in HOLDOUT_MISSES … BLIND80_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -533,6 +533,32 @@ BLIND78_MISSES: dict[str, str] = {
     "xp-002": "colab_kill_told_as_vram: host_oom_killed, answered cannot_tell (low)",
     "xp-016": "killed_told_as_ram_macos: host_oom_killed, answered killed_unknown (medium)",
 }
+# The seventy-ninth part (xq-), GPU out of memory in the newest stacks (PyTorch 2.5 to 2.9 with
+# allocator numbers, torch.compile, vLLM, SGLang, TensorRT, Diffusers video models, JAX), measured
+# after blind75's to blind78's rules and before any rule was changed for it: 22 of 31 (71.0 %).
+BLIND79_MISSES: dict[str, str] = {
+    "xq-010": "pytorch_allocation_on_device: cuda_oom, answered not_oom (low)",
+    "xq-012": "told_gpu_oom_in_words: cuda_oom, answered cannot_tell (low)",
+    "xq-016": "told_gpu_oom_in_words: cuda_oom, answered cannot_tell (low)",
+    "xq-017": "spurious_oom_cured_by_driver_rollback: not_oom, answered cuda_oom (high)",
+    "xq-018": "told_fixed_by_shm_size: shm_exhausted, answered not_oom (low)",
+    "xq-019": "maintainer_confirms_ram_too_small: host_oom_killed, answered not_oom (low)",
+    "xq-020": "silent_exit_cured_by_swap: host_oom_killed, answered not_oom (low)",
+    "xq-021": "told_host_ram_exhausted: host_oom_killed, answered cannot_tell (low)",
+    "xq-031": "told_gpu_oom_in_words: cuda_oom, answered not_oom (low)",
+}
+# The eightieth part (xr-), reports in languages other than English (mostly Chinese; Japanese,
+# Korean, Spanish), gathered beside blind79, measured before any rule was changed for it: 25 of 32
+# (78.1 %).
+BLIND80_MISSES: dict[str, str] = {
+    "xr-003": "cuda_oom_message_with_card_free: not_oom, answered cuda_oom (high)",
+    "xr-013": "mobile_gpu_alloc_enomem: cuda_oom, answered cannot_tell (low)",
+    "xr-017": "shell_killed_told_zh: killed_unknown, answered not_oom (low)",
+    "xr-019": "host_memory_told_in_words_zh: host_oom_killed, answered not_oom (low)",
+    "xr-022": "chaos_mem_load_killed: host_oom_killed, answered not_oom (low)",
+    "xr-023": "dev_shm_full_told_zh: shm_exhausted, answered not_oom (low)",
+    "xr-032": "simulated_out_of_memory_es: not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -610,6 +636,8 @@ KNOWN_MISSES = {
     **BLIND76_MISSES,
     **BLIND77_MISSES,
     **BLIND78_MISSES,
+    **BLIND79_MISSES,
+    **BLIND80_MISSES,
 }
 
 
@@ -670,6 +698,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind76")
     splits = (*splits, "blind77")
     splits = (*splits, "blind78")
+    splits = (*splits, "blind79")
+    splits = (*splits, "blind80")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -749,6 +779,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind76" for key in BLIND76_MISSES)
     assert all(split[key] == "blind77" for key in BLIND77_MISSES)
     assert all(split[key] == "blind78" for key in BLIND78_MISSES)
+    assert all(split[key] == "blind79" for key in BLIND79_MISSES)
+    assert all(split[key] == "blind80" for key in BLIND80_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
