@@ -233,6 +233,34 @@ GPU_OOM: tuple[Family, ...] = (
         ),
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
     ),
+    # An OOM said to happen, with the card's memory named beside it: "OOM happens in second
+    # step of inference. The `torch.cuda.memory_*` also shows wrong memory stat".
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(r"\bOOM (?:happens|happened|occurs|occurred)\b", _I),
+        near=_p(r"\btorch\.cuda\.|\bGPUs?\b|\bVRAM\b|\bCUDA\b", _I),
+        span=1,
+        unless=_p(
+            r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b[^.!?\n]{0,40}?"
+            r"\bOOM (?:happens|occurs)|\?",
+            _I,
+        ),
+    ),
+    # ... and in Chinese, beside the error: "最少要求45G 显存\uff0c你这个只有24G" (it needs at
+    # least 45G of VRAM, you only have 24G).
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"(?:最少|至少|最低)(?:要求|需要)?\s?\d{1,3}\s?G(?:B)?\s?(?:的)?(?:显存|顯存)"
+            r"[^\n]{0,20}?(?:只有|仅有|僅有)\s?\d{1,3}\s?G"
+        ),
+        near=_p(r"max_split_size_mb|\bOOM\b|out of memory|报错|報錯", _I),
+        span=4,
+    ),
     # An OOM beside the answer that the model needs more of the card than the card has:
     # "requires at least 30GB GPU RAM to run ... a capacity of 24GB < 30GB".
     Family(

@@ -121,6 +121,8 @@ SIGKILL = Family(
         r"(?i:killed)\b"
         # ... and "被kill" ("was killed"): "进程总是被kill".
         r"|^(?:(?!为什么|為什麼|为何|為何|请问|請問)[^\n]){0,160}?被\s?(?i:kill)(?!\w)"
+        # ... and "kill进程" (kill the process): "每次都是在这一句话之后kill进程".
+        r"|(?:之后|之後|以后|以後|然后|然後|就|会|會)\s?(?i:kill)(?:了|掉)?(?:进程|進程)"
         # ... and an exit status: "返回错误码-9", "退出码 137".
         r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码)\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
         # The exit status told in a sentence: "exits with a code of 137".

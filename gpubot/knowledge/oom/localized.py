@@ -123,6 +123,20 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         ),
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|可能|也许|好像|似乎", re.IGNORECASE),
     ),
+    # Host memory told rising while the card's stays flat, beside the failure: "内存占用率一直在
+    # 上涨\uff0c显存没有变化" (memory use keeps rising, the card's memory does not change).
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"(?:内存|內存)(?:占用|佔用|使用)?(?:率|量)?(?:一直|不断|不斷|持续|持續)(?:在)?"
+            r"(?:上涨|上漲|增加|增长|增長|升高)[^\n]{0,12}?(?:显存|顯存)(?:没有|沒有|没|沒|无|無|不)"
+            r"(?:变化|變化|增加|上涨|上漲)"
+        ),
+        near=_p(r"(?:内存|內存)不足|(?:内存|內存)溢出|\bkill|被杀|被殺|\bOOM\b", re.IGNORECASE),
+        span=3,
+    ),
     # The kill told with OOM as its cause: Korean "oom으로 죽게됩니다" (dies of OOM), Chinese
     # "因为OOM被杀" (killed because of OOM).
     Family(

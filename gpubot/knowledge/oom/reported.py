@@ -45,6 +45,27 @@ REPORTED_GPU_OOM: tuple[Family, ...] = (
             re.MULTILINE,
         ),
     ),
+    # ... or named as what the run got, in a sentence: "i have Allocation on device when
+    # VAEDecode".
+    Family(
+        "allocator_oom_header",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:have|has|had|get|gets|got|getting|see|saw|with) (?:an? |the )?[`'\"]?"
+            r"Allocation on device\b(?! ?\d{0,3} ?would exceed)",
+            re.IGNORECASE,
+        ),
+        unless=_p(r"\b(?:if|whenever|avoid\w{0,3})\b|\?", re.IGNORECASE),
+    ),
+    # A mobile GPU driver's allocation of the card's memory refused: "sharedmem_gpumem_alloc:
+    # mmap failed errno 12 Out of memory" (Qualcomm's Adreno).
+    Family(
+        "gpu_out_of_memory_generic",
+        "cuda_oom",
+        "medium",
+        _p(r"\b(?:sharedmem_|kgsl_)?gpumem_alloc\w{0,20}:[^\n]{0,60}?(?:errno 12\b|Out of memory)"),
+    ),
     # Vulkan's device memory exhausted (ggml's Vulkan backend, games, renderers):
     # VK_ERROR_OUT_OF_DEVICE_MEMORY, as the C API and Vulkan-Hpp name it. Its host-memory
     # twin (VK_ERROR_OUT_OF_HOST_MEMORY) is not the card's.

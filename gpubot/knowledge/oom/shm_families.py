@@ -359,7 +359,8 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "medium",
         _p(
-            r"/dev/shm`?\s?(?:size )?(?:for docker |in docker |in the container )?(?:is|was) "  # noqa: S108
+            r"/dev/shm`?\s?(?:size |space )?(?:for (?:docker|containers?|the container) |in docker "  # noqa: S108
+            r"|in the container )?(?:is|was) "
             r"(?:at )?(?:only |restricted to |limited to |capped at )?\d{1,5} ?[MK](?:i?B)?\b"
             r"|/dev/shm`?\s?size (?:of|is) `?\d{1,5} ?[MK]i?B\b"
             r"|/dev/shm[^\n]{0,10}?(?:\u5360\u7528|\u4f7f\u7528)?(?:\u7a7a\u95f4)?"
@@ -368,7 +369,8 @@ SHM: tuple[Family, ...] = (
         ),
         near=_p(
             r"\btoo small\b|\binadequate\b|\bnot enough\b|\b(?:wasn't|isn't|was not|is not) "
-            r"enough\b|\bran out\b|\brunning out\b|\bcrash|\u5931\u8d25"
+            r"enough\b|\bran out\b|\brunning out\b|\bcrash|\u5931\u8d25|\bused up\b"
+            r"|\bwhen it's full\b"
             # ... or the cure named with it: "simply passing `--shm-size` with a higher value".
             r"|--shm-size\b",
             _I,
@@ -420,6 +422,20 @@ SHM: tuple[Family, ...] = (
         span=6,
         # Not advice for when it might be ("... if the default is not large enough").
         unless=_p(r"\b(?:if|unless|in case|whether)\b", _I),
+    ),
+    # /dev/shm named full, in English or Chinese: "the /dev/shm disk usage reaches 100%",
+    # "这通常是由于 /dev/shm 的可用空间不足导致的" (usually because /dev/shm lacks free space).
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"/dev/shm`?[^\n]{0,20}?\b(?:usage|use%?) (?:reaches|reached|hits|hit|at|is) 100 ?%"  # noqa: S108
+            r"|/dev/shm`?\s?(?:\u7684)?\s?(?:\u53ef\u7528)?\s?\u7a7a\u95f4\s?"
+            r"(?:\u4e0d\u8db3|\u4e0d\u591f|\u6ee1\u4e86|\u5df2\u6ee1)",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|in case|unless)\b[^\n]{0,30}?/dev/shm", _I),
     ),
     # A larger /dev/shm told as what cured the failure: "I resolved this issue in my Docker
     # environment by increasing the shm-size", "fix it by adding ... `--shm-size 8g`",

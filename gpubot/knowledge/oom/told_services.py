@@ -206,7 +206,13 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             r"|\b(?:session|notebook|kernel|runtime)s? (?:keeps? )?crash\w{0,4}\b[^\n]{0,60}?"
             r"\b(?:exhaust\w{0,4}|consum\w{0,4}|used up|using all) (?:all |the ){0,2}"
             r"(?:available )?RAM\b"
-            r"|\ball (?:the )?(?:available )?RAM (?:has|had) been (?:consumed|used)\b",
+            r"|\ball (?:the )?(?:available )?RAM (?:has|had) been (?:consumed|used)\b"
+            # ... or by a program: "its memory usage still spiked and consumed all of my
+            # system memory"; "You don't have enough system RAM for unquantized Flux".
+            r"|\b(?:consumed|used up|ate up|eats up|eating up|exhausted) all (?:of )?(?:my |the )?"
+            r"(?:available )?(?:system|host) memory\b"
+            r"|\b(?:you|we|I) (?:don't|do not|didn't|did not) have enough (?:system|host|CPU) "
+            r"(?:RAM|memory)\b",
             _I,
         ),
         unless=_HEDGE,
