@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind80` entries they miss are listed in HOLDOUT_MISSES … BLIND80_MISSES
+`blind3` to `blind82` entries they miss are listed in HOLDOUT_MISSES … BLIND82_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -550,6 +550,51 @@ BLIND80_MISSES: dict[str, str] = {
     "xr-022": "chaos_mem_load_killed: host_oom_killed, answered not_oom (low)",
     "xr-032": "simulated_out_of_memory_es: not_oom, answered cannot_tell (low)",
 }
+# The eighty-first part (xs-), big data and classic ML on large memory (Spark and YARN, Dask, Ray
+# Data, pandas, Polars and Arrow, XGBoost and LightGBM, RAPIDS, DuckDB), measured after blind79's
+# and blind80's rules and before any rule was changed for it: 20 of 41 (48.8 %).
+BLIND81_MISSES: dict[str, str] = {
+    "xs-004": "yarn_container_memory_limit_kill: host_oom_killed, answered not_oom (low)",
+    "xs-006": "dask_worker_kill_confirmed_ram: host_oom_killed, answered cannot_tell (low)",
+    "xs-007": "ray_worker_killed_oom_told: host_oom_killed, answered cannot_tell (low)",
+    "xs-008": "ray_object_store_dev_shm_too_small: shm_exhausted, answered not_oom (low)",
+    "xs-009": "host_alloc_refused_told: host_oom_killed, answered cannot_tell (low)",
+    "xs-010": "host_ram_exhausted_told: host_oom_killed, answered cannot_tell (low)",
+    "xs-011": "jupyter_kernel_dies_ram_full: host_oom_killed, answered not_oom (low)",
+    "xs-012": "colab_ram_crash_told: host_oom_killed, answered cannot_tell (low)",
+    "xs-013": "arrow_memoryerror_host: host_oom_killed, answered not_oom (low)",
+    "xs-015": "absurd_request: not_oom, answered host_oom_killed (medium)",
+    "xs-017": "shell_killed_bare: killed_unknown, answered not_oom (low)",
+    "xs-018": "exit137_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xs-021": "python_memoryerror_host: host_oom_killed, answered not_oom (low)",
+    "xs-024": "duckdb_engine_memory_limit: not_oom, answered cannot_tell (low)",
+    "xs-026": "duckdb_engine_memory_limit: not_oom, answered cannot_tell (low)",
+    "xs-027": "duckdb_engine_memory_limit: not_oom, answered cannot_tell (low)",
+    "xs-028": "jupyter_kernel_died_guess: killed_unknown, answered not_oom (low)",
+    "xs-029": "jupyter_kernel_died_bare: killed_unknown, answered not_oom (low)",
+    "xs-031": "thrust_out_of_memory: cuda_oom, answered cannot_tell (low)",
+    "xs-040": "host_ram_exhausted_told: host_oom_killed, answered not_oom (low)",
+    "xs-041": "host_ram_exhausted_told: host_oom_killed, answered not_oom (low)",
+}
+# The eighty-second part (xt-), CI systems, build tools and test runners (GitHub Actions runners,
+# Bazel, Gradle, Jenkins, compilers and linkers killed, pytest-xdist, Node's heap limit, Docker
+# builds), gathered beside blind81, measured before any rule was changed for it: 29 of 42 (69.0
+# %).
+BLIND82_MISSES: dict[str, str] = {
+    "xt-009": "jvm_native_thread_limit: not_oom, answered cannot_tell (low)",
+    "xt-018": "build_exit_137_bare: killed_unknown, answered not_oom (low)",
+    "xt-020": "compiler_killed_guess: killed_unknown, answered host_oom_killed (medium)",
+    "xt-022": "xdist_worker_crashed: killed_unknown, answered not_oom (low)",
+    "xt-023": "xdist_worker_crashed: killed_unknown, answered not_oom (low)",
+    "xt-025": "runner_lost_communication: killed_unknown, answered not_oom (low)",
+    "xt-029": "compiler_killed_cured_by_swap: host_oom_killed, answered killed_unknown (medium)",
+    "xt-030": "linker_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xt-031": "build_sigkill_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xt-033": "runner_lost_cured_by_swap: host_oom_killed, answered cannot_tell (low)",
+    "xt-037": "ci_server_ram_told: host_oom_killed, answered cannot_tell (low)",
+    "xt-041": "chrome_dev_shm_told: shm_exhausted, answered not_oom (medium)",
+    "xt-042": "chrome_dev_shm_told: shm_exhausted, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -629,6 +674,8 @@ KNOWN_MISSES = {
     **BLIND78_MISSES,
     **BLIND79_MISSES,
     **BLIND80_MISSES,
+    **BLIND81_MISSES,
+    **BLIND82_MISSES,
 }
 
 
@@ -691,6 +738,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind78")
     splits = (*splits, "blind79")
     splits = (*splits, "blind80")
+    splits = (*splits, "blind81")
+    splits = (*splits, "blind82")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -772,6 +821,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind78" for key in BLIND78_MISSES)
     assert all(split[key] == "blind79" for key in BLIND79_MISSES)
     assert all(split[key] == "blind80" for key in BLIND80_MISSES)
+    assert all(split[key] == "blind81" for key in BLIND81_MISSES)
+    assert all(split[key] == "blind82" for key in BLIND82_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
