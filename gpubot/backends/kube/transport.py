@@ -21,10 +21,12 @@ defines `observe(method, url, status)` is told of each request AioTransport send
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import ssl
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any
@@ -68,8 +70,41 @@ def _query(query: Mapping[str, str | None] | None) -> str:
     return f"?{urlencode(pairs)}" if pairs else ""
 
 
+class _IoLoop:
+    """An event loop on a daemon thread of its own, and the aiohttp session made on it. The
+    thread closes the session, cancels what is left and closes the loop when the loop is
+    stopped, so stopping never blocks and nothing is left open."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.session: aiohttp.ClientSession | None = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Ask the loop to stop (from any thread; nothing if it is already closed)."""
+        with contextlib.suppress(RuntimeError):  # closed already
+            self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if self.session is not None:
+                self.loop.run_until_complete(self.session.close())
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+
 class AioTransport:
-    """The hot requests over aiohttp, on a loop and thread of their own (started on first use)."""
+    """The hot requests over aiohttp, on a loop and thread of their own (started on first
+    use). `close()` stops them; an adapter dropped without it stops them when collected."""
 
     def __init__(self, api: client.ApiClient, *, connections: int, timeout: float) -> None:
         self._api = api
@@ -78,9 +113,8 @@ class AioTransport:
         self._observe: Callable[[str, str, int], None] | None = getattr(api, "observe", None)
         self._ssl = ssl_context(api.configuration)
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._io: _IoLoop | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @staticmethod
     def serves(cfg: client.Configuration) -> bool:
@@ -102,58 +136,58 @@ class AioTransport:
         body: Any = None,
         content_type: str | None = None,
     ) -> bytes:
+        io = self._io_loop()
         future = asyncio.run_coroutine_threadsafe(
-            self._send(method, path, query, body, content_type), self._io_loop()
+            self._send(io, method, path, query, body, content_type), io.loop
         )
         return await asyncio.wrap_future(future)
 
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The loop's thread while it runs (None before the first request and after close)."""
+        return self._io.thread if self._io is not None else None
+
     def close(self) -> None:
-        """Close the session and stop the loop's thread (waits at most a few seconds)."""
+        """Stop the loop (its thread closes the session) and wait a few seconds for it."""
         with self._lock:
-            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
-        if loop is None or thread is None:
+            io, finalizer, self._io, self._finalizer = self._io, self._finalizer, None, None
+        if io is None:
             return
-        try:
-            asyncio.run_coroutine_threadsafe(self._close_session(), loop).result(timeout=5)
-        except Exception as exc:  # closing: the thread is stopped whatever happened
-            log.warning("closing the API server's HTTP session: %s", exc)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        if not thread.is_alive():
-            loop.close()
+        if finalizer is not None:
+            finalizer.detach()
+        io.stop()
+        io.thread.join(timeout=5)
+        if io.thread.is_alive():
+            log.warning("the API server's HTTP loop did not stop within 5 s")
 
-    def _io_loop(self) -> asyncio.AbstractEventLoop:
+    def _io_loop(self) -> _IoLoop:
         with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="kube-http", daemon=True)
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
-
-    async def _close_session(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+            if self._io is None:
+                self._io = _IoLoop("kube-http")
+                # Dropped without close(): stop the loop then (its thread closes the session).
+                self._finalizer = weakref.finalize(self, self._io.stop)
+            return self._io
 
     async def _send(
         self,
+        io: _IoLoop,
         method: str,
         path: str,
         query: Mapping[str, str | None] | None,
         body: Any,
         content_type: str | None,
     ) -> bytes:
-        if self._session is None:
+        if io.session is None:  # made on the loop's own thread, where it is used
             connector = aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+            io.session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+        session = io.session
         cfg = self._api.configuration
         url = f"{cfg.host}{path}{_query(query)}"
         data = None if body is None else json.dumps(body).encode()
         headers = _headers(self._api, (content_type or JSON) if data is not None else None)
         status = 0
         try:
-            async with self._session.request(
+            async with session.request(
                 method,
                 URL(url, encoded=True),
                 data=data,

@@ -153,8 +153,43 @@ def _watched() -> Iterator[tuple[type[Any], str]]:
             yield owners[0], called[0]
 
 
+def _paths(node: ast.expr) -> Iterator[str]:
+    """The paths a request's path argument can be: a literal, an f-string (each value a
+    placeholder name), or either branch of a conditional."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, ast.JoinedStr):
+        yield "".join(
+            str(part.value) if isinstance(part, ast.Constant) else "x" for part in node.values
+        )
+    elif isinstance(node, ast.IfExp):
+        yield from _paths(node.body)
+        yield from _paths(node.orelse)
+    else:
+        raise AssertionError(f"cannot tell the path of a request: {ast.dump(node)}")
+
+
+def _raw_requests() -> Iterator[tuple[str, str]]:
+    """(HTTP method, path) for every `self._request(METHOD, PATH, …)` in the kube backend: the
+    requests sent as JSON through the adapter's transport, not through a client method."""
+    for module in sorted(KUBE_BACKEND.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+                and node.func.attr == "_request"
+            ):
+                method = node.args[0]
+                assert isinstance(method, ast.Constant), f"{module.name}: a request's method"
+                for path in _paths(node.args[1]):
+                    yield str(method.value), path
+
+
 def _code_grants() -> set[Grant]:
     grants = {_grant_for(*_request_of(cls, m)) for cls, m in _api_methods_used()}
+    grants |= {_grant_for(method, path) for method, path in _raw_requests()}
     for cls, method in _watched():
         group, resource, _ = _grant_for(*_request_of(cls, method))
         grants.add((group, resource, "watch"))
@@ -183,7 +218,8 @@ def test_the_request_mapping_reads_paths_as_the_api_server_does() -> None:
 
 
 def test_code_needs_exactly_the_chart_rbac() -> None:
-    """Every grant is used by some API call in gpubot/backends/kube, and every call is granted:
+    """Every grant is used by some API call in gpubot/backends/kube (a client method, or a
+    request the adapter sends as JSON), and every call is granted:
     cluster-wide for the cluster, in the release namespace the Lease and the bot's own
     tokens for the agents (TokenRequest)."""
     rendered = render_case("ha-postgres-url")

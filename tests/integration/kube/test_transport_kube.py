@@ -6,7 +6,7 @@ on any event loop."""
 from __future__ import annotations
 
 import asyncio
-import threading
+import gc
 
 import pytest
 from kube_cluster import Cluster
@@ -117,14 +117,36 @@ def test_one_adapter_serves_callers_on_two_event_loops_and_close_stops_its_threa
 ) -> None:
     gpu = cluster.add_node("gpu-a")
     kube = KubernetesKubeApi(cluster.client())
+    assert isinstance(kube.http, AioTransport)
     try:
         first = asyncio.run(kube.get_node(node=gpu))
         asyncio.run(kube.set_unschedulable(node=gpu, value=True, actor="x", reason="y"))
         second = asyncio.run(kube.get_node(node=gpu))
+        thread = kube.http.thread
     finally:
         kube.close()
     assert (first.unschedulable, second.unschedulable) == (False, True)
-    assert not [t for t in threading.enumerate() if t.name == "kube-http"]
+    assert thread is not None
+    assert not thread.is_alive()
+    assert kube.http.thread is None
+
+
+def test_an_adapter_dropped_without_close_stops_its_thread_and_closes_its_session(
+    cluster: Cluster,
+) -> None:
+    """Collected without close() (a process that never shuts its adapters down): the loop
+    stops and its thread closes the session, so no unclosed-session warning is raised."""
+    gpu = cluster.add_node("gpu-a")
+    kube = KubernetesKubeApi(cluster.client())
+    assert isinstance(kube.http, AioTransport)
+    asyncio.run(kube.get_node(node=gpu))
+    thread = kube.http.thread
+    assert thread is not None
+    kube.nodes.stop()
+    del kube
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
 
 
 async def test_a_server_that_is_not_there_is_a_temporary_error() -> None:
