@@ -405,6 +405,12 @@ OTHER: dict[str, tuple[str, ...]] = {
         "pausing or spilling a worker. If the job failed, its cause is elsewhere in the log; "
         "if it is slow, give it more memory or smaller batches.",
     ),
+    "thread_limit": (
+        "The JVM could not start another thread: the user's or container's limit on processes "
+        "and threads (ulimit -u, the pod's pids limit), or too many threads asked for (Bazel's "
+        "--jobs). Lower the threads or raise the limit; the heap and the host's memory were "
+        "not what ran out.",
+    ),
     "device_access_denied": (
         "The GPU's device nodes could not be opened, so the allocation that followed failed: "
         "add the user running the job to the video group (or give the container the "

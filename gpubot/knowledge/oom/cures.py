@@ -45,6 +45,8 @@ KILL_FOUND_MEMORY = Family(
         r"|\b(?:RAM|memory)(?: usage)? (?:increases|increased|grows|grew|keeps growing|climbs"
         r"|climbed|rises|rose|fills up|filled up) until (?:it is |it's |it was )?(?:completely "
         r"|totally |entirely )?(?:filled|full|exhausted|used up)\b"
+        # "pd consumes more and more memory" beside the kill; the box's memory exceeded.
+        r"|\bconsum(?:es|ed|ing) more and more (?:memory|RAM)\b"
         # "Solved. Didn't have enough CPU memory."
         r"|\b(?:Solved|Fixed)\W{0,3} (?:I )?(?:didn't|did not) have enough (?:CPU |host |system )?"
         r"(?:memory|RAM)\b"
@@ -98,6 +100,23 @@ KILL_FOR_WANT_OF_MEMORY = Family(
         _I,
     ),
     unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\u663e\u5b58|\b(?:maybe|might|perhaps|could)\b", _I),
+)
+
+# A kill whose cure was tried the line before it was reported to work: "trying a larger swap
+# file now..." then "It worked, thanks a lot!". Read beside a kill, as MEMORY_CURE is.
+KILL_CURE_TRIED = Family(
+    "kill_cured_by_more_memory",
+    "host_oom_killed",
+    "medium",
+    _p(r"\b(?:it|that|this) (?:worked|works|did the trick)\b", _I),
+    near=_p(
+        r"\b(?:try(?:ing)?|tried|add(?:ed|ing)?|creat(?:ed|ing)|increas(?:ed|ing)) (?:a |an )?"
+        r"(?:larger|bigger|more|extra|\d{1,4} ?(?:[GM]i?B|gb|mb|[GM])) ?(?:of )?"
+        r"(?:swap|RAM|memory)\b",
+        _I,
+    ),
+    span=2,
+    unless=_p(r"\b(?:didn't|did not|doesn't|does not|not|still|GPU|VRAM|CUDA)\b", _I),
 )
 
 # A kill that more memory cured, told by whoever ran the job: "I resized to 8gb and it

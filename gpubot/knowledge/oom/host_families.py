@@ -214,9 +214,11 @@ HOST: tuple[Family, ...] = (
             r"|\bMemory allocation failed for \w{1,40} in the routine\b"  # FDS (Fortran)
             r"|\bOut of CPU memory\b"  # gpu4pyscf's check before a host buffer
             # Arrow's memory pool, for a megabyte or more (a few bytes refused is another bug).
-            r"|\bArrowMemoryError: (?:realloc|malloc|allocation) of size \d{7,20} failed\b"
+            r"|\bArrowMemoryError: (?:realloc|malloc|allocation) of size \d{7,15} failed\b"
+            # ... or its exception's name alone ending the traceback, the message not printed.
+            r"|\bpyarrow\.lib\.ArrowMemoryError\s*$"
             # ... and its Status as the C++ and R bindings print it, from 100 KB up.
-            r"|\bOut of memory: (?:realloc|malloc|allocation) of size \d{6,20} failed\b"
+            r"|\bOut of memory: (?:realloc|malloc|allocation) of size \d{6,15} failed\b"
             # A MemoryError as Jupyter heads its traceback: "MemoryError    Traceback (most".
             r"|\bMemoryError\s{2,80}Traceback \(most recent call last\)"
             # Unity's allocators; Core ML's Espresso on iOS.

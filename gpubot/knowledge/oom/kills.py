@@ -124,7 +124,8 @@ SIGKILL = Family(
         # ... and "kill进程" (kill the process): "每次都是在这一句话之后kill进程".
         r"|(?:之后|之後|以后|以後|然后|然後|就|会|會)\s?(?i:kill)(?:了|掉)?(?:进程|進程)"
         # ... and an exit status: "返回错误码-9", "退出码 137".
-        r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码)\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
+        r"|(?:错误码|錯誤碼|返回码|返回碼|退出码|退出碼|状态码|退出代码为|退出代碼為|代码为|代碼為)"
+        r"\s{0,3}[:\uff1a]?\s{0,3}(?:137|-9)\b"
         # The exit status told in a sentence: "exits with a code of 137".
         r"|\bexit(?:s|ed)? with (?:an? )?(?:exit )?(?:code|status) of (?:137|-9)\b"
         r"|\b(?:exit|reason|return|error) (?:code|status) of (?:137|-9)\b"
@@ -143,9 +144,10 @@ SIGKILL = Family(
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
         r"|\b(?:process|training) will be killed\b(?! if\b| when\b| once\b| unless\b)"
         r"|\b(?:get|gets|got)\s?:\s{0,3}(?-i:Killed)\s*$"  # "I always get : Killed"
-        r"|\b(?:function|process|proces|subprocess|script|job|task|program|training|worker)s?\s{1,3}(?:is|was"
+        r"|\b(?:function|process|proces|subprocess|script|job|task|program|training|worker)s?"
+        r"\s{1,3}(?:still |always |often |sometimes |just )?(?:is|was"
         r"|get|gets|got|were|are|being)\s{1,3}"
-        r"(?:always |often |randomly |sometimes |suddenly |just )?killed\b(?! by signal)"
+        r"(?:always |often |randomly |sometimes |suddenly |just |still )?killed\b(?! by signal)"
         # ... and in the words of those who write "kill" for "killed": "the program will get
         # kill", "i get killed process error".
         r"|\b(?:program|process|script|job|it) (?:will |would )?(?:get|gets|got) kill\b"
@@ -193,6 +195,12 @@ WORKER_DIED = Family(
         r"|\bOne of the subprocesses has ?abruptly died\b"
         r"|\bkernel (?:is )?restarting automatically\b"  # Jupyter's dialog, told
         r"|\bKernel Restarting\b"  # ... its title
+        # ... or told: "the jupyter kernel dies", "causes the kernel to die".
+        r"|\b(?:jupyter |jupter |the |my |notebook )kernell? (?:dies|died|crashes|crashed)\b"
+        r"|\bkernel to die\b"
+        # pytest-xdist replacing a worker that went away; a CI runner that stopped answering.
+        r"|\bnode down: Not properly terminated\b|\breplacing crashed worker\b"
+        r"|\bThe hosted runner: [^\n]{1,80} lost communication with the server\b"
         # Dask's scheduler giving up on a task whose workers all died.
         r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b",
         _I,

@@ -81,6 +81,10 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         _p(
             r"\b(?:parallel_for|for_each|transform|reduce|radix_sort|merge_sort|sort|scan|copy_if"
             r"|unique)\w{0,20} failed: out of memory|thrust::system::detail::bad_alloc"
+            # ... and a CUDA helper's check thrown through thrust's system_error, naming the
+            # header it failed in: "what():  .../device_helpers.cuh(456): out of memory".
+            r"|thrust::system::system_error'\s{1,8}what\(\):\s{0,4}\S{1,300}\.cuh\(\d{1,6}\): "
+            r"out of memory\b"
         ),
     ),
     # ONNX Runtime's arena for the CUDA execution provider; the CPU provider's arena says so.

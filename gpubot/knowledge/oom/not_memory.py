@@ -27,6 +27,7 @@ ABSURD_SIZE = (
     r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
     r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
     r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
+    r"|\b(?:malloc|realloc|allocation) of size \d{16,20} failed\b"  # Arrow: a petabyte and more
     r"|\(-4:Insufficient memory\) Failed to allocate \d{14,20} bytes\b"  # OpenCV: 10 TB and more
     r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))"  # numpy
     # macOS malloc: "mach_vm_map(size=96180599144448, flags: 100) failed".
@@ -292,7 +293,22 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\(MEMORY_LIMIT_EXCEEDED\)|\bmemory limit exceeded: would use\b"
             # DuckDB in memory with nowhere to spill: its buffer manager's own limit.
             r"|\bUnused blocks cannot be offloaded to disk\b"
+            # ... a block refused under its memory_limit (the host's refusal says "(bad
+            # allocation)"), or its limit not lowered: "could not allocate block of 262144
+            # bytes", "Failed to change memory limit to 128000000".
+            r"|\bOut of Memory Error: (?:could not|Failed to) allocate block of \d{1,20} bytes\b"
+            r"(?! \(bad)"
+            r"|\bOut of Memory Error: Failed to change memory limit to \d"
         ),
+    ),
+    # The JVM refused a thread (a per-user process limit, a container's pids limit), which
+    # Java reports as an OutOfMemoryError and Bazel as running out of memory: "unable to
+    # create new native thread".
+    Family(
+        "thread_limit",
+        "not_oom",
+        "medium",
+        _p(r"\bunable to create (?:a )?new native thread\b", _I),
     ),
     # XLA's pinned (page-locked) host memory refused, then tried again smaller: a limit on
     # locked memory (WSL, a container's ulimit -l), not the card's memory nor a kill.

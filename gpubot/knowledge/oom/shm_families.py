@@ -451,6 +451,8 @@ SHM: tuple[Family, ...] = (
             r"(?:--shm-size|\bshm[-_ ]size\b|/dev/shm|--ipc[= ]host)"
             r"|(?:--shm-size|\bshm[-_ ]size\b)[^\n]{0,20}?\b(?:solved|fixed|resolved) "
             r"(?:it|this|the|my|mine)\b"
+            r"|\b(?:up|upped|increased?|raised?|bumped|enlarged?) the (?:space|size) "
+            r"(?:given to|of|for) (?:the )?`?/dev/shm`?[^\n]{0,40}?\b(?:worked|works|fine|fixed)\b"
             r"|\bafter (?:increasing|raising|enlarging|bumping) (?:the )?(?:size of )?`?"
             r"(?:/dev/shm|shm[-_ ]size|--shm-size)\b[^\n]{0,80}?\b(?:work(?:s|ed|ing)"
             r"|succeed\w{0,3}|pass(?:es|ed)|runs? fine|ran fine)\b",
@@ -469,7 +471,11 @@ SHM: tuple[Family, ...] = (
         "shm_exhausted",
         "medium",
         _p(r"FATAL:memory\.cc\(\d{1,5}\)\] Out of memory\."),
-        near=_p(r"/dev/shm|--shm-size|disable-dev-shm-usage", _I),  # noqa: S108
+        near=_p(
+            r"/dev/shm|--shm-size|disable-dev-shm-usage"  # noqa: S108
+            r"|--ipc[= ]host|\bIPC (?:settings|mode)\b",
+            _I,
+        ),
         span=12,
     ),
     # A bus error caught inside NCCL (its backtrace names it): NCCL's shared-memory

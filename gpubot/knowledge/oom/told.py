@@ -78,7 +78,8 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         unless=_p(
             r"\b(?:GPU|VRAM|CUDA|TPU|HBM)\b|\b(?:maybe|might|may|perhaps|probably|possibly|could"
             r"|(?:un)?likely|if|whether|suspect|instead of|rather than|never|without|usually"
-            r"|typically|generally|normally|commonly|should|would|expected to)\b|\?",
+            r"|typically|generally|normally|commonly|should|would|expected to|almost always"
+            r"|most often|in most cases)\b|\?",
             _I,
         ),
     ),

@@ -288,6 +288,38 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
         span=6,
         unless=_HEDGE,
     ),
+    # A program that only uses the host's memory said to run out of it or eat it up: "Then
+    # vaex running out of memory", "polars still eat up my memory and crash vscode", "cargo
+    # will run out of memory and crash"; and what the box did about it: "killed by YARN",
+    # "eventually are killed OOM", "memory usage exceeded the allocated 1.4GB of RAM, causing
+    # the system to trigger a SIGKILL", "The Jenkins server is running out of memory and
+    # killing its build host slaves", "unable to locate (6.35) GB of memory".
+    told_in_prose(
+        _p(
+            r"\b(?:vaex|pandas|polars|numpy|duckdb|pyarrow|dask|pyspark|spark|sklearn|umap|cargo"
+            r"|rustc|gcc|g\+\+|clang|the linker|ld|webpack)\b[^\n]{0,20}?"
+            r"\b(?:is |was |will |would )?"
+            r"(?:(?:running|ran|runs|run) out of (?:memory|RAM)"
+            r"|(?:eats?|ate|eating) up (?:all )?(?:my |the )?(?:memory|RAM)"
+            r"|(?:running|using|uses|used) more than 100 ?% of (?:the )?(?:memory|RAM))\b"
+            r"|\b(?:got |gets |was |is |were |are |been |being )?killed by (?:the )?YARN\b"
+            r"|\b(?:are|were|is|was|gets?|got|being) killed (?:by )?OOM\b"
+            r"|\b(?:memory|RAM)(?: usage)? exceed(?:ed|s)\b[^\n]{0,50}?\b(?:causing|caused|so)\b"
+            r"[^\n]{0,40}?\b(?:SIGKILL|killed|kill)\b"
+            r"|\brunning out of (?:memory|RAM) and (?:killing|kills|killed)\b"
+            r"|\bunable to (?:locate|allocate) \(?[\d.]{1,8}\)? ?(?:GB|GiB|G) of (?:memory|RAM)\b",
+            _I,
+        ),
+        # The card named anywhere; a hedge before the words or a question after them, in
+        # their own sentence (people paste paragraphs as one line).
+        unless=_p(
+            r"\b(?:GPU|VRAM|CUDA)\b"
+            r"|\b(?:if|maybe|might|may|could|perhaps|whether)\b[^.!?\n]{0,80}?\b(?:out of "
+            r"(?:memory|RAM)|eat\w{0,3} up|more than 100|killed|exceed\w{0,2}|unable to)\b"
+            r"|\b(?:out of (?:memory|RAM)|killed|exceeded)\b[^.!?\n]{0,80}?\?",
+            _I,
+        ),
+    ),
     # A rank, job or task said to die of running out of memory, no card named: "If an MPI
     # rank dies due to an out of memory error", "they are kicked out with `out of memory`
     # error message". (An "if" here states the trouble, as an issue's first line does.)

@@ -15,6 +15,7 @@ from gpubot.knowledge.oom.allocator_numbers import (
 )
 from gpubot.knowledge.oom.cures import (
     KILL_CONFIRMED_MEMORY,
+    KILL_CURE_TRIED,
     KILL_FOR_WANT_OF_MEMORY,
     KILL_FOUND_MEMORY,
     MEMORY_CURE,
@@ -164,7 +165,8 @@ def gather(
         memory_cure=find(MEMORY_CURE, lines)
         or find(KILL_FOUND_MEMORY, lines)
         or find(KILL_FOR_WANT_OF_MEMORY, lines)
-        or find(KILL_CONFIRMED_MEMORY, lines),
+        or find(KILL_CONFIRMED_MEMORY, lines)
+        or find(KILL_CURE_TRIED, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
