@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind82` entries they miss are listed in HOLDOUT_MISSES … BLIND82_MISSES
+`blind3` to `blind84` entries they miss are listed in HOLDOUT_MISSES … BLIND84_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -567,6 +567,37 @@ BLIND81_MISSES: dict[str, str] = {
 BLIND82_MISSES: dict[str, str] = {
     "xt-033": "runner_lost_cured_by_swap: host_oom_killed, answered killed_unknown (medium)",
 }
+# The eighty-third part (xu-), local and self-hosted LLM apps and their users (Ollama, LM Studio,
+# text-generation-webui, koboldcpp, LocalAI, GPT4All, Jan, llama.cpp's server, vLLM run by end
+# users), measured after blind81's and blind82's rules and before any rule was changed for it: 24
+# of 31 (77.4 %).
+BLIND83_MISSES: dict[str, str] = {
+    "xu-003": "app_guess_oom_cpu_no_avx: not_oom, answered cannot_tell (low)",
+    "xu-004": "ggml_mem_buffer_null_host_ram: host_oom_killed, answered not_oom (low)",
+    "xu-005": "shell_killed_model_larger_than_ram: host_oom_killed, answered not_oom (low)",
+    "xu-006": "pinned_einval_then_bare_killed: killed_unknown, answered not_oom (medium)",
+    "xu-023": "silent_exit_cured_by_pagefile: host_oom_killed, answered not_oom (low)",
+    "xu-028": "ggml_cpu_buffer_refused_kv: host_oom_killed, answered cannot_tell (low)",
+    "xu-029": "ggml_mem_buffer_null_host_ram: host_oom_killed, answered cannot_tell (low)",
+}
+# The eighty-fourth part (xv-), shared memory and /dev/shm across stacks and their lookalikes
+# (Chromium, Electron and Puppeteer in Docker, NCCL, UCX, multiprocessing, Ray, PHP's shm),
+# gathered beside blind83, measured before any rule was changed for it: 19 of 32 (59.4 %).
+BLIND84_MISSES: dict[str, str] = {
+    "xv-004": "browser_crash_shm_told: shm_exhausted, answered not_oom (low)",
+    "xv-005": "browser_crash_shm_told: shm_exhausted, answered not_oom (low)",
+    "xv-006": "browser_crash_shm_told: shm_exhausted, answered not_oom (low)",
+    "xv-007": "browser_crash_shm_told: shm_exhausted, answered not_oom (low)",
+    "xv-008": "browser_crash_shm_told: shm_exhausted, answered cannot_tell (low)",
+    "xv-010": "browser_crash_shm_told: shm_exhausted, answered not_oom (low)",
+    "xv-011": "shm_permission_denied: not_oom, answered shm_exhausted (high)",
+    "xv-012": "shm_readonly: not_oom, answered cannot_tell (low)",
+    "xv-017": "sysv_shmget_eperm: not_oom, answered cannot_tell (low)",
+    "xv-019": "shm_too_many_open_files: not_oom, answered cannot_tell (low)",
+    "xv-020": "shm_create_access_error: not_oom, answered cannot_tell (low)",
+    "xv-025": "dataloader_sigterm_guess: killed_unknown, answered not_oom (low)",
+    "xv-029": "semlock_count_limit: not_oom, answered host_oom_killed (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -648,6 +679,8 @@ KNOWN_MISSES = {
     **BLIND80_MISSES,
     **BLIND81_MISSES,
     **BLIND82_MISSES,
+    **BLIND83_MISSES,
+    **BLIND84_MISSES,
 }
 
 
@@ -712,6 +745,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind80")
     splits = (*splits, "blind81")
     splits = (*splits, "blind82")
+    splits = (*splits, "blind83")
+    splits = (*splits, "blind84")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -795,6 +830,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind80" for key in BLIND80_MISSES)
     assert all(split[key] == "blind81" for key in BLIND81_MISSES)
     assert all(split[key] == "blind82" for key in BLIND82_MISSES)
+    assert all(split[key] == "blind83" for key in BLIND83_MISSES)
+    assert all(split[key] == "blind84" for key in BLIND84_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
