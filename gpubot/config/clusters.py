@@ -119,8 +119,11 @@ class ClusterSettings(_Section):
     )
     backend: Literal["simulated", "kubernetes", "slurm"] = Field(
         "simulated",
-        description="simulated (built in, 16 nodes of 8 H100), kubernetes (the official client) "
-        "or slurm (the Slurm commands on this host)",
+        description="simulated (built in, 16 nodes of 8 H100), kubernetes (the official client; "
+        "the requests every alert sends, node PATCH and GET, pod LIST and Event POST, go over "
+        "aiohttp with the same server, CA, client certificate and token, or through the client "
+        "where its settings name a proxy or socket options) or slurm (the Slurm commands on "
+        "this host)",
     )
     context: str | None = Field(None, description="kubeconfig context (kubernetes backend)")
     kubeconfig: Path | None = Field(
