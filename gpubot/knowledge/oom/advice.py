@@ -405,6 +405,12 @@ OTHER: dict[str, tuple[str, ...]] = {
         "pausing or spilling a worker. If the job failed, its cause is elsewhere in the log; "
         "if it is slow, give it more memory or smaller batches.",
     ),
+    "shm_not_usable": (
+        "Shared memory could not be opened or made, for a reason other than space: fix "
+        "/dev/shm's permissions or mount (read-only, owned by another user), the System V "
+        "limits or policy (ipcs -l), the open-file limit, or the sandbox. Making /dev/shm "
+        "larger will not help.",
+    ),
     "thread_limit": (
         "The JVM could not start another thread: the user's or container's limit on processes "
         "and threads (ulimit -u, the pod's pids limit), or too many threads asked for (Bazel's "

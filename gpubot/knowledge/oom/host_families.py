@@ -197,6 +197,11 @@ HOST: tuple[Family, ...] = (
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
             r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
+            # ... its CPU backend's buffer and its aligned malloc, and the NULL context buffer
+            # an older ggml asserts on after its malloc failed.
+            r"|\bggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size \d"
+            r"|\bggml_aligned_malloc: insufficient memory\b"
+            r"|\bGGML_ASSERT: [^\n]{0,200}?ctx->mem_buffer != NULL"
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
             # A C program's malloc wrapper naming its source line: "[kseq2bseq1] Failed to
             # allocate 151 bytes at bwa.c line 37: Out of memory" (htslib, bwa, samtools).

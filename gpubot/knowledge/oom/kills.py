@@ -84,6 +84,9 @@ SIGKILL = Family(
         # ... or named as the error a run ends with: "it ends with Killed error again".
         r"|\b(?:ends?|ended|exits?|exited|stops?|stopped|dies|died) with (?:a |an |the )?"
         r"(?-i:Killed) (?:error|message)\b"
+        # ... or printed: "it simply crashes with `Killed` printed to the console".
+        r"|\b(?:crash(?:es|ed)?|ends?|ended|exits?|exited|dies|died) with [`'\"](?-i:Killed)[`'\"]"
+        r" printed\b"
         # The word reported bare: "python -m app shows killed in line 163".
         r"|\b(?:shows?|showed|prints?|printed|says|said) killed"
         r"(?= (?:in|at) line\b| at (?:last|the end)\b| after\b|\s*[.!]?\s*$)"

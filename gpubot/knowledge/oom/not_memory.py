@@ -301,6 +301,22 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\bOut of Memory Error: Failed to change memory limit to \d"
         ),
     ),
+    # Shared memory that could not be opened or made, for a reason other than space: /dev/shm
+    # read-only or not writable by the user, System V's shmget refused by policy, a
+    # descriptor limit, Chromium's sandbox refusing its temporary file.
+    Family(
+        "shm_not_usable",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bshm_open failed : Permission denied\b"
+            r"|/dev/shm: \[Errno 30\] Read-only file system\b"
+            r"|\bshmget\([^)\n]{0,80}\)[^\n]{0,40}? failed: Operation not permitted\b"
+            r"|\bshm_attach\(\): failed for key \w{1,20}: Too many open files\b"
+            r"|\bCreating shared memory in \S{1,200} failed: No such process\b",
+            _I,
+        ),
+    ),
     # The JVM refused a thread (a per-user process limit, a container's pids limit), which
     # Java reports as an OutOfMemoryError and Bazel as running out of memory: "unable to
     # create new native thread".

@@ -452,7 +452,10 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\b(?:solution|fix|workaround) (?:was|is) (?:to )?(?:increas|enlarg|rais|expand"
             r"|extend)\w{0,4} (?:the )?(?:Windows )?(?:page|paging) file\b"
             r"|\b(?:increas|enlarg|rais|expand|extend)\w{0,4} (?:the )?(?:Windows )?(?:page|paging)"
-            r" file\b[^\n]{0,60}?\b(?:fixed|solved|resolved) (?:it|this|the)\b",
+            r" ?file\b[^\n]{0,60}?\b(?:fixed|solved|resolved) (?:it|this|the)\b"
+            # "I had to increase my pagefile to 50gb for it to work".
+            r"|\bhad to (?:increas|enlarg|rais|expand|extend)\w{0,4} (?:my |the )?(?:Windows )?"
+            r"(?:page|paging) ?file\b[^\n]{0,40}?\bfor it to (?:work|run|load|finish)\b",
             _I,
         ),
         unless=_p(r"\b(?:if|try|could|might|maybe|may|should|perhaps)\b", _I),

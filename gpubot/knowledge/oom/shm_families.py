@@ -98,6 +98,9 @@ SHM: tuple[Family, ...] = (
             r"|(?:shm\.h|shmutils\.cc|shm\.cc):\d{1,5} NCCL WARN [^\n]{0,120}?"
             r"(?:No space left on device|posix_fallocate|failed to extend|Unable to allocate)"
         ),
+        # ... not when shm_open itself was refused: /dev/shm's permissions, not its size.
+        unless_near=_p(r"\bshm_open failed : Permission denied\b"),
+        unless_span=3,
     ),
     # multiprocessing's shared objects (their arena is a file in /dev/shm) refused with ENOSPC:
     # "No space left on device to allocate `multiprocessing.Value`".
@@ -437,6 +440,22 @@ SHM: tuple[Family, ...] = (
         ),
         unless=_p(r"\b(?:if|in case|unless)\b[^\n]{0,30}?/dev/shm", _I),
     ),
+    # /dev/shm told to be limited in the container, with what it broke or its cure: "all seems
+    # to be caused by the size of `/dev/shm` being too limited by default under Docker", "In
+    # Docker, `/dev/shm` is restricted, so Chromium dies of OOM".
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(
+            r"/dev/shm`?\s?(?:is|being|was|are) (?:too |very |quite )?(?:limited|restricted"  # noqa: S108
+            r"|capped|small)\b",
+            _I,
+        ),
+        near=_p(r"\bcaus\w{1,4}\b|\bdies?\b|\bcrash|--shm-size|\bshm[-_ ]size\b|\bso\b", _I),
+        span=1,
+        unless=_p(r"\b(?:if|unless|in case|whether)\b[^\n]{0,30}?/dev/shm", _I),
+    ),
     # A larger /dev/shm told as what cured the failure: "I resolved this issue in my Docker
     # environment by increasing the shm-size", "fix it by adding ... `--shm-size 8g`",
     # "Change of shm-size solved mine", "after increasing the size of `/dev/shm`, the
@@ -453,6 +472,12 @@ SHM: tuple[Family, ...] = (
             r"(?:it|this|the|my|mine)\b"
             r"|\b(?:up|upped|increased?|raised?|bumped|enlarged?) the (?:space|size) "
             r"(?:given to|of|for) (?:the )?`?/dev/shm`?[^\n]{0,40}?\b(?:worked|works|fine|fixed)\b"
+            # "the problem went away when i updated my docker-compose.yaml to include shm_size";
+            # Chromium's switch named as the fix: 'appendSwitch("disable-dev-shm-usage"); to
+            # fix the problem'.
+            r"|\b(?:problem|issue|error|crash\w{0,2}) went away when\b[^\n]{0,80}?"
+            r"(?:--shm-size|\bshm[-_ ]size\b|/dev/shm)"
+            r"|disable-dev-shm-usage\W{0,6}\)?;? to fix (?:the|this|it)\b"
             r"|\bafter (?:increasing|raising|enlarging|bumping) (?:the )?(?:size of )?`?"
             r"(?:/dev/shm|shm[-_ ]size|--shm-size)\b[^\n]{0,80}?\b(?:work(?:s|ed|ing)"
             r"|succeed\w{0,3}|pass(?:es|ed)|runs? fine|ran fine)\b",
