@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind84` entries they miss are listed in HOLDOUT_MISSES … BLIND84_MISSES
+`blind3` to `blind86` entries they miss are listed in HOLDOUT_MISSES … BLIND86_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -585,6 +585,28 @@ BLIND84_MISSES: dict[str, str] = {
     "xv-025": "dataloader_sigterm_guess: killed_unknown, answered not_oom (low)",
     "xv-029": "semlock_count_limit: not_oom, answered host_oom_killed (medium)",
 }
+# The eighty-fifth part (xw-), Windows and macOS desktop users of GPU apps (Stable Diffusion WebUI
+# and Forge, ComfyUI, Fooocus, InvokeAI, kohya_ss, upscalers, MPS, DirectML, ZLUDA, WSL2),
+# measured after blind83's and blind84's rules and before any rule was changed for it: 34 of 37
+# (91.9 %).
+BLIND85_MISSES: dict[str, str] = {
+    "xw-016": "silent_exit_cured_by_pagefile: host_oom_killed, answered not_oom (low)",
+    "xw-021": "shell_killed_told_as_ram: host_oom_killed, answered not_oom (low)",
+    "xw-026": "windows_crash_told_as_memory: killed_unknown, answered cannot_tell (low)",
+}
+# The eighty-sixth part (xx-), scientific and simulation codes on GPUs and clusters (RELION,
+# cryoSPARC, LAMMPS, OpenMM, DeePMD, AlphaFold and ColabFold, ESM, GraphCast, scanpy and rapids-
+# singlecell, Parabricks), gathered beside blind85, measured before any rule was changed for it:
+# 32 of 39 (82.1 %).
+BLIND86_MISSES: dict[str, str] = {
+    "xx-005": "xla_cpu_host_alloc_refused: host_oom_killed, answered cuda_oom (high)",
+    "xx-012": "relion_cufft_plan_gpu_memory: cuda_oom, answered not_oom (low)",
+    "xx-025": "mpi_shmem_warning_run_continues: not_oom, answered cannot_tell (low)",
+    "xx-026": "host_oom_told_in_prose: host_oom_killed, answered not_oom (low)",
+    "xx-029": "watchdog_heartbeat_kill: not_oom, answered killed_unknown (medium)",
+    "xx-031": "signal9_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xx-036": "cuda_oom_told_in_prose: cuda_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -668,6 +690,8 @@ KNOWN_MISSES = {
     **BLIND82_MISSES,
     **BLIND83_MISSES,
     **BLIND84_MISSES,
+    **BLIND85_MISSES,
+    **BLIND86_MISSES,
 }
 
 
@@ -734,6 +758,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind82")
     splits = (*splits, "blind83")
     splits = (*splits, "blind84")
+    splits = (*splits, "blind85")
+    splits = (*splits, "blind86")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -819,6 +845,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind82" for key in BLIND82_MISSES)
     assert all(split[key] == "blind83" for key in BLIND83_MISSES)
     assert all(split[key] == "blind84" for key in BLIND84_MISSES)
+    assert all(split[key] == "blind85" for key in BLIND85_MISSES)
+    assert all(split[key] == "blind86" for key in BLIND86_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
