@@ -47,6 +47,11 @@ KILL_FOUND_MEMORY = Family(
         r"|totally |entirely )?(?:filled|full|exhausted|used up)\b"
         # "pd consumes more and more memory" beside the kill; the box's memory exceeded.
         r"|\bconsum(?:es|ed|ing) more and more (?:memory|RAM)\b"
+        # "i saw my memory reach the limit 15.99"; "The memory usage of the calculation result
+        # exceeds the amount of memory allocated by the system".
+        r"|\b(?:my |the )?(?:memory|RAM) (?:reach(?:es|ed)?|hit|hits) (?:the |its )?limit\b"
+        r"|\b(?:memory usage|memory use|RAM usage)\b[^\n]{0,60}?\bexceeds? the (?:amount of )?"
+        r"(?:memory|RAM) (?:allocated|available|requested|assigned)\b"
         # "Solved. Didn't have enough CPU memory."
         r"|\b(?:Solved|Fixed)\W{0,3} (?:I )?(?:didn't|did not) have enough (?:CPU |host |system )?"
         r"(?:memory|RAM)\b"

@@ -49,6 +49,14 @@ _HOST_DEVICE = (
     r"|MemoryError: Unable to allocate"
 )
 
+# A JAX or XLA run put on the CPU platform, in its own words or its reporter's.
+XLA_ON_CPU_WORDS = (
+    r"\b(?:use|using|run|running|ran)\s{1,3}(?:it\s{1,3})?(?:on\s{1,3})?(?:the\s{1,3}|a\s{1,3})?"
+    r"CPU platform\b"
+    r"|\bJAX_PLATFORMS=['\"]?cpu\b|\bjax_platform_name['\"]?,\s?['\"]cpu"
+)
+_XLA_ON_CPU = XLA_ON_CPU_WORDS
+
 GPU_OOM: tuple[Family, ...] = (
     Family(
         "pytorch_cuda_oom",
@@ -126,6 +134,9 @@ GPU_OOM: tuple[Family, ...] = (
         ),
         wraps=True,
         unless=_p(_HOST_DEVICE),
+        # ... not when the run was put on XLA's CPU platform: the host's memory.
+        unless_near=_p(_XLA_ON_CPU, _I),
+        unless_span=6,
     ),
     # XLA's report of a program whose buffers did not fit the device: "Out of memory while
     # trying to allocate 2359296 bytes." over "BufferAssignment OOM Debugging."
@@ -228,7 +239,10 @@ GPU_OOM: tuple[Family, ...] = (
             r"\bOOM (?:on|in) (?:\w{1,10} ){0,3}(?:GPUs?|A100s?|H100s?|H200s?|V100s?|A10G?s?"
             r"|L40S?|A6000s?|RTX ?\d{3,4}s?)\b"
             r"|\bGPU memory (?:is|was|gets|got|became|becomes|were) (?:near(?:ly)? |almost "
-            r"|completely |totally )?(?:exhausted|full|used up|maxed out)\b",
+            r"|completely |totally )?(?:exhausted|full|used up|maxed out|insufficient)\b"
+            # "I ran rsc.tl.embedding_density and had an out of memory error via CUDA".
+            r"|\b(?:had|got|get|gets|hit|have) an? out of memory error (?:via|from|in|with|on) "
+            r"(?:CUDA|the GPU)\b",
             _I,
         ),
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),

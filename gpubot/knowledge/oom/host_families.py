@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from gpubot.knowledge.oom.gpu_families import XLA_ON_CPU_WORDS
 from gpubot.knowledge.oom.libraries import LIBRARY_HOST_OOM
 from gpubot.knowledge.oom.localized import LOCALIZED_HOST_OOM
 from gpubot.knowledge.oom.not_memory import ABSURD_SIZE
@@ -122,6 +123,16 @@ HOST: tuple[Family, ...] = (
             # (IP: …, ID: …) where the task (task ID: …, name=…, pid=…, memory used=…".
             r"|\bMemory on the node \(IP: [^)\n]{1,200}\) where the (?:task|actor) \("
         ),
+    ),
+    # XLA's allocation refused on the CPU platform: the host's memory ("I want to use CPU
+    # platform with 40 GB memory" then "RESOURCE_EXHAUSTED: Out of memory allocating N bytes").
+    Family(
+        "host_allocation_refused",
+        "host_oom_killed",
+        "medium",
+        _p(r"(?:RESOURCE_EXHAUSTED|Resource exhausted):?\s{0,4}Out of memory allocating \d"),
+        near=_p(XLA_ON_CPU_WORDS, _I),
+        span=6,
     ),
     # Userspace OOM killers act before the kernel's, on memory pressure.
     Family(

@@ -51,7 +51,7 @@ SIGKILL = Family(
         r"|\b(?:rc|ret|retval)\s{0,2}[:=]\s{0,2}(?:137|-9)\b"  # a shell trace's rc=137
         # MPICH's Hydra banner gives the signal's number, not 128 + 9.
         r"|(?-i:EXIT CODE: 9)\s*$|(?-i:KILLED BY SIGNAL: 9)\b|\bsignal:\s{0,2}9\b"
-        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}[.!]{{0,3}}$"  # the shell's job report
+        rf"|^{_WRAP}{{0,8}}{_KILLED}{_WRAP}{{0,8}}[.!;]{{0,3}}$"  # the shell's job report
         # ... the last line of a log pasted in one inline code span, the sentence going on
         # after it: "Killed`,so could anyone give some advice?".
         rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"

@@ -82,7 +82,9 @@ STOP_REQUESTED = Family(
         r"|\bTask timed out after \d{1,6}(?:\.\d{1,3})? seconds\b"
         r"|\bError R1[02] \((?:Boot|Exit) timeout\)"
         # Android 12's phantom process killer (more than 32 child processes, or too much CPU).
-        r"|\bphantom\)? process(?:es)? (?:killer|greater than|limit)",
+        r"|\bphantom\)? process(?:es)? (?:killer|greater than|limit)"
+        # A supervisor's watchdog ending a job that stopped reporting (cryoSPARC's heartbeat).
+        r"|\bkilled because a heartbeat was not received\b",
         _I,
     ),
     # Not a stop named as one suspect beside the OOM killer: "The two candidates are the OOM
@@ -313,7 +315,10 @@ NEGATIVE: tuple[Family, ...] = (
             r"|/dev/shm: \[Errno 30\] Read-only file system\b"
             r"|\bshmget\([^)\n]{0,80}\)[^\n]{0,40}? failed: Operation not permitted\b"
             r"|\bshm_attach\(\): failed for key \w{1,20}: Too many open files\b"
-            r"|\bCreating shared memory in \S{1,200} failed: No such process\b",
+            r"|\bCreating shared memory in \S{1,200} failed: No such process\b"
+            # Open MPI's shared-memory transport giving up on its segment (a warning; the job
+            # goes on over another transport).
+            r"|\bunable to create shared memory BTL coordinating structure\b",
             _I,
         ),
     ),

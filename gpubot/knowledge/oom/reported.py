@@ -453,6 +453,9 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|extend)\w{0,4} (?:the )?(?:Windows )?(?:page|paging) file\b"
             r"|\b(?:increas|enlarg|rais|expand|extend)\w{0,4} (?:the )?(?:Windows )?(?:page|paging)"
             r" ?file\b[^\n]{0,60}?\b(?:fixed|solved|resolved) (?:it|this|the)\b"
+            # "I had a low pagefile value. All fixed now."
+            r"|\b(?:low|small|tiny) (?:page ?file|paging file)(?: value| size)?\b[^\n]{0,30}?"
+            r"\b(?:fixed|solved|resolved)\b"
             # "I had to increase my pagefile to 50gb for it to work".
             r"|\bhad to (?:increas|enlarg|rais|expand|extend)\w{0,4} (?:my |the )?(?:Windows )?"
             r"(?:page|paging) ?file\b[^\n]{0,40}?\bfor it to (?:work|run|load|finish)\b",

@@ -588,24 +588,16 @@ BLIND84_MISSES: dict[str, str] = {
 # The eighty-fifth part (xw-), Windows and macOS desktop users of GPU apps (Stable Diffusion WebUI
 # and Forge, ComfyUI, Fooocus, InvokeAI, kohya_ss, upscalers, MPS, DirectML, ZLUDA, WSL2),
 # measured after blind83's and blind84's rules and before any rule was changed for it: 34 of 37
-# (91.9 %).
+# (91.9 %). Two misses are fixed; this one is left.
 BLIND85_MISSES: dict[str, str] = {
-    "xw-016": "silent_exit_cured_by_pagefile: host_oom_killed, answered not_oom (low)",
-    "xw-021": "shell_killed_told_as_ram: host_oom_killed, answered not_oom (low)",
     "xw-026": "windows_crash_told_as_memory: killed_unknown, answered cannot_tell (low)",
 }
 # The eighty-sixth part (xx-), scientific and simulation codes on GPUs and clusters (RELION,
-# cryoSPARC, LAMMPS, OpenMM, DeePMD, AlphaFold and ColabFold, ESM, GraphCast, scanpy and rapids-
-# singlecell, Parabricks), gathered beside blind85, measured before any rule was changed for it:
-# 32 of 39 (82.1 %).
+# cryoSPARC, LAMMPS, OpenMM, DeePMD, AlphaFold and ColabFold, ESM, GraphCast, scanpy and
+# rapids-singlecell, Parabricks), gathered beside blind85, measured before any rule was changed
+# for it: 32 of 39 (82.1 %). Six misses are fixed; this one is left.
 BLIND86_MISSES: dict[str, str] = {
-    "xx-005": "xla_cpu_host_alloc_refused: host_oom_killed, answered cuda_oom (high)",
-    "xx-012": "relion_cufft_plan_gpu_memory: cuda_oom, answered not_oom (low)",
-    "xx-025": "mpi_shmem_warning_run_continues: not_oom, answered cannot_tell (low)",
     "xx-026": "host_oom_told_in_prose: host_oom_killed, answered not_oom (low)",
-    "xx-029": "watchdog_heartbeat_kill: not_oom, answered killed_unknown (medium)",
-    "xx-031": "signal9_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
-    "xx-036": "cuda_oom_told_in_prose: cuda_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
