@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind86` entries they miss are listed in HOLDOUT_MISSES … BLIND86_MISSES
+`blind3` to `blind88` entries they miss are listed in HOLDOUT_MISSES … BLIND88_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -599,6 +599,42 @@ BLIND85_MISSES: dict[str, str] = {
 BLIND86_MISSES: dict[str, str] = {
     "xx-026": "host_oom_told_in_prose: host_oom_killed, answered not_oom (low)",
 }
+# The eighty-seventh part (xy-), reinforcement learning and robotics (Isaac Gym, Sim and Lab,
+# MuJoCo, Gymnasium and EnvPool, RLlib, stable-baselines3, CleanRL, TRL, verl, OpenRLHF), measured
+# after blind85's and blind86's rules and before any rule was changed for it: 19 of 31 (61.3 %).
+BLIND87_MISSES: dict[str, str] = {
+    "xy-007": "shell_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xy-008": "os_kill_replay_buffer_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xy-009": "os_kill_replay_buffer_ram: host_oom_killed, answered not_oom (low)",
+    "xy-010": "os_kill_replay_buffer_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xy-011": "host_ram_told_cured_by_swap: host_oom_killed, answered cannot_tell (low)",
+    "xy-012": "fixed_arena_cap: not_oom, answered cannot_tell (low)",
+    "xy-013": "fixed_arena_cap: not_oom, answered cannot_tell (low)",
+    "xy-014": "host_alloc_refused_native: host_oom_killed, answered not_oom (low)",
+    "xy-019": "shm_size_fix_told: shm_exhausted, answered cannot_tell (low)",
+    "xy-025": "host_ram_exhausted_told_in_prose: host_oom_killed, answered not_oom (low)",
+    "xy-030": "host_ram_exhausted_told_in_prose: host_oom_killed, answered not_oom (low)",
+    "xy-031": "gpu_memory_growth_told_in_prose: cuda_oom, answered not_oom (low)",
+}
+# The eighty-eighth part (xz-), general training frameworks and the projects built on them
+# (detectron2 and Detectron, Lightning, Keras on JAX, verl, YOLOX, timm), gathered beside blind87,
+# measured before any rule was changed for it: 18 of 31 (58.1 %).
+BLIND88_MISSES: dict[str, str] = {
+    "xz-005": "oom_message_retyped: cuda_oom, answered not_oom (low)",
+    "xz-008": "shell_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xz-009": "shell_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
+    "xz-010": "host_kill_told_in_chinese: host_oom_killed, answered not_oom (low)",
+    "xz-011": "host_kill_told_in_chinese: host_oom_killed, answered not_oom (low)",
+    "xz-012": "dataloader_worker_killed_ram_growth: host_oom_killed, answered killed_unknown "
+    "(medium)",
+    "xz-013": "checkpoint_save_cpu_oom_told: host_oom_killed, answered cannot_tell (low)",
+    "xz-014": "checkpoint_host_ram_leak: host_oom_killed, answered cannot_tell (low)",
+    "xz-017": "silent_stop_ram_growing: killed_unknown, answered not_oom (low)",
+    "xz-018": "dataloader_worker_killed_guess: killed_unknown, answered not_oom (low)",
+    "xz-019": "sigkill_maintainer_guess: killed_unknown, answered host_oom_killed (medium)",
+    "xz-021": "dataloader_exit_cured_by_shm_size: shm_exhausted, answered killed_unknown (medium)",
+    "xz-030": "runtime_heap_limit: not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -684,6 +720,8 @@ KNOWN_MISSES = {
     **BLIND84_MISSES,
     **BLIND85_MISSES,
     **BLIND86_MISSES,
+    **BLIND87_MISSES,
+    **BLIND88_MISSES,
 }
 
 
@@ -752,6 +790,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind84")
     splits = (*splits, "blind85")
     splits = (*splits, "blind86")
+    splits = (*splits, "blind87")
+    splits = (*splits, "blind88")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -839,6 +879,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind84" for key in BLIND84_MISSES)
     assert all(split[key] == "blind85" for key in BLIND85_MISSES)
     assert all(split[key] == "blind86" for key in BLIND86_MISSES)
+    assert all(split[key] == "blind87" for key in BLIND87_MISSES)
+    assert all(split[key] == "blind88" for key in BLIND88_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
