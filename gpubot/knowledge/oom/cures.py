@@ -107,6 +107,36 @@ KILL_FOR_WANT_OF_MEMORY = Family(
     unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\u663e\u5b58|\b(?:maybe|might|perhaps|could)\b", _I),
 )
 
+# The host's memory seen filling beside a kill, by whoever ran the job: "Both ram memory and
+# swap go to 100% and then it just outputs Killed", "it took up 12GB of memory, and then the
+# program was killed", "the memory is occupied by almost 60GB ... and the training process is
+# killed", "such a memory leak that it will be killed by the system", "the usage of CPU
+# memory become more and more ... which cause the error". Read only beside a kill, as
+# MEMORY_CURE is; not the card's memory (a spec naming the GPU elsewhere in the paragraph is
+# no matter), not a guess in the same sentence.
+KILL_MEMORY_FILLING = Family(
+    "kill_found_to_be_memory",
+    "host_oom_killed",
+    "medium",
+    _p(
+        r"\b(?:RAM|memory|swap)\b[^\n]{0,30}?\b(?:go|goes|went|reach(?:es|ed)?) "
+        r"(?:to |up to )?100 ?%"
+        r"|\b(?:RAM|memory)(?: usage| consumption)? (?:continuously |steadily |keeps (?:on )?"
+        r"|kept (?:on )?)(?:increas(?:es|ed|ing)|grow(?:s|ing)|ris(?:es|ing))\b"
+        r"|\btook up \d{1,4} ?(?:GB|G|GiB) of (?:memory|RAM)\b"
+        r"|\b(?:memory|RAM) is occupied by (?:almost |about |nearly |over )?\d{1,4} ?(?:GB|G|GiB)\b"
+        r"|\bmemory leak\b[^\n]{0,40}?\bkilled by the (?:system|OS|kernel)\b"
+        r"|\b(?:CPU|host|system) memory (?:become|becomes|became|grows|grew|goes|went) more and "
+        r"more\b",
+        _I,
+    ),
+    unless=_p(
+        r"\b(?:GPU|VRAM|CUDA) (?:memory|RAM)\b|\u663e\u5b58"
+        r"|\b(?:maybe|might|probably|perhaps|if)\b[^.!?\n]{0,60}?\b(?:memory|RAM)\b",
+        _I,
+    ),
+)
+
 # A kill whose cure was tried the line before it was reported to work: "trying a larger swap
 # file now..." then "It worked, thanks a lot!". Read beside a kill, as MEMORY_CURE is.
 KILL_CURE_TRIED = Family(

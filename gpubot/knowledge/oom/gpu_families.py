@@ -63,7 +63,7 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(
-            r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of memory"
+            r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of (?:the )?memory"
             r"|torch(?:\.cuda)?\.OutOfMemoryError"
             # ... as Jupyter heads its traceback, by the class's short name (PyTorch's and
             # CuPy's OutOfMemoryError are both the card's memory).
@@ -242,7 +242,12 @@ GPU_OOM: tuple[Family, ...] = (
             r"|completely |totally )?(?:exhausted|full|used up|maxed out|insufficient)\b"
             # "I ran rsc.tl.embedding_density and had an out of memory error via CUDA".
             r"|\b(?:had|got|get|gets|hit|have) an? out of memory error (?:via|from|in|with|on) "
-            r"(?:CUDA|the GPU)\b",
+            r"(?:CUDA|the GPU)\b"
+            # "GPU memory usage steadily increases over several hundred iterations until the
+            # training crashes".
+            r"|\bGPU memory(?: usage)? (?:steadily |keeps |continuously )?increas\w{0,3}\b"
+            r"[^\n]{0,80}?\buntil (?:the )?(?:training|process|job|run|program) (?:crashes|crashed"
+            r"|dies|died|fails|failed)\b",
             _I,
         ),
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),

@@ -212,6 +212,7 @@ HOST: tuple[Family, ...] = (
             # an older ggml asserts on after its malloc failed.
             r"|\bggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size \d"
             r"|\bggml_aligned_malloc: insufficient memory\b"
+            r"|\bmujoco\.FatalError: Could not allocate memory\b"  # MjData's buffers
             r"|\bGGML_ASSERT: [^\n]{0,200}?ctx->mem_buffer != NULL"
             r"|memory allocation of \d{1,20} bytes failed"  # Rust
             # A C program's malloc wrapper naming its source line: "[kseq2bseq1] Failed to

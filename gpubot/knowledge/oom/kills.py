@@ -154,11 +154,14 @@ SIGKILL = Family(
         # ... and in the words of those who write "kill" for "killed": "the program will get
         # kill", "i get killed process error".
         r"|\b(?:program|process|script|job|it) (?:will |would )?(?:get|gets|got) kill\b"
+        # "it seems always to have the data loader worker killed after running for a while".
+        r"|\b(?:data ?loader|DataLoader) workers? (?:is |was |were |got |gets )?killed\b"
+        r"(?! by signal)"
         r"|\b(?:get|gets|got|getting) (?:a |the )?killed process (?:error|message)\b"
         # ... or by what: "it automatically killed my training".
         r"|\b(?:it|system|OS) (?:automatically |just |suddenly )?killed (?:my|the|our) "
         r"(?:training|process|job|program|script|run)\b"
-        r"|\b(?:get|gets|got|getting|is|was|were|been) (?:forcibly |forcefully )?"
+        r"|\b(?:get|gets|got|getting|is|was|were|been|be) (?:forcibly |forcefully )?"
         r"(?:killed|terminated) by (?:the )?"
         r"(?:OS|SO|system|operating system|kernel|Linux)\b"
         r"|\b(?:the|your|my) (?:Linux )?(?:OS|system|kernel) kill(?:s|ed) (?:the|my|our|this|that"

@@ -111,8 +111,8 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"(?:内存|內存|\bmem\b|\bRAM\b)(?:会|會|就)?(?:占用|使用)?"
-            r"(?:用完|占满|佔滿|耗尽|爆了|爆掉|越来越多|越來越多|满了|滿了|已满|已滿|用满|用滿)"
-            r"[^\n]{0,30}?(?:[Kk]ill|被杀|杀死|被殺)"
+            r"(?:用完|耗完|占满|佔滿|耗尽|爆了|爆掉|越来越多|越來越多|满了|滿了|已满|已滿|用满|用滿)"
+            r"[^\n]{0,30}?(?:[Kk]ill|被杀|杀死|被殺|退出了)"
             # "系统内存满了, 然后程序被终止" (memory full, then the program was ended), and the
             # kill first: "直接被杀的确是训着训着内存就超了" (the kill was the memory going over).
             r"|(?:\u5185\u5b58|\u5167\u5b58)(?:\u5c31)?(?:\u6ee1\u4e86|\u6eff\u4e86|\u8d85\u4e86"
@@ -122,6 +122,18 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
             re.IGNORECASE,
         ),
         unless=_p(r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|可能|也许|好像|似乎", re.IGNORECASE),
+    ),
+    # The swap squeezed until it overflowed, then the system's kill: "挤压交换空间并最终溢出\uff0c
+    # 系统自动杀死了该进程". Swap is the host's whatever the reporter calls the memory.
+    Family(
+        "memory_kill_in_prose",
+        "host_oom_killed",
+        "medium",
+        _p(
+            r"(?:挤压|擠壓|占满|佔滿|耗尽|耗盡|用完)(?:了)?(?:交换空间|交換空間)[^\n]{0,20}?"
+            r"(?:杀死|殺死|被杀|被殺|kill)"
+        ),
+        unless=_p(r"可能|也许|或许|好像|似乎|\uff1f|\?"),
     ),
     # Host memory told rising while the card's stays flat, beside the failure: "内存占用率一直在
     # 上涨\uff0c显存没有变化" (memory use keeps rising, the card's memory does not change).
@@ -173,9 +185,11 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
             re.IGNORECASE,
         ),
         span=8,
-        # Nor a guess: "looks like" (像是, 好像, 似乎), "maybe" (可能, 也许), "or" (或者, 还是).
+        # Nor a guess: "looks like" (像是, 好像, 似乎), "maybe" (可能, 也许), "or" (或者, 还是),
+        # or a question ("内存不足 \uff1f").
         unless=_p(
-            r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|かも|아니면|像是|好像|似乎|可能|也许|或许|估计",
+            r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|かも|아니면|像是|好像|似乎|可能|也许|或许|估计"
+            r"|\uff1f|\?",
             re.IGNORECASE,
         ),
     ),

@@ -198,6 +198,8 @@ NEGATIVE: tuple[Family, ...] = (
         "high",
         _p(
             r"java\.lang\.OutOfMemoryError|Java heap space|GC overhead limit exceeded"
+            # The Dart VM's own heap ("Exhausted heap space, trying to allocate 240 bytes").
+            r"|\bExhausted heap space, trying to allocate \d"
             # Netty's pool of direct buffers at the JVM's configured maximum.
             r"|\bOutOfDirectMemoryError\b"
         ),
@@ -301,6 +303,9 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\bOut of Memory Error: (?:could not|Failed to) allocate block of \d{1,20} bytes\b"
             r"(?! \(bad)"
             r"|\bOut of Memory Error: Failed to change memory limit to \d"
+            # MuJoCo's arena for a step, a fixed size set in the model: "mj_stackAlloc: out of
+            # memory, stack overflow ... max = 16777216".
+            r"|\bmj_stackAlloc: out of memory, stack overflow\b"
         ),
     ),
     # Shared memory that could not be opened or made, for a reason other than space: /dev/shm

@@ -470,6 +470,10 @@ SHM: tuple[Family, ...] = (
             r"(?:--shm-size|\bshm[-_ ]size\b|/dev/shm|--ipc[= ]host)"
             r"|(?:--shm-size|\bshm[-_ ]size\b)[^\n]{0,20}?\b(?:solved|fixed|resolved) "
             r"(?:it|this|the|my|mine)\b"
+            r"|\bfix(?:es|ed)? an? (?:error|crash|problem)\b[^\n]{0,100}?"
+            r"\b(?:increas\w{1,3}|rais\w{1,3}) the shared memory\b"
+            r"|^\W{0,6}(?:Adding|Setting|Passing|Increasing)\b[^\n]{0,30}?"
+            r"(?:--shm-size|--ipc[= ]host)"
             r"|\b(?:up|upped|increased?|raised?|bumped|enlarged?) the (?:space|size) "
             r"(?:given to|of|for) (?:the )?`?/dev/shm`?[^\n]{0,40}?\b(?:worked|works|fine|fixed)\b"
             # "the problem went away when i updated my docker-compose.yaml to include shm_size";

@@ -320,6 +320,26 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             _I,
         ),
     ),
+    # The host's memory named full, whatever the card did: "the host RAM usage keeps growing
+    # until it reaches 62 GiB (100 %)", "IsaacLab used all of my machine's DRAM (about 100GB)
+    # and crashed", "hitting an OOM, with 128G of host RAM", "save checkpoint时CPU OOM". A
+    # hedge counts in its own sentence.
+    told_in_prose(
+        _p(
+            r"\b(?:host|system) (?:RAM|memory)(?: usage)?\b[^\n]{0,60}?\b(?:reaches|reached|hits"
+            r"|hit) [^\n]{0,20}?\(?100 ?%"
+            r"|\bused all (?:of )?(?:my |the )?(?:machine's |system's |host's )?(?:DRAM|RAM)\b"
+            r"[^\n]{0,40}?\bcrash"
+            r"|\bOOM\b[^\n]{0,20}?\bwith \d{1,4} ?(?:G|GB|GiB) of (?:host|system|CPU) RAM\b"
+            r"|(?:\u65f6|\u6642)\s?(?:CPU|host) OOM\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:if|whether|maybe|might|may|could|perhaps)\b[^.!?\n]{0,60}?\b(?:RAM|OOM|DRAM)\b"
+            r"|\b(?:RAM|OOM|DRAM)\b[^.!?\n]{0,60}?\?",
+            _I,
+        ),
+    ),
     # A rank, job or task said to die of running out of memory, no card named: "If an MPI
     # rank dies due to an out of memory error", "they are kicked out with `out of memory`
     # error message". (An "if" here states the trouble, as an issue's first line does.)

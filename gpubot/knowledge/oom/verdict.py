@@ -18,6 +18,7 @@ from gpubot.knowledge.oom.cures import (
     KILL_CURE_TRIED,
     KILL_FOR_WANT_OF_MEMORY,
     KILL_FOUND_MEMORY,
+    KILL_MEMORY_FILLING,
     MEMORY_CURE,
 )
 from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
@@ -166,7 +167,8 @@ def gather(
         or find(KILL_FOUND_MEMORY, lines)
         or find(KILL_FOR_WANT_OF_MEMORY, lines)
         or find(KILL_CONFIRMED_MEMORY, lines)
-        or find(KILL_CURE_TRIED, lines),
+        or find(KILL_CURE_TRIED, lines)
+        or find(KILL_MEMORY_FILLING, lines),
         memory_words=find(MEMORY_WORDS, lines),
         exit_code=exit_code,
         reason=reason or None,
