@@ -193,7 +193,7 @@ HOST: tuple[Family, ...] = (
         "host_oom_killed",
         "medium",
         _p(
-            r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+            r"DefaultCPUAllocator: (?i:can't allocate memory|not enough memory)"
             r"|\b(?i:Torch: not enough memory: you tried to (?:re)?allocate)"  # TH's CPU allocator
             r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
             # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is

@@ -155,6 +155,13 @@ SIGKILL = Family(
         # kill", "i get killed process error".
         r"|\b(?:program|process|script|job|it) (?:will |would )?(?:get|gets|got) kill\b"
         # "it seems always to have the data loader worker killed after running for a while".
+        # "then an error message kill 9 is displayed"; "it immediately be killed"; "Then as the
+        # consequence, it's got killed"; "Without any error, it was killed"; "it gets killed
+        # when loading the training data".
+        r"|\bkill -?9 (?:is|was) (?:displayed|shown|printed)\b"
+        r"|\b(?:immediately|then|finally) be killed\b"
+        r"|(?:^|[,.;]\s?)it(?:'s| has)? (?:was |gets |got |is )?(?:got )?killed\b(?! by signal)"
+        r"|\bit gets killed (?:when|while|during|after)\b"
         r"|\b(?:data ?loader|DataLoader) workers? (?:is |was |were |got |gets )?killed\b"
         r"(?! by signal)"
         r"|\b(?:get|gets|got|getting) (?:a |the )?killed process (?:error|message)\b"
@@ -203,7 +210,8 @@ WORKER_DIED = Family(
         r"|\bKernel Restarting\b"  # ... its title
         # ... or told: "the jupyter kernel dies", "causes the kernel to die".
         r"|\b(?:jupyter |jupter |the |my |notebook )kernell? (?:dies|died|crashes|crashed)\b"
-        r"|\bkernel to die\b"
+        r"|\bkernel to die\b|\bcaus\w{0,3} (?:the )?kern[ae]ll? (?:to )?crash\b"
+        r"|\b(?:keeps? |kept )?crash(?:es|ed|ing) the kernel\b"
         # pytest-xdist replacing a worker that went away; a CI runner that stopped answering.
         r"|\bnode down: Not properly terminated\b|\breplacing crashed worker\b"
         r"|\bThe hosted runner: [^\n]{1,80} lost communication with the server\b"

@@ -28,6 +28,8 @@ ABSURD_SIZE = (
     r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
     r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
     r"|\b(?:malloc|realloc|allocation) of size \d{16,20} failed\b"  # Arrow: a petabyte and more
+    # PyTorch's request told in a title: "trying to allocate 133792483MiB" (a terabyte and more).
+    r"|\b[Tt]rying to allocate \d{7,12} ?MiB\b"
     r"|\(-4:Insufficient memory\) Failed to allocate \d{14,20} bytes\b"  # OpenCV: 10 TB and more
     r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))"  # numpy
     # macOS malloc: "mach_vm_map(size=96180599144448, flags: 100) failed".

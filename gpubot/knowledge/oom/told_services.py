@@ -37,7 +37,7 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
         # of system memory".
         unless=_p(
             r"\b(?:could|might|may|maybe|perhaps|possibly|possible|probably|likely|if|whether"
-            r"|usually|typically|generally|often)\b",
+            r"|usually|typically|generally|often|guess)\b",
             _I,
         ),
     ),
@@ -331,6 +331,15 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             r"|\bused all (?:of )?(?:my |the )?(?:machine's |system's |host's )?(?:DRAM|RAM)\b"
             r"[^\n]{0,40}?\bcrash"
             r"|\bOOM\b[^\n]{0,20}?\bwith \d{1,4} ?(?:G|GB|GiB) of (?:host|system|CPU) RAM\b"
+            # "CPU memory utilization grows with training and finally cause OOM"; "My CPU RAM
+            # (not GPU) usage is increasing continuously ... hence system crashes"; "linux kernel
+            # decided to kill a process when it went above allowed memory threshold".
+            r"|\b(?:CPU|host|system) (?:memory|RAM)(?: utilization| usage)? (?:grows|grew|increases"
+            r"|keeps growing)\b[^\n]{0,60}?\b(?:cause|causes|caused|leads? to)\b[^\n]{0,20}?\bOOM\b"
+            r"|\bCPU RAM\b[^\n]{0,60}?\bincreasing\b[^\n]{0,200}?"
+            r"\b(?:system crash\w{0,2}|crash(?:es|ed))\b"
+            r"|\bkill(?:ed|s)? (?:a |the )?process when it (?:went|goes|got|gets) (?:above|over) "
+            r"(?:the |its )?(?:allowed )?memory (?:threshold|limit)\b"
             r"|(?:\u65f6|\u6642)\s?(?:CPU|host) OOM\b",
             _I,
         ),

@@ -615,32 +615,18 @@ BLIND88_MISSES: dict[str, str] = {
 }
 # The eighty-ninth part (wa-), host kills and bare kills told in the reporter's or maintainer's
 # own words, mostly 2025 and 2026 threads (Ollama, verl, Ray, Polars, notebooks), measured after
-# blind87's and blind88's rules and before any rule was changed for it: 17 of 26 (65.4 %).
+# blind87's and blind88's rules and before any rule was changed for it: 17 of 26 (65.4 %). Five
+# misses are fixed; these are left.
 BLIND89_MISSES: dict[str, str] = {
     "wa-004": "host_ram_cured_by_more_ram: host_oom_killed, answered cannot_tell (low)",
-    "wa-006": "kill9_told_as_memory_growth: host_oom_killed, answered not_oom (low)",
-    "wa-008": "host_ram_growth_told: host_oom_killed, answered cannot_tell (low)",
     "wa-013": "maintainer_host_ram_arithmetic: host_oom_killed, answered not_oom (low)",
-    "wa-015": "killed_told_as_ram_full: host_oom_killed, answered not_oom (low)",
-    "wa-017": "silent_exit_guessed_oom: killed_unknown, answered cannot_tell (low)",
     "wa-018": "kernel_died_cured_by_less_data: host_oom_killed, answered not_oom (low)",
-    "wa-019": "kernel_restart_no_cause: killed_unknown, answered not_oom (low)",
     "wa-026": "killed_cured_by_ram_or_swap: host_oom_killed, answered not_oom (low)",
 }
 # The ninetieth part (wb-), PyTorch CUDA out-of-memory messages with the allocator's numbers and
 # the kills beside them, gathered beside blind89, measured before any rule was changed for it: 16
-# of 25 (64.0 %).
-BLIND90_MISSES: dict[str, str] = {
-    "wb-012": "killed_told_as_ram_leak: host_oom_killed, answered not_oom (low)",
-    "wb-013": "shell_killed_told_as_ram: host_oom_killed, answered killed_unknown (medium)",
-    "wb-014": "killed_told_as_ram: host_oom_killed, answered not_oom (low)",
-    "wb-016": "torch_cpu_allocator_not_enough_memory: host_oom_killed, answered cannot_tell (low)",
-    "wb-017": "host_ram_growth_told_in_prose: host_oom_killed, answered not_oom (low)",
-    "wb-018": "killed_reporter_guess: killed_unknown, answered not_oom (low)",
-    "wb-019": "killed_maintainer_guess: killed_unknown, answered host_oom_killed (medium)",
-    "wb-020": "killed_no_cause: killed_unknown, answered not_oom (low)",
-    "wb-023": "absurd_request: not_oom, answered cuda_oom (high)",
-}
+# of 25 (64.0 %). All nine misses are fixed.
+BLIND90_MISSES: dict[str, str] = {}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
