@@ -1,0 +1,173 @@
+"""Limits that are not memory running out, though their messages say "out of memory": a
+runtime's own heap, the kernel's or a database's fixed tables, an OOM killer that failed, an
+application's configured cap, shared memory that cannot be used for another reason than its
+size, the JVM's threads, pinned or locked memory, an allocation refused for its argument.
+Each is `not_oom`, with advice of its own; they are read with the other failures of
+not_memory (its NEGATIVE families, in this order). Patterns follow the bounds of *_families:
+literals and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+
+LIMITS: tuple[Family, ...] = (
+    # A runtime's own heap cap (V8's), as the JVM's: not the container's or the GPU's memory.
+    Family(
+        "runtime_heap_limit",
+        "not_oom",
+        "high",
+        _p(r"JavaScript heap out of memory|\bReached heap limit\b"),
+    ),
+    # Shared memory that failed for a reason other than space: an object opened (not written)
+    # when descriptors ran out, a segment that was never there, a call a signal interrupted.
+    Family(
+        "shared_memory_not_full",
+        "not_oom",
+        "medium",
+        _p(
+            r"unable to open shared memory (?:obje\w{0,3}|region)\b"
+            r"|attaching to shared memory segment[^\n]{0,200}?No such file or directory"
+            # A key, region or segment that could not be made because the directory for it
+            # (/dev/shm) is not there: shared memory missing, not full.
+            r"|shared memory (?:key|region|segment|pool|object)\b[^\n]{0,300}?"
+            r"(?:No such file or directory|\bENOENT\b)"
+            r"|shared memory[^\n]{0,200}?Interrupted system call",
+            _I,
+        ),
+    ),
+    # PostgreSQL's lock table full ("out of shared memory", with its hint to raise
+    # max_locks_per_transaction): a database setting, not memory that ran out.
+    Family(
+        "database_lock_table_full",
+        "not_oom",
+        "medium",
+        _p(r"\bout of shared memory\b", _I),
+        near=_p(r"max_(?:pred_)?locks_per_transaction|\bpg_dump\b|\bpg_restore\b", _I),
+        span=6,
+    ),
+    # A userspace OOM killer that tried and could not kill anything: nothing was killed for
+    # memory, whatever its candidate list says.
+    Family(
+        "oom_killer_failed",
+        "not_oom",
+        "medium",
+        _p(r"\bFailed to kill any cgroups?\b|\bearlyoom\[\d{1,10}\]: kill failed\b", _I),
+    ),
+    # A System V segment larger than the kernel allows (SHMMAX) is refused as an invalid
+    # argument: a setting to raise, not shared memory that ran out.
+    Family(
+        "shm_segment_over_kernel_limit",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bexceeded (?:your|the) kernel's SHMMAX\b"
+            r"|\bshmget\([^)\n]{0,80}\) failed: Invalid argument"
+            r"|could not create shared memory segment: Invalid argument",
+            _I,
+        ),
+    ),
+    # A store refusing writes at its own configured memory cap (Redis's maxmemory, memcached's
+    # item memory): the process is alive and nothing was killed.
+    Family(
+        "application_memory_cap",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bOOM command not allowed when used memory\b|SERVER_ERROR out of memory storing"
+            # DuckDB at its memory_limit: "Out of Memory Error: failed to allocate data of size
+            # 256.0 MiB (260.3 MiB/476.8 MiB used)".
+            r"|\bOut of Memory Error: (?:failed to allocate|could not allocate) [^\n]{0,80}?"
+            r"\([\d.]{1,12} ?[KMGT]i?B/[\d.]{1,12} ?[KMGT]i?B used\)"
+            # ClickHouse's memory tracker refusing a query over its server or user limit.
+            r"|\(MEMORY_LIMIT_EXCEEDED\)|\bmemory limit exceeded: would use\b"
+            # DuckDB in memory with nowhere to spill: its buffer manager's own limit.
+            r"|\bUnused blocks cannot be offloaded to disk\b"
+            # ... a block refused under its memory_limit (the host's refusal says "(bad
+            # allocation)"), or its limit not lowered: "could not allocate block of 262144
+            # bytes", "Failed to change memory limit to 128000000".
+            r"|\bOut of Memory Error: (?:could not|Failed to) allocate block of \d{1,20} bytes\b"
+            r"(?! \(bad)"
+            r"|\bOut of Memory Error: Failed to change memory limit to \d"
+            # MuJoCo's arena for a step, a fixed size set in the model: "mj_stackAlloc: out of
+            # memory, stack overflow ... max = 16777216".
+            r"|\bmj_stackAlloc: out of memory, stack overflow\b"
+        ),
+    ),
+    # Shared memory that could not be opened or made, for a reason other than space: /dev/shm
+    # read-only or not writable by the user, System V's shmget refused by policy, a
+    # descriptor limit, Chromium's sandbox refusing its temporary file.
+    Family(
+        "shm_not_usable",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bshm_open failed : Permission denied\b"
+            r"|/dev/shm: \[Errno 30\] Read-only file system\b"
+            r"|\bshmget\([^)\n]{0,80}\)[^\n]{0,40}? failed: Operation not permitted\b"
+            r"|\bshm_attach\(\): failed for key \w{1,20}: Too many open files\b"
+            r"|\bCreating shared memory in \S{1,200} failed: No such process\b"
+            # Open MPI's shared-memory transport giving up on its segment (a warning; the job
+            # goes on over another transport).
+            r"|\bunable to create shared memory BTL coordinating structure\b",
+            _I,
+        ),
+    ),
+    # The JVM refused a thread (a per-user process limit, a container's pids limit), which
+    # Java reports as an OutOfMemoryError and Bazel as running out of memory: "unable to
+    # create new native thread".
+    Family(
+        "thread_limit",
+        "not_oom",
+        "medium",
+        _p(r"\bunable to create (?:a )?new native thread\b", _I),
+    ),
+    # XLA's pinned (page-locked) host memory refused, then tried again smaller: a limit on
+    # locked memory (WSL, a container's ulimit -l), not the card's memory nor a kill.
+    Family(
+        "pinned_host_memory",
+        "not_oom",
+        "medium",
+        _p(
+            r"\bcould not allocate pinned host memory\b|\bbytes on host: CUDA_ERROR_\w{1,40}"
+            # cudaMallocHost and cudaHostAlloc: page-locked host memory, named in the failure.
+            r"|\bReturn value 2 from '(?:cudaMallocHost|cudaHostAlloc)\("
+            # CuPy's PerformanceWarning: the staging buffer fell back to a synchronous copy.
+            r"|\bUsing synchronous transfer as pinned memory\b"
+        ),
+    ),
+    # The locked-memory limit (ulimit -l) refusing mlock: a setting to raise, and the
+    # process runs on ("Unable to lock JVM Memory: error=12 ... Increase RLIMIT_MEMLOCK").
+    Family(
+        "locked_memory_limit",
+        "not_oom",
+        "medium",
+        _p(r"\bRLIMIT_MEMLOCK\b|\bUnable to lock JVM Memory\b|\bmlockall\b[^\n]{0,80}?failed", _I),
+    ),
+    # An allocation refused as an invalid argument (EINVAL) is a wrong call, not a shortage.
+    Family(
+        "allocation_invalid_argument",
+        "not_oom",
+        "medium",
+        _p(r"failed to allocate [^\n]{0,120}?: invalid argument", _I),
+    ),
+    # ... or with CUDA's invalid-argument error on the line before or after (a 3D array past
+    # the texture size limit): "CUDA error 11: invalid argument" / "Failed to allocate ...".
+    Family(
+        "allocation_invalid_argument",
+        "not_oom",
+        "medium",
+        _p(r"\bfailed to allocate\b", _I),
+        near=_p(r"\bCUDA error 11: invalid argument\b|\bcudaErrorInvalidValue\b", _I),
+        span=1,
+    ),
+)
