@@ -30,6 +30,14 @@ KILL_FOUND_MEMORY = Family(
     _p(
         r"\b(?:turns|turned) out(?: that)? (?:it|this|that) (?:was|is) (?:just |simply |only )?"
         r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b"
+        # "It turns out that the memory on Colab is limited"; "your system does not have
+        # sufficient memory"; "\u5185\u5b58\u4e00\u76f4\u589e\u957f" (the memory kept growing).
+        r"|\b(?:turns|turned) out(?: that)? the (?:memory|RAM) "
+        r"(?:(?:on|of|in) (?:the |my |our )?[\w-]{1,20}(?: [\w-]{1,12})? )?"
+        r"(?:is|was) (?:limited|not enough|insufficient|too small)\b"
+        r"|\b(?:your|my|the) (?:system|machine|server|host|computer) (?:does not|doesn't|did not"
+        r"|didn't) have (?:sufficient|enough) (?:memory|RAM)\b"
+        r"|\u5185\u5b58(?:\u4e00\u76f4|\u6301\u7eed|\u4e0d\u65ad)(?:\u589e\u957f|\u4e0a\u6da8|\u589e\u52a0)"
         # Memory seen to explode beside the kill: "it will cause the memory to explode
         # (reaching more than 100 G)".
         r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
@@ -63,7 +71,7 @@ KILL_FOUND_MEMORY = Family(
         _I,
     ),
     unless=_p(
-        r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps)\b"
+        r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps|possible|possibly)\b"
         r"|感觉|感覺|应该|應該|可能|也许|也許|好像|似乎|估计|估計",
         _I,
     ),
@@ -132,7 +140,14 @@ KILL_MEMORY_FILLING = Family(
         r"|\b(?:memory|RAM) is occupied by (?:almost |about |nearly |over )?\d{1,4} ?(?:GB|G|GiB)\b"
         r"|\bmemory leak\b[^\n]{0,40}?\bkilled by the (?:system|OS|kernel)\b"
         r"|\b(?:CPU|host|system) memory (?:become|becomes|became|grows|grew|goes|went) more and "
-        r"more\b",
+        r"more\b"
+        # "reaches over 19 GB just before it stops"; "hitting 15Gi of 15Gi available RAM";
+        # "What helped in my case was realizing that it had no swap file".
+        r"|\breach(?:es|ed) (?:over |about |almost |nearly )?\d{1,4} ?(?:GB|G|GiB) (?:just )?"
+        r"before it (?:stops|stopped|dies|died|crash\w{0,3}|gets killed|was killed|is killed)\b"
+        r"|\b(?:hitting|hit|using|used|at) (\d{1,4}(?:\.\d{1,2})?) ?(Gi|GB|G|GiB) of \1 ?\2 "
+        r"(?:of )?(?:available |total )?(?:RAM|memory)\b"
+        r"|\b(?:what helped|the fix was|what fixed it)\b[^\n]{0,60}?\bno swap\b",
         _I,
     ),
     unless=_p(
@@ -185,6 +200,10 @@ MEMORY_CURE = Family(
         # "increasing the swap space, solved my problem" (and its frequent misspelling).
         r"|\b(?:increas|add|enlarg|expand)(?:ed|ing) (?:the )?swap(?: space| file| size)?\b"
         r"[^\n]{0,20}?\b(?:solved|sloved|fixed|resolved) (?:my|the|this|it)\b"
+        # ... with the tool's link between: "Increasing the **swap space** to 10GB on the
+        # runner with [set-swap-space](https://...) fixed the problem for me".
+        r"|\b(?:increas|add|enlarg|expand)(?:ed|ing) (?:the )?\**swap(?: space| file| size)?\**"
+        r"[^\n]{0,160}?\b(?:fixed|solved|resolved) the problem\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
         r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
         # "I managed to get the job to succeed with 64G memory reservation".

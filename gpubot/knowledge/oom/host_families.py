@@ -18,6 +18,7 @@ from gpubot.knowledge.oom.reported import REPORTED_HOST_OOM
 from gpubot.knowledge.oom.scan import Family
 from gpubot.knowledge.oom.stacks import STACK_HOST_OOM
 from gpubot.knowledge.oom.told import TOLD_HOST_OOM
+from gpubot.knowledge.oom.told_causes import TOLD_CAUSES
 from gpubot.knowledge.oom.told_services import TOLD_BY_SERVICES
 
 
@@ -279,6 +280,7 @@ HOST: tuple[Family, ...] = (
     *REPORTED_HOST_OOM,
     *TOLD_HOST_OOM,
     *TOLD_BY_SERVICES,
+    *TOLD_CAUSES,
     *LOCALIZED_HOST_OOM,
     *STACK_HOST_OOM,
 )

@@ -39,6 +39,10 @@ SIGKILL = Family(
     _p(
         r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}\(?-?(?:137|-9)\b"
         r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
+        # "then gets killed by itself"; a GitHub runner's job ended from outside, alone on
+        # its line: "The operation was canceled."
+        r"|\b(?:gets?|got|is|was) killed by itself\b"
+        r"|(?:^|[\s\]>*#`])(?:Error: )?The operation was canceled\.?\s*$"
         r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
         r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
         r"|sigkill_handler\] Killing subprocess"  # DeepSpeed's launcher, tearing down
@@ -216,7 +220,9 @@ WORKER_DIED = Family(
         r"|\bnode down: Not properly terminated\b|\breplacing crashed worker\b"
         r"|\bThe hosted runner: [^\n]{1,80} lost communication with the server\b"
         # Dask's scheduler giving up on a task whose workers all died.
-        r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b",
+        r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b"
+        # joblib's loky executor losing a worker, its stock list of causes after it.
+        r"|\bA worker process managed by the executor was unexpectedly terminated\b",
         _I,
     ),
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;

@@ -23,6 +23,40 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _SIZE = r"\d[\d.,]{0,20} ?[KMGT]?i?B\b"
 
 LIBRARY_GPU_OOM: tuple[Family, ...] = (
+    # Serving engines finding no room on the device for their KV cache, in their own
+    # words: vLLM's check raising from its frame (`raise_if_cache_size_invalid(`, the
+    # message cut off below it), SGLang's out-of-memory told with its `mem_fraction_static`,
+    # "the default vLLM KV cache size is too large" beside an out-of-memory error.
+    Family(
+        "serving_kv_cache_oom",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\braise_if_cache_size_invalid\("
+            r"|\bout[- ]of[- ]memory errors?\b[^\n]{0,80}?\bmem_fraction_static\b"
+            r"|\bmem_fraction_static\b[^\n]{0,160}?\bout[- ]of[- ]memory errors?\b",
+            re.IGNORECASE,
+        ),
+    ),
+    Family(
+        "serving_kv_cache_oom",
+        "cuda_oom",
+        "medium",
+        _p(r"\bKV cache (?:size )?(?:is )?too large\b", re.IGNORECASE),
+        near=_p(r"\bout[- ]of[- ]memory\b", re.IGNORECASE),
+        span=3,
+    ),
+    # ONNX Runtime's CUDA execution provider: its BFC arena failing for a buffer.
+    Family(
+        "onnxruntime_cuda_arena",
+        "cuda_oom",
+        "high",
+        _p(
+            r"\bCUDA (?:execution provider|EP)\b[^\n]{0,80}?\bBFC ?Arena\b[^\n]{0,200}?"
+            r"\bFailed to allocate memory\b",
+            re.IGNORECASE,
+        ),
+    ),
     # RMM, the allocator under cuDF, cuML and Spark RAPIDS: a device memory resource (its
     # header path names it) or its pool refused. The exception around it may say MemoryError
     # or java.lang.OutOfMemoryError; the memory is the GPU's.

@@ -213,12 +213,14 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "high",
         _p(
-            r"Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGFPE\b|\bsignal 11\b"
+            # (Not joblib's stock list: "This could be caused by a segmentation fault ...".)
+            r"(?<!caused by a )Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGFPE\b|\bsignal 11\b"
             r"|(?:exit ?code|return code|exit status)\s{0,3}[:=]?\s{0,3}\(?-(?:11|6|8)\b"
             # 128 + the signal, as a container or a worker reports it: 139 (SIGSEGV), 136
             # (SIGFPE).
             r"|\bexit(?:ed)? with exit code (?:139|136)\b"
-            r"|\"ExitCode\":\s{0,3}(?:139|136)\b",  # docker inspect
+            r"|\"ExitCode\":\s{0,3}(?:139|136)\b"  # docker inspect
+            r"|\b(?:status|exit) code (?:of )?(?:139|136)\b",
             _I,
         ),
         # One item of a list of what might have happened ("Some common causes include: ...
@@ -277,7 +279,7 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\bThe caller indicates that this is not a failure\b"
             # TensorRT's builder skipping a tactic whose workspace does not fit, and going on.
             r"|\bDevice memory is insufficient to use tactic\b"
-            r"|\bSkipping tactic (?:0x)?[0-9a-f]{1,20} due to insufficient memory\b"
+            r"|\bSkipping tactic (?:0x)?[0-9a-f]{1,20} due to insuf{1,2}icient memory\b"
             r"|\bPausing worker\b|\bUnmanaged memory use is high\b"
             r"|\bMemory use is high but worker has no data to store to disk\b",
             _I,

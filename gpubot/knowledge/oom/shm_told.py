@@ -39,7 +39,10 @@ SHM_TOLD: tuple[Family, ...] = (
             r"|/dev/shm`? (?:is |was )?(?:way |far |much )?too small (?:on|in|for|to)\b"
             # ... in Chinese, filled to the brim: "/dev/shm用满", "/dev/shm空间占用100%".
             r"|/dev/shm(?:\u7a7a\u95f4)?(?:\u5360\u7528|\u4f7f\u7528)?\s?100\s?%"
-            r"|/dev/shm(?:\u7a7a\u95f4)?(?:\u7528\u6ee1|\u6ee1\u4e86|\u5df2\u6ee1|\u5360\u6ee1)",
+            r"|/dev/shm(?:\u7a7a\u95f4)?(?:\u7528\u6ee1|\u6ee1\u4e86|\u5df2\u6ee1|\u5360\u6ee1)"
+            # ... or found as the cause by whoever ran it: "I find it is caused by lack of
+            # shared memory."
+            r"|\b(?:it|this|that) (?:is|was) caused by (?:a |the )?lack of shared memory\b",
             _I,
         ),
         unless=_p(

@@ -327,9 +327,16 @@ def _launcher_child_exit(f: Facts) -> Verdict | None:
 
 
 def _cured_by_memory(f: Facts) -> Verdict | None:
-    if not f.killed or f.memory_cure is None:
+    """A kill, or a worker or kernel that died, with the host's memory found or cured."""
+    if f.memory_cure is None:
         return None
-    lines = (*(f.sigkill.lines if f.sigkill is not None else ()), *f.memory_cure.lines)
+    if f.killed:
+        died = f.sigkill.lines if f.sigkill is not None else ()
+    elif f.worker_died is not None:
+        died = f.worker_died.lines
+    else:
+        return None
+    lines = (*died, *f.memory_cure.lines)
     return Verdict("host_oom_killed", f.memory_cure.family.name, "medium", lines)
 
 

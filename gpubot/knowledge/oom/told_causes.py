@@ -1,0 +1,116 @@
+"""Host kills told by their cause, in people's words, and the system lines that say so.
+
+A kill, a crash or a dead kernel put down to the host's memory by whoever saw it: "kills the
+container", "crashes because it consumes too much memory", "the kernel dies bc there's not
+enough RAM", "the cause of the kill was the OOM-Killer", "processes killed due to
+Out-of-Memory"; memory seen at its ceiling with the crash it caused; macOS's own kill for want
+of swap. Read after told.py's and told_services.py's sentences, in the same way: a hedge or
+the card's memory in the same sentence is not evidence. Patterns follow the bounds of
+*_families: literals and bounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpubot.knowledge.oom.scan import Family
+from gpubot.knowledge.oom.told import told_in_prose
+
+
+def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, re.ASCII | flags)
+
+
+_I = re.IGNORECASE
+# The card's memory, or a guess, in the sentence: not a host kill told.
+_HEDGE = _p(
+    r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|possibly|likely"
+    r"|whether|suspect\w{0,2}|guess|think)\b)[^.!?\n]{0,80}?\b(?:kill|crash|die|died|dies"
+    r"|OOM|memory|RAM)"
+    r"|\b(?:kill|crash|die|died|dies|OOM|memory|RAM)\w{0,4}\b[^.!?\n]{0,80}?(?:\b(?:GPU|VRAM"
+    r"|CUDA)\b|\?)",
+    _I,
+)
+
+TOLD_CAUSES: tuple[Family, ...] = (
+    # The kill, crash or death and its cause in one sentence: "eventually kills the
+    # container", "it killed the compute instance because of memory issue", "the container
+    # frequently crashes because it consumes too much memory", "the kernel dies bc there's
+    # not enough RAM", "Kernel dies (ungracefully) on import from out-of-memory condition",
+    # "the cause of the kill was the OOM-Killer", "getting processes killed due to
+    # Out-of-Memory (OOM)".
+    told_in_prose(
+        _p(
+            r"\b(?:memory|RAM)(?: usage)? (?:increases|grows|rises|climbs|keeps growing)\b"
+            r"[^\n]{0,40}?\b(?:eventually|finally|then|until it) kills? (?:the |my |our )?"
+            r"(?:container|process|pod|worker|job|kernel)\b"
+            r"|\bkill(?:s|ed)? (?:the |my |our )?(?:\w{1,20} )?(?:instance|container|process|pod"
+            r"|worker|job|VM|node|machine)s? (?:because of|due to) (?:a |the )?memory issues?\b"
+            r"|\b(?:crash(?:es|ed)?|dies|died|(?:is|was|gets|got) killed) (?:\w{1,12} )?because "
+            r"(?:it|they|the process|the container) (?:consumes|consumed|uses|used|takes|took) "
+            r"too much (?:host |system |CPU )?(?:memory|RAM)\b"
+            r"|\b(?:kernel|process|container|it|training|job) (?:dies|died|crashes|crashed"
+            r"|(?:is|was|gets|got) killed) (?:bc|because|since|as) (?:there(?:'s| is| was)"
+            r"|it (?:ran|runs)|we (?:ran|run)|I (?:ran|run)) (?:not enough|no more|out of) "
+            r"(?:RAM|memory)\b"
+            r"|\bkernel (?:dies|died|death|crash\w{0,3})\b[^\n]{0,60}?\b(?:from|due to|because of)"
+            r" (?:an? |the )?out[- ]of[- ]memory\b"
+            r"|\b(?:cause|reason) (?:of|for) the (?:kill|crash|death)s? (?:was|is) (?:the )?"
+            r"(?:Linux |kernel(?:'s)? )?OOM[- ]?Killer\b"
+            r"|\b(?:process(?:es)?|jobs?|pods?|containers?|workers?) (?:being |getting )?killed "
+            r"(?:due to|because of) (?:an? )?out[- ]of[- ]memory\b"
+            r"|\b(?:It|this|that) (?:was|is) caused by (?:ran|running|run)[- ]out[- ]of[- ]"
+            r"(?:memory|RAM)\b"
+            # "YARN killing execution containers for exceeding memory limits"; "it was killed
+            # by the kubelet since it consumed too much memory".
+            r"|\bkill(?:ing|s|ed) (?:\w{1,20} ){0,2}containers? for exceeding (?:their |its )?"
+            r"memory limits?\b"
+            r"|\b(?:is|was|gets|got) killed by the (?:kubelet|kernel|system|OS|scheduler) "
+            r"(?:because|since|as) (?:it|they) (?:consumes|consumed|uses|used) too much "
+            r"(?:memory|RAM)\b"
+            # A title: "OOM with 64G ram and 13B model".
+            r"|^[^\n]{0,20}?\bOOM with \d{1,4} ?(?:G|GB|GiB) (?:of )?(?:host |system |CPU )?RAM\b"
+            # A title: "Memory Exhaustion and Multiprocessing Crash in ...".
+            r"|^[^\n]{0,60}?\b(?:Host |System |RAM )?Memory Exhaustion\b[^\n]{0,60}?\bCrash",
+            _I,
+        ),
+        unless=_HEDGE,
+    ),
+    # The host's memory at its ceiling with the crash it caused, told: "my ram get 100%
+    # quickly and causes comfy to crash", "System crashes when loading couple of big models
+    # because of RAM filling up", "causing my Ram to crash and making the machine run out of
+    # memory", "Docker killing one of the instances when the limit is exceeded" of RAM.
+    told_in_prose(
+        _p(
+            r"\b(?:RAM|memory)\b (?:gets?|goes|went|reach(?:es|ed)?|hits?) (?:to )?100 ?%"
+            r"[^\n]{0,40}?\bcaus\w{1,3} [^\n]{0,30}?\bcrash"
+            r"|\bcrash\w{0,3}\b[^\n]{0,60}?\bbecause of (?:the )?(?:RAM|memory) (?:filling up"
+            r"|running out|being full)\b"
+            r"|\bmak(?:ing|es) the (?:machine|system|computer|server|host) run out of "
+            r"(?:memory|RAM)\b"
+            r"|\b(?:RAM|memory)\b[^\n]{0,240}?\bkill(?:ing|s|ed) (?:one of )?(?:the )?"
+            r"(?:instances?|containers?|process(?:es)?)\b[^\n]{0,20}?\bwhen the (?:memory )?"
+            r"limit is (?:exceeded|reached|hit)\b",
+            _I,
+        ),
+        unless=_HEDGE,
+    ),
+    # A swap or page file too small named as the OOM's cause: "Page file or swap file size
+    # was set too low ... this is what was causing my OOM issue".
+    told_in_prose(
+        _p(
+            r"\b(?:page ?file|paging file|swap ?file|swap)\b[^\n]{0,60}?\b(?:too low|too small)"
+            r"\b[^\n]{0,80}?\b(?:OOM|out of memory)\b",
+            _I,
+        ),
+        unless=_p(r"\b(?:if|maybe|might|may|could|perhaps)\b|\?", _I),
+    ),
+    # macOS's own kill when the compressor's swap runs low, as Console prints it: "low swap:
+    # killing largest compressed process with pid 34341 (python3.7)".
+    Family(
+        "macos_low_swap_kill",
+        "host_oom_killed",
+        "high",
+        _p(r"\blow swap: killing (?:largest compressed |idle )?process\b", _I),
+    ),
+)
