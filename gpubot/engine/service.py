@@ -134,7 +134,7 @@ class GpubotService:
             # read for them either: a storm is mostly ATTACHED and DUPLICATE outcomes.
             if outcome.incident_id is None or outcome.kind not in _FOLLOW_UP:
                 continue
-            incident = await self.e.store.get_incident(outcome.incident_id)
+            incident = outcome.incident or await self.e.store.get_incident(outcome.incident_id)
             if outcome.kind is IntakeKind.OPENED:
                 await self.audit_incident(incident, "incident.opened", outcome.fingerprint)
                 await self.notify(self.e.notifier.open_thread(incident=incident))

@@ -244,3 +244,29 @@ async def test_a_resolved_incident_and_a_new_firing_of_its_key_in_one_payload(
     assert outcomes[1].incident_id != first.incident_id
     assert not (await store.get_incident(first.incident_id or "")).is_open
     assert (await store.get_incident(outcomes[1].incident_id or "")).is_open
+
+
+async def test_opened_and_resolved_outcomes_carry_their_incident_as_the_intake_left_it(
+    store: SqlStore,
+) -> None:
+    """The follow-up of an opening or a resolution needs no read of its own: the outcome
+    carries the incident, read inside the intake's transaction, equal to a later read."""
+    opened, attached = await store.ingest(
+        [fired("fp-open", "gpu-1"), fired("fp-more", "gpu-1", startsAt=NOW.isoformat())],
+        now=NOW,
+    )
+    assert (opened.kind, attached.kind) == (IntakeKind.OPENED, IntakeKind.ATTACHED)
+    assert opened.incident is not None
+    assert opened.incident.id == opened.incident_id
+    assert opened.incident == await store.get_incident(opened.incident_id)
+    assert attached.incident is None  # nothing follows an attachment that needs it
+
+    [gone] = await store.ingest([fired("fp-open", "gpu-1", status="resolved")], now=NOW)
+    [last] = await store.ingest(
+        [fired("fp-more", "gpu-1", status="resolved", startsAt=NOW.isoformat())], now=NOW
+    )
+    assert (gone.kind, gone.incident) == (IntakeKind.ALERT_RESOLVED, None)
+    assert last.kind is IntakeKind.INCIDENT_RESOLVED
+    assert last.incident is not None
+    assert not last.incident.is_open
+    assert last.incident == await store.get_incident(opened.incident_id)

@@ -5,6 +5,7 @@ alerts."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ from gpubot.domain.incidents.correlation import (
 from gpubot.domain.incidents.intake import (
     FIRING,
     RESOLVED,
+    IntakeKind,
     IntakeOutcome,
     IntakeState,
     IntakeWrites,
@@ -65,7 +67,7 @@ class SqlIncidents(SqlDatabase):
             state = _read_state(conn, items)
             outcomes, writes = decide(state, group)
             _write(conn, writes)
-            return outcomes
+            return _with_incidents(conn, outcomes)
 
         return await self._run(write, write=True)
 
@@ -326,6 +328,28 @@ def _new_incident(incident_id: str, item: AlertObservation, *, now: datetime) ->
         "updated_at": now,
         "resolved_at": None,
     }
+
+
+def _with_incidents(
+    conn: Connection, outcomes: list[list[IntakeOutcome]]
+) -> list[list[IntakeOutcome]]:
+    """Each outcome that opened or resolved its incident, with that incident as this
+    transaction leaves it (read here, inside it, once per incident)."""
+    read: dict[str, Incident] = {}
+    done: list[list[IntakeOutcome]] = []
+    for payload in outcomes:
+        kept = []
+        for outcome in payload:
+            if outcome.incident_id is not None and outcome.kind in _READ_BACK:
+                if outcome.incident_id not in read:
+                    read[outcome.incident_id] = get_incident_row(conn, outcome.incident_id)
+                outcome = replace(outcome, incident=read[outcome.incident_id])
+            kept.append(outcome)
+        done.append(kept)
+    return done
+
+
+_READ_BACK = (IntakeKind.OPENED, IntakeKind.INCIDENT_RESOLVED)
 
 
 def get_incident_row(conn: Connection, incident_id: str) -> Incident:

@@ -13,6 +13,7 @@ from gpubot.domain.incidents.correlation import (
     XID_ACTION_LABEL,
     XID_RECOVERY_LABEL,
     AlertObservation,
+    Incident,
     gpu_fault,
 )
 from gpubot.domain.instants import as_utc
@@ -42,6 +43,9 @@ class IntakeOutcome:
     # For an ATTACHED XID alert, its fault (GPU and XID, incidents.gpu_fault): another fault
     # of the node than its incident's own gets a follow-up; None for any other alert.
     fault: str | None = None
+    # The incident as the intake's own transaction left it, where the store read it there
+    # (an OPENED or INCIDENT_RESOLVED outcome): the follow-up needs no read of its own.
+    incident: Incident | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

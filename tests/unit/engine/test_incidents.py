@@ -207,3 +207,26 @@ async def test_step_interrupted_mid_flight_is_checked_not_rerun_blindly(
     assert h.probe.calls == expected_calls
     assert (await h.store.get_run(run.id)).status.value == expected_run
     assert any(e.kind == "step.recovered" for e in await h.store.events())
+
+
+async def test_an_opened_incident_is_followed_up_without_reading_it_again(
+    harness: MakeHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opening's outcome carries the incident its intake wrote: threads, audit and runs
+    start from it, with no read of the incident of their own (one transaction fewer per
+    alert in a storm)."""
+    h = harness(XID79)
+    inject_xid(h.cluster, node="gpu-node-07", gpu=3)
+
+    async def no_read(incident_id: str) -> Any:
+        raise AssertionError(f"incident {incident_id} read again")
+
+    monkeypatch.setattr(h.store, "get_incident", no_read)
+    summary = await h.service.ingest(payload("xid79_firing.json"))
+    [opened] = summary.outcomes
+    assert opened.incident is not None
+    await h.service.process(summary)
+    await h.service.wait_idle()
+    [run] = await h.store.list_runs()
+    assert run.incident_id == opened.incident_id
+    assert (await h.step_status(run.id))["cordon"] == "succeeded"
