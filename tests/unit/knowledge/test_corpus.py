@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind94` entries they miss are listed in HOLDOUT_MISSES … BLIND94_MISSES
+`blind3` to `blind96` entries they miss are listed in HOLDOUT_MISSES … BLIND96_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -672,6 +672,35 @@ BLIND94_MISSES: dict[str, str] = {
     "wf-024": "shell_killed_bare: killed_unknown, answered not_oom (low)",
     "wf-037": "tensorrt_tactic_warning: not_oom, answered cuda_oom (high)",
 }
+# The ninety-fifth part (wg-), host and container kills told in people's words outside ML (web
+# services, databases, search engines, build tools, language runtimes in containers, CI runners),
+# with lookalikes, measured after blind91's to blind94's rules and before any rule was changed for
+# it: 28 of 40 (70.0 %).
+BLIND95_MISSES: dict[str, str] = {
+    "wg-004": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wg-005": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wg-006": "container_memory_limit: host_oom_killed, answered killed_unknown (medium)",
+    "wg-010": "kill_told_as_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wg-011": "platform_memory_limit: host_oom_killed, answered cannot_tell (low)",
+    "wg-015": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wg-016": "oom_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "wg-020": "kill_told_as_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wg-024": "worker_died_unknown: killed_unknown, answered not_oom (low)",
+    "wg-029": "sigkill_guessed_oom: killed_unknown, answered cannot_tell (low)",
+    "wg-035": "runtime_heap_limit: not_oom, answered cannot_tell (low)",
+    "wg-038": "oom_risk_no_kill: not_oom, answered cannot_tell (low)",
+}
+# The ninety-sixth part (wh-), LLM fine-tuning and inference tooling from 2025 and 2026 (unsloth,
+# LLaMA-Factory, DeepSpeed, ms-swift, Ollama, vLLM, SGLang, ComfyUI), gathered beside blind95,
+# measured before any rule was changed for it: 25 of 31 (80.6 %).
+BLIND96_MISSES: dict[str, str] = {
+    "wh-003": "vllm_no_kv_cache_blocks: cuda_oom, answered not_oom (low)",
+    "wh-006": "merge_killed_maintainer_guess: killed_unknown, answered host_oom_killed (medium)",
+    "wh-012": "offload_killed_host_ram_told: host_oom_killed, answered not_oom (low)",
+    "wh-013": "fsdp_ranks_full_copy_host_oom: host_oom_killed, answered cannot_tell (low)",
+    "wh-014": "offload_dataloader_fork_host_oom: host_oom_killed, answered cannot_tell (low)",
+    "wh-016": "offload_sigkill_reporter_guess: killed_unknown, answered cuda_oom (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -765,6 +794,8 @@ KNOWN_MISSES = {
     **BLIND92_MISSES,
     **BLIND93_MISSES,
     **BLIND94_MISSES,
+    **BLIND95_MISSES,
+    **BLIND96_MISSES,
 }
 
 
@@ -841,6 +872,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind92")
     splits = (*splits, "blind93")
     splits = (*splits, "blind94")
+    splits = (*splits, "blind95")
+    splits = (*splits, "blind96")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -936,6 +969,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind92" for key in BLIND92_MISSES)
     assert all(split[key] == "blind93" for key in BLIND93_MISSES)
     assert all(split[key] == "blind94" for key in BLIND94_MISSES)
+    assert all(split[key] == "blind95" for key in BLIND95_MISSES)
+    assert all(split[key] == "blind96" for key in BLIND96_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
