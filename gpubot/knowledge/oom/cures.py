@@ -35,6 +35,8 @@ KILL_FOUND_MEMORY = Family(
         r"|\b(?:turns|turned) out(?: that)? the (?:memory|RAM) "
         r"(?:(?:on|of|in) (?:the |my |our )?[\w-]{1,20}(?: [\w-]{1,12})? )?"
         r"(?:is|was) (?:limited|not enough|insufficient|too small)\b"
+        # "We currently have some memory issue when running in GitHub Actions".
+        r"|\b(?:we|I) (?:currently |still )?have (?:some |a )?memory issues?\b"
         r"|\b(?:your|my|the) (?:system|machine|server|host|computer) (?:does not|doesn't|did not"
         r"|didn't) have (?:sufficient|enough) (?:memory|RAM)\b"
         r"|\u5185\u5b58(?:\u4e00\u76f4|\u6301\u7eed|\u4e0d\u65ad)(?:\u589e\u957f|\u4e0a\u6da8|\u589e\u52a0)"
@@ -189,6 +191,14 @@ MEMORY_CURE = Family(
         r"|completed|completes|finished|finishes|went through|passed|passes|helped|helps)"
         r"|fixed (?:it|this|the)|solved (?:it|this|the)"
         r"|did the (?:job|trick))\b"
+        # "give more memory to docker resource does the trick"; "Now it works, increased
+        # `ES_MEM_LIMIT=4073741824`"; "got it building on DO with: `16 GB Memory`".
+        r"|\b(?:giv(?:e|ing)|gave) (?:it |docker |the container )?more (?:memory|RAM)\b[^\n]{0,40}?"
+        r"\b(?:does|did) the (?:trick|job)\b"
+        r"|\b(?:now it works|it works now|now works)\b[^\n]{0,40}?\b(?:increas|rais|bump)ed\b"
+        r"[^\n]{0,40}?\b(?:memory|mem|RAM|\w{0,20}MEM(?:ORY)?_?LIMIT)\b"
+        r"|\bgot it (?:building|working|running|to build|to work)\b[^\n]{0,40}?\bwith:?\s?`?\s?"
+        r"\d{1,4} ?GB (?:Memory|RAM)\b"
         r"|\b(?:solved|fixed|resolved)\b[^\n]{0,40}?\bby (?:expanding|increasing|raising"
         r"|adding|giving|allocating|bumping|doubling|upgrading)\b[^\n]{0,40}?\b(?:memory|RAM)\b"
         # "I doubled the memory and the indexing proceeds nicely".

@@ -236,7 +236,8 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "medium",
         _p(
-            r"\bOOM (?:on|in) (?:\w{1,10} ){0,3}(?:GPUs?|A100s?|H100s?|H200s?|V100s?|A10G?s?"
+            r"\bOOM (?:on|in) (?!(?:the )?(?:CPU|host)\b)(?:\w{1,10} ){0,3}(?:GPUs?|A100s?|H100s?"
+            r"|H200s?|V100s?|A10G?s?"
             r"|L40S?|A6000s?|RTX ?\d{3,4}s?)\b"
             r"|\bGPU memory (?:is|was|gets|got|became|becomes|were) (?:near(?:ly)? |almost "
             r"|completely |totally )?(?:exhausted|full|used up|maxed out|insufficient)\b"

@@ -32,7 +32,7 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "medium",
         _p(
-            r"\braise_if_cache_size_invalid\("
+            r"\braise_if_cache_size_invalid\(|\bno available memory for the cache blocks\b"
             r"|\bout[- ]of[- ]memory errors?\b[^\n]{0,80}?\bmem_fraction_static\b"
             r"|\bmem_fraction_static\b[^\n]{0,160}?\bout[- ]of[- ]memory errors?\b",
             re.IGNORECASE,

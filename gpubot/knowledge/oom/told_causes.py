@@ -25,7 +25,8 @@ _I = re.IGNORECASE
 # The card's memory, or a guess, in the sentence: not a host kill told.
 _HEDGE = _p(
     r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|possibly|likely"
-    r"|whether|suspect\w{0,2}|guess|think)\b)[^.!?\n]{0,80}?\b(?:kill|crash|die|died|dies"
+    r"|whether|suspect\w{0,2}|guess|think|certainly|surely|pretty sure)\b)[^.!?\n]{0,80}?"
+    r"\b(?:kill|crash|die|died|dies"
     r"|OOM|memory|RAM)"
     r"|\b(?:kill|crash|die|died|dies|OOM|memory|RAM)\w{0,4}\b[^.!?\n]{0,80}?(?:\b(?:GPU|VRAM"
     r"|CUDA)\b|\?)",
@@ -46,9 +47,14 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"(?:container|process|pod|worker|job|kernel)\b"
             r"|\bkill(?:s|ed)? (?:the |my |our )?(?:\w{1,20} )?(?:instance|container|process|pod"
             r"|worker|job|VM|node|machine)s? (?:because of|due to) (?:a |the )?memory issues?\b"
-            r"|\b(?:crash(?:es|ed)?|dies|died|(?:is|was|gets|got) killed) (?:\w{1,12} )?because "
-            r"(?:it|they|the process|the container) (?:consumes|consumed|uses|used|takes|took) "
-            r"too much (?:host |system |CPU )?(?:memory|RAM)\b"
+            r"|\b(?:crash(?:es|ed)?|dies|died|(?:is|was|gets|got|being) killed) (?:\w{1,12} ){0,2}"
+            r"because (?:it|they|the process|the container) (?:is |are |was |were )?"
+            r"(?:consum\w{1,4}|us(?:es|ed|ing)|tak(?:es|ing)|took) to{1,2} much "
+            r"(?:host |system |CPU )?(?:memory|RAM)\b"
+            # "exit with code 137 under memory pressure".
+            r"|\b(?:exit(?:ed|s)?|killed|died|crash\w{0,3})\b[^\n]{0,40}?\bunder memory pressure\b"
+            # "It was running too fast and running out of memory. Since it used ~70GB".
+            r"|\brunning out of memory\b[^\n]{0,40}?\bused ~?\d{1,4} ?GB\b"
             r"|\b(?:kernel|process|container|it|training|job) (?:dies|died|crashes|crashed"
             r"|(?:is|was|gets|got) killed) (?:bc|because|since|as) (?:there(?:'s| is| was)"
             r"|it (?:ran|runs)|we (?:ran|run)|I (?:ran|run)) (?:not enough|no more|out of) "

@@ -675,16 +675,10 @@ BLIND94_MISSES: dict[str, str] = {
 # The ninety-fifth part (wg-), host and container kills told in people's words outside ML (web
 # services, databases, search engines, build tools, language runtimes in containers, CI runners),
 # with lookalikes, measured after blind91's to blind94's rules and before any rule was changed for
-# it: 28 of 40 (70.0 %).
+# it: 28 of 40 (70.0 %). Eight misses are fixed; these are left. Seven misses are fixed; these are
+# left.
 BLIND95_MISSES: dict[str, str] = {
-    "wg-004": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
-    "wg-005": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
     "wg-006": "container_memory_limit: host_oom_killed, answered killed_unknown (medium)",
-    "wg-010": "kill_told_as_memory: host_oom_killed, answered killed_unknown (medium)",
-    "wg-011": "platform_memory_limit: host_oom_killed, answered cannot_tell (low)",
-    "wg-015": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
-    "wg-016": "oom_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "wg-020": "kill_told_as_memory: host_oom_killed, answered killed_unknown (medium)",
     "wg-024": "worker_died_unknown: killed_unknown, answered not_oom (low)",
     "wg-029": "sigkill_guessed_oom: killed_unknown, answered cannot_tell (low)",
     "wg-035": "runtime_heap_limit: not_oom, answered cannot_tell (low)",
@@ -692,14 +686,13 @@ BLIND95_MISSES: dict[str, str] = {
 }
 # The ninety-sixth part (wh-), LLM fine-tuning and inference tooling from 2025 and 2026 (unsloth,
 # LLaMA-Factory, DeepSpeed, ms-swift, Ollama, vLLM, SGLang, ComfyUI), gathered beside blind95,
-# measured before any rule was changed for it: 25 of 31 (80.6 %).
+# measured before any rule was changed for it: 25 of 31 (80.6 %). Two misses are fixed; these are
+# left.
 BLIND96_MISSES: dict[str, str] = {
-    "wh-003": "vllm_no_kv_cache_blocks: cuda_oom, answered not_oom (low)",
-    "wh-006": "merge_killed_maintainer_guess: killed_unknown, answered host_oom_killed (medium)",
     "wh-012": "offload_killed_host_ram_told: host_oom_killed, answered not_oom (low)",
     "wh-013": "fsdp_ranks_full_copy_host_oom: host_oom_killed, answered cannot_tell (low)",
     "wh-014": "offload_dataloader_fork_host_oom: host_oom_killed, answered cannot_tell (low)",
-    "wh-016": "offload_sigkill_reporter_guess: killed_unknown, answered cuda_oom (medium)",
+    "wh-016": "offload_sigkill_reporter_guess: killed_unknown, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
