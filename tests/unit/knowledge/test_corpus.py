@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind96` entries they miss are listed in HOLDOUT_MISSES … BLIND96_MISSES
+`blind3` to `blind100` entries they miss are listed in HOLDOUT_MISSES … BLIND100_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -694,6 +694,78 @@ BLIND96_MISSES: dict[str, str] = {
     "wh-014": "offload_dataloader_fork_host_oom: host_oom_killed, answered cannot_tell (low)",
     "wh-016": "offload_sigkill_reporter_guess: killed_unknown, answered cannot_tell (low)",
 }
+# The ninety-seventh part (wi-), host memory kills and their lookalikes in data engineering and
+# notebooks (Spark, Dask, Ray, Airflow, Jupyter and Colab kernels, pandas, DuckDB), measured before
+# any rule was changed for it: 16 of 32 (50.0 %).
+BLIND97_MISSES: dict[str, str] = {
+    "wi-006": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "wi-010": "numpy_unable_to_allocate: host_oom_killed, answered cannot_tell (low)",
+    "wi-011": "notebook_ram: host_oom_killed, answered not_oom (low)",
+    "wi-012": "notebook_ram: host_oom_killed, answered not_oom (low)",
+    "wi-014": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "wi-015": "notebook_ram: host_oom_killed, answered cannot_tell (low)",
+    "wi-016": "kernel_oom_killer: host_oom_killed, answered killed_unknown (medium)",
+    "wi-018": "kill_cured_by_memory_cap: host_oom_killed, answered killed_unknown (medium)",
+    "wi-019": "notebook_ram: host_oom_killed, answered not_oom (low)",
+    "wi-020": "notebook_ram: host_oom_killed, answered not_oom (low)",
+    "wi-021": "notebook_ram: host_oom_killed, answered not_oom (low)",
+    "wi-022": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "wi-023": "spark_executor_lost_stock_guess: killed_unknown, answered not_oom (low)",
+    "wi-025": "sigkill_with_guess: killed_unknown, answered cannot_tell (low)",
+    "wi-026": "java_heap: not_oom, answered cannot_tell (low)",
+    "wi-029": "application_memory_cap: not_oom, answered cannot_tell (low)",
+}
+# The ninety-eighth part (wj-), GPU memory outside PyTorch's standard message from 2024 to 2026
+# (llama.cpp and its tools, ExLlama, TensorRT-LLM, Triton, ComfyUI, MLC, bitsandbytes) and GPU
+# lookalikes, gathered beside blind97, measured before any rule was changed for it: 22 of 33 (66.7
+# %).
+BLIND98_MISSES: dict[str, str] = {
+    "wj-004": "exllama_insufficient_vram: cuda_oom, answered not_oom (low)",
+    "wj-005": "exllama_insufficient_vram: cuda_oom, answered not_oom (low)",
+    "wj-006": "exllama_insufficient_vram: cuda_oom, answered not_oom (low)",
+    "wj-007": "app_free_vram_check: cuda_oom, answered cannot_tell (low)",
+    "wj-016": "triton_cuda_pool_fallback: not_oom, answered cuda_oom (high)",
+    "wj-020": "pytorch2_reserved_unallocated: cuda_oom_fragmentation, answered not_oom (low)",
+    "wj-023": "bnb_load_gpu_oom: cuda_oom, answered cannot_tell (low)",
+    "wj-024": "vllm_startup_oom_prose: cuda_oom, answered cannot_tell (low)",
+    "wj-026": "diffusers_pipeline_gpu_oom_prose: cuda_oom, answered not_oom (low)",
+    "wj-031": "absurd_allocation: not_oom, answered cannot_tell (low)",
+    "wj-032": "killed_no_cause: killed_unknown, answered not_oom (low)",
+}
+# The ninety-ninth part (wk-), deaths as schedulers and orchestrators report them (kubectl describe
+# and pod status, Slurm accounting, Nextflow, Ray, AWS Batch, SageMaker, Vertex AI), gathered
+# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %).
+BLIND99_MISSES: dict[str, str] = {
+    "wk-005": "kuberay_head_killed_no_cause: killed_unknown, answered not_oom (low)",
+    "wk-006": "slurm_node_fail_staff_oom_finding: host_oom_killed, answered cannot_tell (low)",
+    "wk-007": "aws_batch_oom_more_memory: host_oom_killed, answered cannot_tell (low)",
+    "wk-009": "exit137_stock_guess: killed_unknown, answered cannot_tell (low)",
+    "wk-010": (
+        "k8s_container_oom_unknown_reason_wording: host_oom_killed, answered killed_unknown"
+        " (medium)"
+    ),
+    "wk-012": "vertex_platform_ram_finding: host_oom_killed, answered not_oom (low)",
+    "wk-013": "vertex_pipeline_oom_machine_type: host_oom_killed, answered cannot_tell (low)",
+    "wk-014": "sagemaker_oom_compile_ram: host_oom_killed, answered cannot_tell (low)",
+    "wk-017": "exit137_reporter_confirms_ram: host_oom_killed, answered killed_unknown (medium)",
+    "wk-019": "ecs_container_died_oom: host_oom_killed, answered cannot_tell (low)",
+    "wk-028": "slurm_cgroup_oom_title: host_oom_killed, answered not_oom (low)",
+}
+# The hundredth part (wl-), shared memory in containers and deaths with no cause shown
+# (PostgreSQL's segments in Docker, DataLoader bus errors, exit 137 in CI, WSL), gathered beside
+# blind97, measured before any rule was changed for it: 20 of 30 (66.7 %).
+BLIND100_MISSES: dict[str, str] = {
+    "wl-006": "maintainer_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wl-007": "container_limit_raised_cured: host_oom_killed, answered killed_unknown (medium)",
+    "wl-015": "reporter_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wl-016": "maintainer_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wl-017": "reporter_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
+    "wl-020": "reporter_states_host_memory: host_oom_killed, answered cannot_tell (low)",
+    "wl-022": "kernel_killed_process_title: host_oom_killed, answered cannot_tell (low)",
+    "wl-025": "joblib_dev_shm_too_small: shm_exhausted, answered not_oom (low)",
+    "wl-027": "reporter_states_host_memory: host_oom_killed, answered not_oom (low)",
+    "wl-029": "shm_mount_enospc_mount_leak: not_oom, answered shm_exhausted (high)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -789,6 +861,10 @@ KNOWN_MISSES = {
     **BLIND94_MISSES,
     **BLIND95_MISSES,
     **BLIND96_MISSES,
+    **BLIND97_MISSES,
+    **BLIND98_MISSES,
+    **BLIND99_MISSES,
+    **BLIND100_MISSES,
 }
 
 
@@ -867,6 +943,10 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind94")
     splits = (*splits, "blind95")
     splits = (*splits, "blind96")
+    splits = (*splits, "blind97")
+    splits = (*splits, "blind98")
+    splits = (*splits, "blind99")
+    splits = (*splits, "blind100")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -964,6 +1044,10 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind94" for key in BLIND94_MISSES)
     assert all(split[key] == "blind95" for key in BLIND95_MISSES)
     assert all(split[key] == "blind96" for key in BLIND96_MISSES)
+    assert all(split[key] == "blind97" for key in BLIND97_MISSES)
+    assert all(split[key] == "blind98" for key in BLIND98_MISSES)
+    assert all(split[key] == "blind99" for key in BLIND99_MISSES)
+    assert all(split[key] == "blind100" for key in BLIND100_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
