@@ -69,7 +69,14 @@ KILL_FOUND_MEMORY = Family(
         r"|\b(?:my|the|our|your) (?:container|droplet|VM|machine|server|box|processing node) "
         r"(?:ran |runs |is |was |went |got )?out of (?:memory|RAM)\b"
         # ... in Chinese: "查看内存直接爆掉了" (the memory had blown up), not the card's.
-        r"|(?<![\u663e\u986f])\u5185\u5b58(?:\u76f4\u63a5|\u90fd|\u5168)?\u7206(?:\u6389|\u6ee1)?\u4e86",
+        r"|(?<![\u663e\u986f])\u5185\u5b58(?:\u76f4\u63a5|\u90fd|\u5168)?\u7206(?:\u6389|\u6ee1)?\u4e86"
+        # ... "是长度太长内存不足导致的" (it was caused by memory too small for the length).
+        r"|(?<![\u663e\u986f])\u5185\u5b58\u4e0d\u8db3(?:\u5bfc\u81f4|\u5f15\u8d77|\u9020\u6210)"
+        # The data too big for the host's memory, or the message the kill left: "The size of
+        # your dataset is too large to load memory"; "the Screenshot with the message out of
+        # memory".
+        r"|\btoo (?:large|big) to (?:load|fit|hold)(?: it)? (?:in |into |in the )?(?:memory|RAM)\b"
+        r"|\b(?:the |a )?message:? [\"'`]?out of memory\b",
         _I,
     ),
     unless=_p(
@@ -256,7 +263,14 @@ MEMORY_CURE = Family(
         r"(?:the |your |my )?\S{0,30}\.wslconfig\b"
         r"|\b(?:deployed|moved|switched|migrated|ran) (?:it |my app |the app |the job )?(?:to|on)"
         r" a (?:bigger|larger) (?:machine|server|instance|droplet|VM|box)\b[^\n]{0,30}?"
-        r"\b(?:works|worked|succeeded|runs fine|ran fine)\b",
+        r"\b(?:works|worked|succeeded|runs fine|ran fine)\b"
+        # The container's limit found to be the cause and raised: "the problem is caused by me
+        # docker memory limitation. I tried to increase it and the problem is solved"; a change
+        # that caps a program's memory "to prevent OOM kills" and "Fixes silent process
+        # termination (exit=137)".
+        r"|\b(?:docker|container)(?:'s)? memory limit(?:ation)?s?\b[^\n]{0,80}?\b(?:increas"
+        r"|rais)\w{1,4} (?:it|them)\b[^\n]{0,40}?\b(?:solved|fixed|resolved|works|worked)\b"
+        r"|\bto (?:prevent|avoid) OOM[- ]kills\b",
         _I,
     ),
     unless=_p(

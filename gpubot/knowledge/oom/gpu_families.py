@@ -236,9 +236,15 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "medium",
         _p(
-            r"\bOOM (?:on|in) (?!(?:the )?(?:CPU|host)\b)(?:\w{1,10} ){0,3}(?:GPUs?|A100s?|H100s?"
-            r"|H200s?|V100s?|A10G?s?"
+            r"\bOOMs? (?:on|in) (?!(?:the )?(?:CPU|host)\b)(?:\w{1,10} ){0,3}(?:GPUs?|A100s?"
+            r"|H100s?|H200s?|V100s?|A10G?s?"
             r"|L40S?|A6000s?|RTX ?\d{3,4}s?)\b"
+            # "On cards smaller than ~30 GiB the encoder alone does not fit, and the server
+            # OOMs"; "This causes CUDA OOM during startup".
+            r"|\b(?:on|with) (?:cards?|GPUs?) (?:smaller than|under|below|with less than) "
+            r"~?\d{1,3} ?(?:GB|GiB|G)\b[^.\n]{0,100}?\bOOMs?\b"
+            r"|\b(?:causes?|caused|causing|leads? to|led to|results? in|resulted in|triggers?"
+            r"|triggered) (?:an? |the )?CUDA OOM\b"
             r"|\bGPU memory (?:is|was|gets|got|became|becomes|were) (?:near(?:ly)? |almost "
             r"|completely |totally )?(?:exhausted|full|used up|maxed out|insufficient)\b"
             # "I ran rsc.tl.embedding_density and had an out of memory error via CUDA".

@@ -37,7 +37,7 @@ SIGKILL = Family(
     "killed_unknown",
     "medium",
     _p(
-        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}\(?-?(?:137|-9)\b"
+        r"(?:exit|status|return|error)[ _]?(?:code|status)[:=]?\s{0,12}[(`]?-?(?:137|-9)\b"
         r"|exitcode\s{0,3}:\s{0,3}-9\b|(?:exited|returned) with (?:code|status) 137\b"
         # "then gets killed by itself"; a GitHub runner's job ended from outside, alone on
         # its line: "The operation was canceled."
@@ -222,7 +222,11 @@ WORKER_DIED = Family(
         # Dask's scheduler giving up on a task whose workers all died.
         r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b"
         # joblib's loky executor losing a worker, its stock list of causes after it.
-        r"|\bA worker process managed by the executor was unexpectedly terminated\b",
+        r"|\bA worker process managed by the executor was unexpectedly terminated\b"
+        # Spark's lost executor, its stock list of causes after it; a process gone silently.
+        r"|\bRemote RPC client disassociated\. Likely due to containers exceeding thresholds\b"
+        r"|\bprocess (?:was |got |gets |is )?killed without (?:an? |any )?(?:error )?"
+        r"(?:message|output|trace)\b",
         _I,
     ),
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;

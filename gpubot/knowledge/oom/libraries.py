@@ -46,6 +46,21 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         near=_p(r"\bout[- ]of[- ]memory\b", re.IGNORECASE),
         span=3,
     ),
+    # Loaders and UIs that check the card's free memory before they allocate, in their own
+    # words: ExLlama's autosplit finding no device left for the model and its cache
+    # ("Insufficient VRAM for model and cache"), ComfyUI's attention refusing a resolution
+    # ("Not enough memory, use lower resolution (max approx. 1728x1728). Need: 15.2GB free,
+    # Have:5.4GB free").
+    Family(
+        "loader_vram_check",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\bInsufficient VRAM for (?:the )?model and cache\b"
+            r"|\bNot enough memory, use lower resolution \(max approx\. \d{2,5}x\d{2,5}\)",
+            re.IGNORECASE,
+        ),
+    ),
     # ONNX Runtime's CUDA execution provider: its BFC arena failing for a buffer.
     Family(
         "onnxruntime_cuda_arena",
@@ -75,7 +90,13 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
             re.IGNORECASE,
         ),
         # The device resource passing on another CUDA error: an illegal address is not memory.
-        unless=_p(r"\bcudaErrorIllegalAddress\b|\billegal memory\s{1,12}access\b", re.IGNORECASE),
+        # Triton's fixed CNMEM pool full and the request served from pinned host memory
+        # instead is a warning, not a failure.
+        unless=_p(
+            r"\bcudaErrorIllegalAddress\b|\billegal memory\s{1,12}access\b"
+            r"|\bfalling back to pinned system memory\b",
+            re.IGNORECASE,
+        ),
     ),
     # RMM's pool asked for at start-up is larger than what the GPU has free (another process
     # holds it): only evidence when the pool then fails to start.

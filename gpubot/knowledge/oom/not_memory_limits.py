@@ -98,6 +98,10 @@ LIMITS: tuple[Family, ...] = (
             r"|\bOut of Memory Error: (?:could not|Failed to) allocate block of \d{1,20} bytes\b"
             r"(?! \(bad)"
             r"|\bOut of Memory Error: Failed to change memory limit to \d"
+            r"|\bOut of Memory Error: failed to pin block of size \d"
+            # Triton's CUDA memory pool, a size fixed at start, full and the request served
+            # from pinned host memory instead: a warning, the card not out of memory.
+            r"|\bCNMEM_STATUS_OUT_OF_MEMORY, falling back to pinned system memory\b"
             # MuJoCo's arena for a step, a fixed size set in the model: "mj_stackAlloc: out of
             # memory, stack overflow ... max = 16777216".
             r"|\bmj_stackAlloc: out of memory, stack overflow\b"

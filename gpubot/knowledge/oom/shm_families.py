@@ -23,7 +23,12 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 # ENOSPC in its wordings, and one whose message names a path outside shared memory.
 _ENOSPC = r"No space left on device|\bENOSPC\b|\[Errno 28\]"
-_ENOSPC_ON_A_DISK_PATH = r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"
+# ... or a runtime failing to mount a fresh /dev/shm into a container: ENOSPC from mount(2)
+# is the host's mount limit (a leak of mounts), not a full tmpfs.
+_ENOSPC_OUTSIDE_SHM = (
+    r"No space left on device\W{1,4}/(?!dev/shm|run/shm)"
+    r"|\bmounting \W{0,6}/(?:dev|run)/shm\W{0,6} to rootfs\b"
+)
 
 # Shared memory's tmpfs: /dev/shm, or /run/shm where /dev/shm links to it.
 _SHM_DIR = r"/(?:dev|run)/shm"
@@ -147,11 +152,14 @@ SHM: tuple[Family, ...] = (
             + r"|(?:n't|\bnot) have enough (?:available )?space in [`'\"]?/?dev/shm\b",
             _I,
         ),
-        # A condition ("if /dev/shm is full the loader may hang") is not a report of one.
+        # A condition ("if /dev/shm is full the loader may hang") is not a report of one; a
+        # runtime failing to mount a fresh /dev/shm into a container with ENOSPC has hit the
+        # host's mount limit (a leak of mounts), not a full tmpfs.
         unless=_p(
             r"\b(?:if|in case|unless|when|whenever)\s{1,3}(?:the )?"
             + _SHM_DIR
-            + r" (?:is|was) full",
+            + r" (?:is|was) full|"
+            + _ENOSPC_OUTSIDE_SHM,
             _I,
         ),
     ),
@@ -219,7 +227,7 @@ SHM: tuple[Family, ...] = (
         span=4,
         # A write that names its path names where it failed: a file outside shared memory
         # is on a disk, whatever else the post says of /dev/shm.
-        unless=_p(_ENOSPC_ON_A_DISK_PATH),
+        unless=_p(_ENOSPC_OUTSIDE_SHM),
     ),
     # ENOSPC beside shared memory named in words ("a missing shared memory mount", "SHM"),
     # or raised while a data loader's workers hand batches over: both write to /dev/shm.
@@ -235,7 +243,7 @@ SHM: tuple[Family, ...] = (
         ),
         span=2,
         unless=_p(
-            _ENOSPC_ON_A_DISK_PATH
+            _ENOSPC_OUTSIDE_SHM
             + r"|torch\.save|save_pretrained|checkpoint|\bpip\b|\bconda\b|docker (?:pull|build)",
             _I,
         ),
@@ -254,7 +262,7 @@ SHM: tuple[Family, ...] = (
             _I,
         ),
         span=8,
-        unless=_p(_ENOSPC_ON_A_DISK_PATH),
+        unless=_p(_ENOSPC_OUTSIDE_SHM),
     ),
     # ENOSPC from a semaphore or shared array: multiprocessing keeps those in /dev/shm.
     Family(

@@ -63,6 +63,8 @@ SHM_TOLD: tuple[Family, ...] = (
             r"|in the container )?(?:is|was) "
             r"(?:at )?(?:only |restricted to |limited to |capped at )?\d{1,5} ?[MK](?:i?B)?\b"
             r"|/dev/shm`?\s?size (?:of|is) `?\d{1,5} ?[MK]i?B\b"
+            # "In the Docker container, /shm is present but defaults to 64 MB."
+            r"|(?:/dev)?/shm\b[^.\n]{0,40}?\bdefaults? to \d{1,5} ?[MK](?:i?B)?\b"
             r"|/dev/shm[^\n]{0,10}?(?:\u5360\u7528|\u4f7f\u7528)?(?:\u7a7a\u95f4)?"
             r"\u8d8a\u6765\u8d8a\u5927[^\n]{0,30}?(?:\u5931\u8d25|\u62a5\u9519|\u5d29\u6e83)",
             _I,

@@ -101,6 +101,50 @@ TOLD_CAUSES: tuple[Family, ...] = (
         ),
         unless=_HEDGE,
     ),
+    # A kill or failure put down to memory by what ended it or how: "DuckDB: failed with OOM
+    # killer", "bedGraphToBigwig killed, cgroup out-of-memory handler", "gemma 3 OOM: Killed
+    # process", "When a Celery worker exceeds its memory limit, it encounters an Out-Of-Memory
+    # (OOM) error and restarts", "when reaching memory limit, the whole jupyter server dies",
+    # "killed by controller because it is out of memory", "without ~100-200gb of ram triggers
+    # OOM kills", "a task that produces a container OOM error", "failing with an INTERNAL
+    # error ... due to the instance running low on RAM", "batch job container has been failing
+    # on out of memory", "my process is killed due to insufficient memory", "After using up 1
+    # GB of memory on JupyterHub, the kernel fails", a title "cpu memory exceed during training".
+    told_in_prose(
+        _p(
+            r"\b(?:failed|died|crashed) (?:with|by) (?:the )?(?:Linux |kernel )?"
+            r"OOM[- ]?killer\b"
+            r"|\bkilled,? (?:by )?(?:the )?cgroup out-of-memory handler\b"
+            r"|\bOOM:\s{0,2}Killed process\b"
+            r"|\b(?:exceeds?|exceeded|exceeding|reach(?:es|ed|ing)?|hits?|hitting) (?:its |their "
+            r"|the |my |our )?(?:container(?:'s)? )?memory limits?\b[^.\n]{0,60}?\b(?:OOM"
+            r"|Out[- ]Of[- ]Memory|dies|died|(?:is |was |gets |got )?killed|crash(?:es|ed)?"
+            r"|restarts|restarted)\b"
+            r"|\bkilled by (?:the )?[\w-]{1,20} (?:because|since|as) (?:it|they) (?:is|are|was"
+            r"|were|ran|runs?) out of (?:memory|RAM)\b"
+            r"|\b(?:triggers?|triggered|caus(?:es|ed|e|ing)|leads? to|led to|results? in"
+            r"|resulted in) (?:an? |the )?OOM[- ]?kills?\b"
+            r"|\bcontainer (?:OOM|out[- ]of[- ]memory) (?:errors?|kills?|events?)\b"
+            r"|\b(?:due to|because of|caused by) (?:the |an? |our |my )?(?:instance|machine|node"
+            r"|VM|host|server|container|pod|worker|executor)s? (?:running|ran|runs|being) "
+            r"(?:low on|out of) (?:RAM|memory)\b"
+            r"|\b(?:container|executor|batch job)s? (?:has been |have been |is |was |were "
+            r"|keeps? )?(?:failing|failed|fails|dying|died|crashing|crashed) (?:on|with|from"
+            r"|due to|because of) (?:an? )?(?:out[- ]of[- ]memory|OOM)\b"
+            r"|\b(?:is|was|gets|got|being) killed (?:\w{1,12} ){0,3}(?:because of|due to) "
+            r"(?:insufficient|not enough|a lack of|lack of) (?:host |system |CPU )?"
+            r"(?:memory|RAM)\b"
+            r"|\bafter using up (?:all |\d{1,4} ?[KMGT]i?B )?(?:of )?(?:the |its |my )?"
+            r"(?:memory|RAM)\b[^.\n]{0,40}?\b(?:kernel|process|container|notebook|server) "
+            r"(?:fails|failed|dies|died|crashes|crashed|restarts|restarted)\b"
+            r"|^[^\n]{0,40}?\b(?:cpu|host|system) memory exceed(?:s|ed)?\b"
+            # "The memory of computer will rise quickly and eventurally out of memory".
+            r"|\b(?:memory|RAM) of (?:the |my |our )?(?:computer|machine|system|server|host|PC)"
+            r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b",
+            _I | re.MULTILINE,
+        ),
+        unless=_HEDGE,
+    ),
     # A swap or page file too small named as the OOM's cause: "Page file or swap file size
     # was set too low ... this is what was causing my OOM issue".
     told_in_prose(

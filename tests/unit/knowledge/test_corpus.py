@@ -696,75 +696,42 @@ BLIND96_MISSES: dict[str, str] = {
 }
 # The ninety-seventh part (wi-), host memory kills and their lookalikes in data engineering and
 # notebooks (Spark, Dask, Ray, Airflow, Jupyter and Colab kernels, pandas, DuckDB), measured before
-# any rule was changed for it: 16 of 32 (50.0 %).
+# any rule was changed for it: 16 of 32 (50.0 %). 10 misses are fixed; these are left.
 BLIND97_MISSES: dict[str, str] = {
-    "wi-006": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "wi-010": "numpy_unable_to_allocate: host_oom_killed, answered cannot_tell (low)",
-    "wi-011": "notebook_ram: host_oom_killed, answered not_oom (low)",
     "wi-012": "notebook_ram: host_oom_killed, answered not_oom (low)",
-    "wi-014": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "wi-015": "notebook_ram: host_oom_killed, answered cannot_tell (low)",
-    "wi-016": "kernel_oom_killer: host_oom_killed, answered killed_unknown (medium)",
-    "wi-018": "kill_cured_by_memory_cap: host_oom_killed, answered killed_unknown (medium)",
     "wi-019": "notebook_ram: host_oom_killed, answered not_oom (low)",
     "wi-020": "notebook_ram: host_oom_killed, answered not_oom (low)",
     "wi-021": "notebook_ram: host_oom_killed, answered not_oom (low)",
-    "wi-022": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "wi-023": "spark_executor_lost_stock_guess: killed_unknown, answered not_oom (low)",
     "wi-025": "sigkill_with_guess: killed_unknown, answered cannot_tell (low)",
     "wi-026": "java_heap: not_oom, answered cannot_tell (low)",
-    "wi-029": "application_memory_cap: not_oom, answered cannot_tell (low)",
 }
 # The ninety-eighth part (wj-), GPU memory outside PyTorch's standard message from 2024 to 2026
 # (llama.cpp and its tools, ExLlama, TensorRT-LLM, Triton, ComfyUI, MLC, bitsandbytes) and GPU
 # lookalikes, gathered beside blind97, measured before any rule was changed for it: 22 of 33 (66.7
-# %).
+# %). 9 misses are fixed; these are left.
 BLIND98_MISSES: dict[str, str] = {
-    "wj-004": "exllama_insufficient_vram: cuda_oom, answered not_oom (low)",
-    "wj-005": "exllama_insufficient_vram: cuda_oom, answered not_oom (low)",
-    "wj-006": "exllama_insufficient_vram: cuda_oom, answered not_oom (low)",
-    "wj-007": "app_free_vram_check: cuda_oom, answered cannot_tell (low)",
-    "wj-016": "triton_cuda_pool_fallback: not_oom, answered cuda_oom (high)",
     "wj-020": "pytorch2_reserved_unallocated: cuda_oom_fragmentation, answered not_oom (low)",
-    "wj-023": "bnb_load_gpu_oom: cuda_oom, answered cannot_tell (low)",
-    "wj-024": "vllm_startup_oom_prose: cuda_oom, answered cannot_tell (low)",
-    "wj-026": "diffusers_pipeline_gpu_oom_prose: cuda_oom, answered not_oom (low)",
     "wj-031": "absurd_allocation: not_oom, answered cannot_tell (low)",
-    "wj-032": "killed_no_cause: killed_unknown, answered not_oom (low)",
 }
 # The ninety-ninth part (wk-), deaths as schedulers and orchestrators report them (kubectl describe
 # and pod status, Slurm accounting, Nextflow, Ray, AWS Batch, SageMaker, Vertex AI), gathered
-# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %).
+# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %). 4 misses are
+# fixed; these are left.
 BLIND99_MISSES: dict[str, str] = {
     "wk-005": "kuberay_head_killed_no_cause: killed_unknown, answered not_oom (low)",
     "wk-006": "slurm_node_fail_staff_oom_finding: host_oom_killed, answered cannot_tell (low)",
     "wk-007": "aws_batch_oom_more_memory: host_oom_killed, answered cannot_tell (low)",
-    "wk-009": "exit137_stock_guess: killed_unknown, answered cannot_tell (low)",
-    "wk-010": (
-        "k8s_container_oom_unknown_reason_wording: host_oom_killed, answered killed_unknown"
-        " (medium)"
-    ),
-    "wk-012": "vertex_platform_ram_finding: host_oom_killed, answered not_oom (low)",
     "wk-013": "vertex_pipeline_oom_machine_type: host_oom_killed, answered cannot_tell (low)",
     "wk-014": "sagemaker_oom_compile_ram: host_oom_killed, answered cannot_tell (low)",
     "wk-017": "exit137_reporter_confirms_ram: host_oom_killed, answered killed_unknown (medium)",
     "wk-019": "ecs_container_died_oom: host_oom_killed, answered cannot_tell (low)",
-    "wk-028": "slurm_cgroup_oom_title: host_oom_killed, answered not_oom (low)",
 }
 # The hundredth part (wl-), shared memory in containers and deaths with no cause shown
 # (PostgreSQL's segments in Docker, DataLoader bus errors, exit 137 in CI, WSL), gathered beside
-# blind97, measured before any rule was changed for it: 20 of 30 (66.7 %).
+# blind97, measured before any rule was changed for it: 20 of 30 (66.7 %). 9 misses are fixed;
+# these are left.
 BLIND100_MISSES: dict[str, str] = {
-    "wl-006": "maintainer_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
-    "wl-007": "container_limit_raised_cured: host_oom_killed, answered killed_unknown (medium)",
-    "wl-015": "reporter_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
-    "wl-016": "maintainer_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
-    "wl-017": "reporter_states_host_memory: host_oom_killed, answered killed_unknown (medium)",
     "wl-020": "reporter_states_host_memory: host_oom_killed, answered cannot_tell (low)",
-    "wl-022": "kernel_killed_process_title: host_oom_killed, answered cannot_tell (low)",
-    "wl-025": "joblib_dev_shm_too_small: shm_exhausted, answered not_oom (low)",
-    "wl-027": "reporter_states_host_memory: host_oom_killed, answered not_oom (low)",
-    "wl-029": "shm_mount_enospc_mount_leak: not_oom, answered shm_exhausted (high)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
