@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind100` entries they miss are listed in HOLDOUT_MISSES … BLIND100_MISSES
+`blind3` to `blind102` entries they miss are listed in HOLDOUT_MISSES … BLIND102_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -733,6 +733,36 @@ BLIND99_MISSES: dict[str, str] = {
 BLIND100_MISSES: dict[str, str] = {
     "wl-020": "reporter_states_host_memory: host_oom_killed, answered cannot_tell (low)",
 }
+# The hundred-and-first part (wm-), GPU memory in multi-GPU training from 2023 to 2026 (FSDP,
+# DeepSpeed, Megatron, torchrun, accelerate, ColossalAI) and its lookalikes (NCCL errors and
+# timeouts, a rank's crash, the launcher's teardown), measured before any rule was changed for it
+# and after blind97 to blind100's rules: 23 of 30 (76.7 %; 70.0 % before those rules).
+BLIND101_MISSES: dict[str, str] = {
+    "wm-013": "torchrun_sigbus_no_cause: killed_unknown, answered not_oom (low)",
+    "wm-014": "absurd_request_exabyte: not_oom, answered cannot_tell (low)",
+    "wm-019": "reporter_host_ram_exhausted: host_oom_killed, answered cannot_tell (low)",
+    "wm-020": "fsdp_full_state_dict_save_gpu: cuda_oom, answered not_oom (low)",
+    "wm-022": "fsdp_sharded_save_then_oom: cuda_oom, answered cannot_tell (low)",
+    "wm-024": "prose_cuda_oom_checkpoint_load: cuda_oom, answered cannot_tell (low)",
+    "wm-027": "title_gpu_oom: cuda_oom, answered cannot_tell (low)",
+}
+# The hundred-and-second part (wn-), host memory kills of services outside ML told by maintainers
+# and operators (databases, Node, Go and Rust builds, Kubernetes operators) and their lookalikes
+# (runtime heaps, full disks, signals), gathered beside blind101, measured before any rule was
+# changed for it and after blind97 to blind100's rules: 27 of 37 (73.0 %, the same before those
+# rules).
+BLIND102_MISSES: dict[str, str] = {
+    "wn-003": "prose_container_limit_raised: host_oom_killed, answered cannot_tell (low)",
+    "wn-006": "v8_heap_limit: not_oom, answered host_oom_killed (medium)",
+    "wn-012": "prose_k8s_oomkilled: host_oom_killed, answered cannot_tell (low)",
+    "wn-014": "prose_k8s_oomkilled: host_oom_killed, answered cannot_tell (low)",
+    "wn-015": "gradle_daemon_disappeared: killed_unknown, answered cannot_tell (low)",
+    "wn-022": "prose_container_oomkill: host_oom_killed, answered cannot_tell (low)",
+    "wn-024": "runner_shutdown_signal: not_oom, answered cannot_tell (low)",
+    "wn-025": "oom_risk_warning: not_oom, answered cannot_tell (low)",
+    "wn-026": "prose_k8s_oomkilled: host_oom_killed, answered cannot_tell (low)",
+    "wn-030": "prose_cured_by_more_ram: host_oom_killed, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -832,6 +862,8 @@ KNOWN_MISSES = {
     **BLIND98_MISSES,
     **BLIND99_MISSES,
     **BLIND100_MISSES,
+    **BLIND101_MISSES,
+    **BLIND102_MISSES,
 }
 
 
@@ -914,6 +946,8 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind98")
     splits = (*splits, "blind99")
     splits = (*splits, "blind100")
+    splits = (*splits, "blind101")
+    splits = (*splits, "blind102")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1015,6 +1049,8 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind98" for key in BLIND98_MISSES)
     assert all(split[key] == "blind99" for key in BLIND99_MISSES)
     assert all(split[key] == "blind100" for key in BLIND100_MISSES)
+    assert all(split[key] == "blind101" for key in BLIND101_MISSES)
+    assert all(split[key] == "blind102" for key in BLIND102_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
