@@ -223,10 +223,18 @@ GPU_OOM: tuple[Family, ...] = (
         _p(
             r"\b(?:am|are|is|was|were|keep|kept|been) (?:getting|hitting|running into) "
             r"(?:a |an |the )?CUDA OOM\b"
-            r"|\bI (?:still |always |keep |also )?(?:get|got|hit) (?:a |an |the )?CUDA OOM\b",
+            r"|\bI (?:still |always |keep |also )?(?:get|got|hit) (?:a |an |the )?CUDA OOM\b"
+            # ... or in a title: "CUDA OOM due to model save", "why GPU OOM with zero3".
+            r"|\bCUDA OOM (?:due to|during|while|after|with)\b|\bwhy (?:CUDA|GPU) OOM\b",
             _I,
         ),
-        unless=_p(r"\b(?:if|when|whenever|avoid\w{0,3}|prevent\w{0,3})\b", _I),
+        # A condition before the words ("if you get CUDA OOM"), not a time after them ("I get
+        # cuda oom when saving the checkpoint"); advice on avoiding it.
+        unless=_p(
+            r"\b(?:if|when|whenever)\b[^.\n]{0,40}?\b(?:CUDA|GPU) OOM\b"
+            r"|\b(?:avoid\w{0,3}|prevent\w{0,3})\b",
+            _I,
+        ),
     ),
     # The card named as what ran out, in the reporter's words: "I still get problems which
     # are OOM on two 40G A100 GPUs", "it increases with every call until the GPU memory is

@@ -225,6 +225,7 @@ WORKER_DIED = Family(
         r"|\bA worker process managed by the executor was unexpectedly terminated\b"
         # Spark's lost executor, its stock list of causes after it; a process gone silently.
         r"|\bRemote RPC client disassociated\. Likely due to containers exceeding thresholds\b"
+        r"|\bGradle build daemon disappeared unexpectedly\b"
         r"|\bprocess (?:was |got |gets |is )?killed without (?:an? |any )?(?:error )?"
         r"(?:message|output|trace)\b",
         _I,
@@ -232,6 +233,20 @@ WORKER_DIED = Family(
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;
     # "exit code None" is how Ray reports a process that ended on a signal.
     unless=_p(r"\bexit code (?!None\b)-?\d", _I),
+)
+
+# A launcher reporting its worker ended by SIGBUS ("exitcode: -7", "Signal 7 (SIGBUS)
+# received by PID"), with nothing beside it that names shared memory or a data loader (those
+# are /dev/shm, read first): the signal is known, its cause is not. Read as a worker's death.
+BUS_ERROR_UNKNOWN = Family(
+    "sigbus_cause_unknown",
+    "killed_unknown",
+    "medium",
+    _p(
+        r"\bexitcode\s{0,3}:\s{0,3}-7\b|\bSignal 7 \(SIGBUS\) received by PID\b"
+        r"|\bexits with return code\s{0,3}=\s{0,3}-7\b",
+        _I,
+    ),
 )
 
 # macOS's kernel killing a process whose code pages fail their signature check: "CODE

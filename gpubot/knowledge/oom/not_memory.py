@@ -31,6 +31,9 @@ ABSURD_SIZE = (
     r"|\b(?:malloc|realloc|allocation) of size \d{16,20} failed\b"  # Arrow: a petabyte and more
     # PyTorch's request told in a title: "trying to allocate 133792483MiB" (a terabyte and more).
     r"|\b[Tt]rying to allocate \d{7,12} ?MiB\b"
+    # ... or in petabytes and exabytes: "CUDA OOM while saving model (trying to allocate 1EB
+    # memory)".
+    r"|\b[Tt]rying to allocate \d{1,6}(?:\.\d{1,3})? ?(?:PB|PiB|EB|EiB)\b"
     r"|\(-4:Insufficient memory\) Failed to allocate \d{14,20} bytes\b"  # OpenCV: 10 TB and more
     r"|\bUnable to allocate (?:[1-9]\d{1,5}(?:\.\d{1,3})? TiB|[\d.]{1,9} (?:PiB|EiB))"  # numpy
     # macOS malloc: "mach_vm_map(size=96180599144448, flags: 100) failed".

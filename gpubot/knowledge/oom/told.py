@@ -29,6 +29,8 @@ def told_in_prose(
     near: re.Pattern[str] | None = None,
     span: int = 0,
     unless: re.Pattern[str] | None = None,
+    unless_near: re.Pattern[str] | None = None,
+    unless_span: int = 0,
 ) -> Family:
     """A host kill told in a sentence (memory_kill_in_prose), at medium confidence."""
     return Family(
@@ -39,6 +41,8 @@ def told_in_prose(
         near=near,
         span=span,
         unless=unless,
+        unless_near=unless_near,
+        unless_span=unless_span,
     )
 
 

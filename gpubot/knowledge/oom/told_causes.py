@@ -138,11 +138,34 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"(?:memory|RAM)\b[^.\n]{0,40}?\b(?:kernel|process|container|notebook|server) "
             r"(?:fails|failed|dies|died|crashes|crashed|restarts|restarted)\b"
             r"|^[^\n]{0,40}?\b(?:cpu|host|system) memory exceed(?:s|ed)?\b"
+            # The kubelet's reason, told: "restarts with oomkilled termination reason",
+            # "restarts with OOMKill as the reason", "Build crashes due to OOMKill",
+            # "OOM-kills happen when the tools run".
+            r"|\b(?:restarts?|restarted|terminated|terminates) with (?:an? )?OOM[- ]?Kill(?:ed)?"
+            r"(?: termination)? (?:as the )?reason\b"
+            r"|\b(?:crash(?:es|ed)?|dies|died|fails|failed) (?:due to|because of|from|with) "
+            r"(?:an? |the )?OOM[- ]?Kill(?:ed)?\b"
+            r"|\bOOM[- ]kills? (?:happen|happens|happened|occur|occurs|occurred)\b"
+            # "the cpu memory occupation suddenly increased (from ~350G to OOM)".
+            r"|\b(?:cpu|host|system) memory(?: occupation| usage| use)?\b[^.\n]{0,60}?"
+            r"\bto OOM\b"
             # "The memory of computer will rise quickly and eventurally out of memory".
             r"|\b(?:memory|RAM) of (?:the |my |our )?(?:computer|machine|system|server|host|PC)"
             r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b",
             _I | re.MULTILINE,
         ),
+        unless=_HEDGE,
+    ),
+    # A crash put down to the host's memory in the next breath: "it was due to a RAM
+    # constraint ... During these bursts, the MySQL container would consistently crash".
+    told_in_prose(
+        _p(
+            r"\b(?:it|this|that) (?:was|is) (?:all )?(?:due to|caused by) (?:a |the )?"
+            r"(?:RAM|memory) (?:constraint|limit(?:ation)?|shortage)s?\b",
+            _I,
+        ),
+        near=_p(r"\bcrash(?:es|ed|ing)?\b|\bkilled\b|\bdied\b", _I),
+        span=3,
         unless=_HEDGE,
     ),
     # A swap or page file too small named as the OOM's cause: "Page file or swap file size

@@ -319,6 +319,10 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             r"|\b(?:out of (?:memory|RAM)|killed|exceeded)\b[^.!?\n]{0,80}?\?",
             _I,
         ),
+        # A JavaScript build running out of memory with V8's heap limit beside it: the
+        # runtime's own cap (not_memory_limits), not the host's memory.
+        unless_near=_p(r"JavaScript heap out of memory|--max-old-space-size|Reached heap limit"),
+        unless_span=12,
     ),
     # The host's memory named full, whatever the card did: "the host RAM usage keeps growing
     # until it reaches 62 GiB (100 %)", "IsaacLab used all of my machine's DRAM (about 100GB)

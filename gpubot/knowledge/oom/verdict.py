@@ -23,6 +23,7 @@ from gpubot.knowledge.oom.cures import (
 )
 from gpubot.knowledge.oom.families import GPU_OOM, HOST, SHM
 from gpubot.knowledge.oom.kills import (
+    BUS_ERROR_UNKNOWN,
     CODE_SIGNING_KILL,
     LAUNCHER_CHILD_EXIT,
     LAUNCHER_TEARDOWN,
@@ -162,7 +163,7 @@ def gather(
         code_signing=find(CODE_SIGNING_KILL, lines),
         launcher_child_exit=find(LAUNCHER_CHILD_EXIT, lines),
         sigkill=find(SIGKILL, lines),
-        worker_died=find(WORKER_DIED, lines),
+        worker_died=find(WORKER_DIED, lines) or find(BUS_ERROR_UNKNOWN, lines),
         memory_cure=find(MEMORY_CURE, lines)
         or find(KILL_FOUND_MEMORY, lines)
         or find(KILL_FOR_WANT_OF_MEMORY, lines)

@@ -484,10 +484,9 @@ BLIND71_MISSES: dict[str, str] = {}
 # The seventy-second part (xj-), multi-GPU and multi-node training (DeepSpeed ZeRO offload,
 # FSDP, Megatron-LM and NeMo, torchrun, Horovod, accelerate, ColossalAI), gathered beside blind71,
 # measured before any rule was changed for it: 28 of 39 (71.8 %).
-# Six misses are fixed; these five are left.
+# Seven misses are fixed; these four are left.
 BLIND72_MISSES: dict[str, str] = {
     "xj-004": "zero_offload_checkpoint_kill: host_oom_killed, answered killed_unknown (medium)",
-    "xj-005": "elastic_sigbus_no_cause: labelled killed_unknown, answered not_oom (low)",
     "xj-009": "zero_offload_load_kill: labelled host_oom_killed, answered not_oom (low)",
     "xj-022": "maintainer_names_host_ram: host_oom_killed, answered killed_unknown (medium)",
     "xj-025": "rank0_host_rss_growth: labelled host_oom_killed, answered killed_unknown (medium)",
@@ -675,11 +674,9 @@ BLIND94_MISSES: dict[str, str] = {
 # The ninety-fifth part (wg-), host and container kills told in people's words outside ML (web
 # services, databases, search engines, build tools, language runtimes in containers, CI runners),
 # with lookalikes, measured after blind91's to blind94's rules and before any rule was changed for
-# it: 28 of 40 (70.0 %). Eight misses are fixed; these are left. Seven misses are fixed; these are
-# left.
+# it: 28 of 40 (70.0 %). Eight misses are fixed; these are left.
 BLIND95_MISSES: dict[str, str] = {
     "wg-006": "container_memory_limit: host_oom_killed, answered killed_unknown (medium)",
-    "wg-024": "worker_died_unknown: killed_unknown, answered not_oom (low)",
     "wg-029": "sigkill_guessed_oom: killed_unknown, answered cannot_tell (low)",
     "wg-035": "runtime_heap_limit: not_oom, answered cannot_tell (low)",
     "wg-038": "oom_risk_no_kill: not_oom, answered cannot_tell (low)",
@@ -736,32 +733,20 @@ BLIND100_MISSES: dict[str, str] = {
 # The hundred-and-first part (wm-), GPU memory in multi-GPU training from 2023 to 2026 (FSDP,
 # DeepSpeed, Megatron, torchrun, accelerate, ColossalAI) and its lookalikes (NCCL errors and
 # timeouts, a rank's crash, the launcher's teardown), measured before any rule was changed for it
-# and after blind97 to blind100's rules: 23 of 30 (76.7 %; 70.0 % before those rules).
+# and after blind97 to blind100's rules: 23 of 30 (76.7 %; 70.0 % before those rules). 6 misses are
+# fixed; these are left.
 BLIND101_MISSES: dict[str, str] = {
-    "wm-013": "torchrun_sigbus_no_cause: killed_unknown, answered not_oom (low)",
-    "wm-014": "absurd_request_exabyte: not_oom, answered cannot_tell (low)",
-    "wm-019": "reporter_host_ram_exhausted: host_oom_killed, answered cannot_tell (low)",
-    "wm-020": "fsdp_full_state_dict_save_gpu: cuda_oom, answered not_oom (low)",
-    "wm-022": "fsdp_sharded_save_then_oom: cuda_oom, answered cannot_tell (low)",
     "wm-024": "prose_cuda_oom_checkpoint_load: cuda_oom, answered cannot_tell (low)",
-    "wm-027": "title_gpu_oom: cuda_oom, answered cannot_tell (low)",
 }
 # The hundred-and-second part (wn-), host memory kills of services outside ML told by maintainers
 # and operators (databases, Node, Go and Rust builds, Kubernetes operators) and their lookalikes
 # (runtime heaps, full disks, signals), gathered beside blind101, measured before any rule was
 # changed for it and after blind97 to blind100's rules: 27 of 37 (73.0 %, the same before those
-# rules).
+# rules). 7 misses are fixed; these are left.
 BLIND102_MISSES: dict[str, str] = {
     "wn-003": "prose_container_limit_raised: host_oom_killed, answered cannot_tell (low)",
-    "wn-006": "v8_heap_limit: not_oom, answered host_oom_killed (medium)",
-    "wn-012": "prose_k8s_oomkilled: host_oom_killed, answered cannot_tell (low)",
-    "wn-014": "prose_k8s_oomkilled: host_oom_killed, answered cannot_tell (low)",
-    "wn-015": "gradle_daemon_disappeared: killed_unknown, answered cannot_tell (low)",
-    "wn-022": "prose_container_oomkill: host_oom_killed, answered cannot_tell (low)",
     "wn-024": "runner_shutdown_signal: not_oom, answered cannot_tell (low)",
     "wn-025": "oom_risk_warning: not_oom, answered cannot_tell (low)",
-    "wn-026": "prose_k8s_oomkilled: host_oom_killed, answered cannot_tell (low)",
-    "wn-030": "prose_cured_by_more_ram: host_oom_killed, answered not_oom (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
