@@ -270,7 +270,10 @@ MEMORY_CURE = Family(
         # termination (exit=137)".
         r"|\b(?:docker|container)(?:'s)? memory limit(?:ation)?s?\b[^\n]{0,80}?\b(?:increas"
         r"|rais)\w{1,4} (?:it|them)\b[^\n]{0,40}?\b(?:solved|fixed|resolved|works|worked)\b"
-        r"|\bto (?:prevent|avoid) OOM[- ]kills\b",
+        r"|\bto (?:prevent|avoid) OOM[- ]kills\b"
+        # "I gave it 2GB, which seemed to be enough."
+        r"|\bgave it (?:\d{1,5} ?(?:[GM]i?B|gb|mb|[GM])|more (?:memory|RAM))\b[^\n]{0,40}?"
+        r"\b(?:enough|worked|works|fixed it|did the trick)\b",
         _I,
     ),
     unless=_p(

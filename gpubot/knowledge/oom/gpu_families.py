@@ -225,7 +225,8 @@ GPU_OOM: tuple[Family, ...] = (
             r"(?:a |an |the )?CUDA OOM\b"
             r"|\bI (?:still |always |keep |also )?(?:get|got|hit) (?:a |an |the )?CUDA OOM\b"
             # ... or in a title: "CUDA OOM due to model save", "why GPU OOM with zero3".
-            r"|\bCUDA OOM (?:due to|during|while|after|with)\b|\bwhy (?:CUDA|GPU) OOM\b",
+            r"|\bCUDA OOM (?:due to|during|while|after|with)\b|\bwhy (?:CUDA|GPU) OOM\b"
+            r"|\b(?:frequent|recurring|repeated|random|constant) (?:GPU|CUDA) OOM errors?\b",
             _I,
         ),
         # A condition before the words ("if you get CUDA OOM"), not a time after them ("I get
@@ -253,6 +254,11 @@ GPU_OOM: tuple[Family, ...] = (
             r"~?\d{1,3} ?(?:GB|GiB|G)\b[^.\n]{0,100}?\bOOMs?\b"
             r"|\b(?:causes?|caused|causing|leads? to|led to|results? in|resulted in|triggers?"
             r"|triggered) (?:an? |the )?CUDA OOM\b"
+            # "would cause OOM for a GPU node with 80G*8 VRAM"; "It runs out of memory on GPU
+            # because I use the large images"; a TPU's "hbm OOM" (its device memory).
+            r"|\bcaus(?:e|es|ed|ing) (?:an? )?OOM (?:for|on) (?:a |an |the |my )?(?:GPU|card)\b"
+            r"|\b(?:runs?|ran|running) out of memory on (?:the )?GPU\b"
+            r"|\bHBM (?:OOM|Out[- ]of[- ]Memory)\b"
             r"|\bGPU memory (?:is|was|gets|got|became|becomes|were) (?:near(?:ly)? |almost "
             r"|completely |totally )?(?:exhausted|full|used up|maxed out|insufficient)\b"
             # "I ran rsc.tl.embedding_density and had an out of memory error via CUDA".

@@ -151,6 +151,7 @@ SIGKILL = Family(
         # ... or said of what ran: "The dataset.map function is killed or hanged up".
         r"|\b(?:process|training) will be killed\b(?! if\b| when\b| once\b| unless\b)"
         r"|\b(?:get|gets|got)\s?:\s{0,3}(?-i:Killed)\s*$"  # "I always get : Killed"
+        r"|\bgetting (?-i:Killed)\b"  # "a problem of getting Killed suddenly"
         r"|\b(?:function|process|proces|subprocess|script|job|task|program|training|worker)s?"
         r"\s{1,3}(?:still |always |often |sometimes |just )?(?:is|was"
         r"|get|gets|got|were|are|being)\s{1,3}"

@@ -57,7 +57,9 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         "medium",
         _p(
             r"\bInsufficient VRAM for (?:the )?model and cache\b"
-            r"|\bNot enough memory, use lower resolution \(max approx\. \d{2,5}x\d{2,5}\)",
+            r"|\bNot enough memory, use lower resolution \(max approx\. \d{2,5}x\d{2,5}\)"
+            # Gaudi's device memory allocator; a graphics engine's own words.
+            r"|\bMODULE:PT_DEVMEM Allocation failed\b|\bNot enough video memory\b",
             re.IGNORECASE,
         ),
     ),

@@ -50,6 +50,20 @@ LOCALIZED_GPU_OOM: tuple[Family, ...] = (
         # Nor a question ("这个问题是显存溢出吗", with its full-width question mark): a guess.
         unless=_p(_HOST_NAMED + r"|吗|嗎|ですか|[\uff1f?]", re.IGNORECASE),
     ),
+    # An OOM reported in Chinese ("报错OOM", "出现 OOM", "推理OOM", "还是会OOM") beside the card
+    # named or its memory (显存, 显卡, an A100): the card's memory.
+    Family(
+        "gpu_oom_localized",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"(?:\u62a5\u9519|\u51fa\u73b0|\u53d1\u751f|\u63a8\u7406|\u8bad\u7ec3|\u4f1a)"
+            r"\s?(?:\u65f6)?\s?OOM\b"
+        ),
+        near=_p(r"\u663e\u5b58|\u986f\u5b58|\u663e\u5361|\u986f\u5361|\b(?:A100|H100|GPU|VRAM)\b"),
+        span=3,
+        unless=_p(_HOST_NAMED + r"|\u5185\u5b58|\u5167\u5b58", re.IGNORECASE),
+    ),
 )
 
 # glibc's strerror(ENOMEM) in common locales: the kernel refused a host allocation.
@@ -95,6 +109,12 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
             r"|OOM(?:[ _-]?[Kk]iller)?\s?(?:杀|殺)(?:死|掉)?(?:了)?(?:进程|進程)"
             # ... in Japanese: "OOM Killerで強制終了", "OOM Killerによって強制終了される".
             r"|OOM(?:[ _-]?[Kk]iller)?\s?(?:で|によって|により)\s?(?:強制)?(?:終了|停止|kill|殺)"
+            # "随机出现 OOM killer 失败退出" (the OOM killer appears and it fails and exits).
+            r"|OOM[ _-]?[Kk]iller\s?(?:\u5931\u8d25\u9000\u51fa|\u5bfc\u81f4\u9000\u51fa)"
+            # ... in Korean: "OOM(Out of Memory)으로 인한 process kill" (a process kill due to
+            # OOM), as a node's event log shows it.
+            r"|OOM(?:\(Out of Memory\))?\s?(?:\uc73c\ub85c|\ub85c) \uc778\ud55c (?:process |"
+            r"\ud504\ub85c\uc138\uc2a4 )?(?:kill|\ud0ac|\uc885\ub8cc)"
         ),
         # ... not a checklist's row that found none: "无 `oom-kill` … 没发生" (did not happen).
         unless=_p(

@@ -99,6 +99,8 @@ LIMITS: tuple[Family, ...] = (
             r"(?! \(bad)"
             r"|\bOut of Memory Error: Failed to change memory limit to \d"
             r"|\bOut of Memory Error: failed to pin block of size \d"
+            # An engine's Lua allocator at its own maximum: "{alloced,maximum}={N,M}bytes".
+            r"|\[OOM\] synced=\d \{alloced,maximum\}="
             # Triton's CUDA memory pool, a size fixed at start, full and the request served
             # from pinned host memory instead: a warning, the card not out of memory.
             r"|\bCNMEM_STATUS_OUT_OF_MEMORY, falling back to pinned system memory\b"

@@ -63,6 +63,8 @@ SHM_TOLD: tuple[Family, ...] = (
             r"|in the container )?(?:is|was) "
             r"(?:at )?(?:only |restricted to |limited to |capped at )?\d{1,5} ?[MK](?:i?B)?\b"
             r"|/dev/shm`?\s?size (?:of|is) `?\d{1,5} ?[MK]i?B\b"
+            # "worker crashes when Postgres needs to use more than 64MB of POSIX shared memory".
+            r"|\bcrash\w{0,3}\b[^\n]{0,80}?\bmore than \d{1,4} ?MB of (?:POSIX )?shared memory\b"
             # "In the Docker container, /shm is present but defaults to 64 MB."
             r"|(?:/dev)?/shm\b[^.\n]{0,40}?\bdefaults? to \d{1,5} ?[MK](?:i?B)?\b"
             r"|/dev/shm[^\n]{0,10}?(?:\u5360\u7528|\u4f7f\u7528)?(?:\u7a7a\u95f4)?"

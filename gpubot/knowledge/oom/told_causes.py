@@ -146,6 +146,15 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"|\b(?:crash(?:es|ed)?|dies|died|fails|failed) (?:due to|because of|from|with) "
             r"(?:an? |the )?OOM[- ]?Kill(?:ed)?\b"
             r"|\bOOM[- ]kills? (?:happen|happens|happened|occur|occurs|occurred)\b"
+            # "it gave an oom error on the cpu side"; "Without the patch, observe an OOMKill";
+            # a title "Frequent CPU OOM / Process Killed"; "it will trigger system OOM issue
+            # ... instead of Gaudi2 OOM"; "swap memory grows ... until crashing".
+            r"|\b(?:OOM|out[- ]of[- ]memory)(?: error)? on the (?:cpu|host) side\b"
+            r"|\b(?:observe|observed|see|saw|get|got|hit|hits)\b (?:an? |the )?OOM[- ]?Kill\b"
+            r"|\b(?:CPU|host|RAM) OOM\s?/\s?(?:Process )?Killed\b"
+            r"|\b(?:trigger|triggers|triggered|make|makes|cause|causes|caused|hit|hits) system "
+            r"OOM\b"
+            r"|\bswap(?: memory)? grows\b[^.\n]{0,60}?\buntil (?:it )?crash(?:es|ed|ing)?\b"
             # "the cpu memory occupation suddenly increased (from ~350G to OOM)".
             r"|\b(?:cpu|host|system) memory(?: occupation| usage| use)?\b[^.\n]{0,60}?"
             r"\bto OOM\b"

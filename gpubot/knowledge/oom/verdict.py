@@ -238,16 +238,21 @@ XPU_MAX_ALLOCATION = 4 * GiB
 
 def _xpu_size_cap(f: Facts) -> Verdict | None:
     """An XPU request at or over the one-allocation cap and well under the card's size (at
-    most three quarters of it), where the message does not show less free than asked: the
-    cap refused it, not exhaustion. A request near the whole card fails either way."""
+    most three quarters of it), where the message does not show less free than asked (free,
+    or the card's size less what PyTorch holds): the cap refused it, not exhaustion. A request
+    near the whole card fails either way."""
     if not f.gpu_oom or not any("XPU out of memory" in line for line in f.gpu_oom[0].lines):
         return None
-    wanted, free, total = f.numbers.requested, f.numbers.free, f.numbers.total
+    numbers = f.numbers
+    wanted, free, total = numbers.requested, numbers.free, numbers.total
     if wanted is None or wanted.value < XPU_MAX_ALLOCATION:
         return None
+    held = numbers.reserved or numbers.allocated
     if (free is not None and free.value < wanted.value) or (
         total is not None and 4 * wanted.value > 3 * total.value
     ):
+        return None
+    if total is not None and held is not None and total.value - held.value < wanted.value:
         return None
     return _not_memory(f, "xpu_allocation_size_cap", "medium", f.gpu_oom[0].lines)
 
