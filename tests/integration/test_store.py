@@ -468,6 +468,75 @@ async def test_writes_that_read_back_answer_what_the_reads_after_them_answer(
     assert head == await store.head()
 
 
+async def test_a_created_runs_view_is_what_a_read_of_its_rows_gives(store: SqlStore) -> None:
+    """create_run_read answers a run it created from what it wrote, without reading it back:
+    that answer equals a later read even where the rows change what was written (times in
+    another zone come back in UTC, tuples in JSON come back as lists, microseconds kept)."""
+    [opened] = await store.ingest([observation(fingerprint="a1")], now=NOW)
+    assert opened.incident_id is not None
+    east = NOW.astimezone(timezone(timedelta(hours=9))) + timedelta(microseconds=123456)
+    run = make_run(
+        incident_id=opened.incident_id,
+        run_id="run-tz",
+        context={"nodes": ("gpu-node-07", "gpu-node-08"), "limit": 250.5, "ok": True},
+        created_at=east,
+        updated_at=east,
+    )
+    steps = [replace(s, args={"watts": (250, 300)}, started_at=east) for s in make_steps("run-tz")]
+    view, created = await store.create_run_read(
+        run, steps, audit=draft(1, incident_id=opened.incident_id, run_id="run-tz")
+    )
+    assert created
+    read = await store.run_state("run-tz")
+    assert view == read
+    assert view.run.created_at.utcoffset() == timedelta(0)
+    assert view.run.context["nodes"] == ["gpu-node-07", "gpu-node-08"]
+    assert view.steps[0].args == {"watts": [250, 300]}
+    # A run without an incident: no incident to be open.
+    loose = make_run(incident_id=None, run_id="run-loose")
+    view, _ = await store.create_run_read(loose, make_steps("run-loose"), audit=draft(2))
+    assert view == await store.run_state("run-loose")
+    assert view.incident_open is None
+
+
+async def test_runs_on_target_gives_a_recent_active_run_in_both_lists(store: SqlStore) -> None:
+    """One read answers both questions: a run created in the window and still active is in
+    both lists; an old finished run in neither; another runbook's or node's in neither."""
+    runs = [
+        make_run(incident_id=None, run_id="run-old-done", status=RunStatus.SUCCEEDED),
+        make_run(
+            incident_id=None,
+            run_id="run-new-held",
+            status=RunStatus.HELD,
+            created_at=NOW + timedelta(hours=1),
+        ),
+        make_run(incident_id=None, run_id="run-old-held", status=RunStatus.HELD),
+        make_run(incident_id=None, run_id="run-other-book", runbook="gpu-xid79"),
+        make_run(incident_id=None, run_id="run-other-node", target="gpu-node-09"),
+    ]
+    for run in runs:
+        await store.create_run(run, make_steps(run.id))
+    recent, active = await store.runs_on_target(
+        runbook="gpu-thermal",
+        target="gpu-node-07",
+        since=NOW + timedelta(minutes=1),
+        active=[RunStatus.HELD, RunStatus.RUNNING],
+    )
+    assert [r.id for r in recent] == ["run-new-held"]
+    assert [r.id for r in active] == ["run-old-held", "run-new-held"]
+    # No active status asked for: only the window.
+    recent, active = await store.runs_on_target(
+        runbook="gpu-thermal", target="gpu-node-07", since=NOW - timedelta(days=1), active=[]
+    )
+    assert [r.id for r in recent] == ["run-old-done", "run-old-held", "run-new-held"]
+    assert active == []
+
+
+async def test_ending_an_unknown_run_is_not_found(store: SqlStore) -> None:
+    with pytest.raises(NotFoundError):
+        await store.update_run("run-nowhere", status=RunStatus.FAILED, note="", now=NOW)
+
+
 async def test_a_rehearsal_keeps_nothing(store: SqlStore) -> None:
     """rehearse() runs an alert's run's statements in a transaction it rolls back: no run,
     step or event is kept, the chain's head is where it was and the chain verifies; a store

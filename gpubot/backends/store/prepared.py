@@ -183,7 +183,10 @@ def _compile(statement: Executable, dialect: Dialect) -> _Form:
         process = bind.type.dialect_impl(dialect).bind_processor(dialect)
         if process is not None:
             binds[name] = process
+    # A SELECT's columns, or what an INSERT, UPDATE or DELETE returns (RETURNING).
     selected = getattr(statement, "selected_columns", None)
+    if selected is None and getattr(statement, "_returning", None):
+        selected = statement.exported_columns  # type: ignore[attr-defined]
     columns = list(selected) if selected is not None else []
     return _Form(
         sql=compiled.string,

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, false, insert, select, update
+from sqlalchemy import Connection, bindparam, false, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from gpubot.backends.store.database import SqlDatabase
+from gpubot.backends.store.database import SqlDatabase, json_roundtrip
 from gpubot.backends.store.prepared import Prepared, Record
 from gpubot.backends.store.tables import runs as runs_table
 from gpubot.backends.store.tables import steps as steps_table
+from gpubot.domain.instants import as_utc
 from gpubot.domain.runbooks.runs import Run, RunStatus, StepState, StepStatus
 from gpubot.errors import NotFoundError
 
@@ -54,17 +56,17 @@ class SqlRuns(SqlDatabase):
         """The runs of `runbook` on `target` created since `since`, and those of any age in
         an `active` status: two reads in one transaction (one snapshot)."""
         wanted = [status.value for status in active]
-        recent = _runs_where(None, ("runbook", "since", "target"))
-        busy = _runs_where(len(wanted), ("runbook", "target"))
-        on_target = {"runbook": runbook, "target": target}
+        either = _recent_or_active(len(wanted))
+        params = {"runbook": runbook, "target": target, "since": since, **_statuses(wanted)}
 
         def read(conn: Connection) -> tuple[list[Run], list[Run]]:
+            found = [_run(row) for row in either.rows(conn, params)]
             return (
-                [_run(row) for row in recent.rows(conn, {**on_target, "since": since})],
-                [_run(row) for row in busy.rows(conn, {**on_target, **_statuses(wanted)})],
+                [run for run in found if as_utc(run.created_at) >= as_utc(since)],
+                [run for run in found if run.status in active],
             )
 
-        return await self._run(read, write=False, snapshot=True)
+        return await self._run(read, write=False)
 
     async def update_run(self, run_id: str, *, status: RunStatus, note: str, now: datetime) -> Run:
         return await self._run(
@@ -117,6 +119,7 @@ _SET_STATUS = Prepared(
     update(runs_table)
     .where(runs_table.c.id == bindparam("run_id"))
     .values(status=bindparam("status"), note=bindparam("note"), updated_at=bindparam("updated_at"))
+    .returning(*runs_table.c)
 )
 _INCIDENT_RUN = Prepared(
     select(runs_table).where(
@@ -151,6 +154,22 @@ def _runs_where(statuses: int | None, filters: tuple[str, ...]) -> Prepared:
     return Prepared(query)
 
 
+@functools.cache
+def _recent_or_active(statuses: int) -> Prepared:
+    """The runs of a runbook on a target created since a time or in a status among that
+    many parameters (status_0, ...), oldest first: runs_on_target's two reads in one."""
+    in_status = (
+        runs_table.c.status.in_([bindparam(f"status_{i}") for i in range(statuses)])
+        if statuses
+        else false()
+    )
+    return Prepared(
+        select(runs_table)
+        .where(_FILTERS["runbook"], _FILTERS["target"], or_(_FILTERS["since"], in_status))
+        .order_by(runs_table.c.created_at, runs_table.c.id)
+    )
+
+
 def make_run_reads() -> None:
     """Make the statements of list_runs' and runs_on_target's shapes on an alert's path, for
     any number of statuses, so that compile_all can compile them before the first alert."""
@@ -158,7 +177,7 @@ def make_run_reads() -> None:
         _runs_where(count, ("incident_id",))
         _runs_where(count, ("runbook", "target"))
         _runs_where(count, ())
-    _runs_where(None, ("runbook", "since", "target"))
+        _recent_or_active(count)
 
 
 def _statuses(values: Sequence[str] | None) -> dict[str, str]:
@@ -186,10 +205,13 @@ def read_run_with_steps(conn: Connection, run_id: str) -> tuple[Run, list[StepSt
 def update_run_row(
     conn: Connection, run_id: str, *, status: RunStatus, note: str, now: datetime
 ) -> Run:
-    _SET_STATUS.run(
+    """The run's new status, and the run as it now stands (RETURNING: no read after it)."""
+    row = _SET_STATUS.first(
         conn, {"run_id": run_id, "status": status.value, "note": note, "updated_at": now}
     )
-    return _get_run(conn, run_id)
+    if row is None:
+        raise NotFoundError(f"no run {run_id}")
+    return _run(row)
 
 
 def create_run_rows(conn: Connection, run: Run, states: list[StepState]) -> tuple[Run, bool]:
@@ -204,6 +226,29 @@ def create_run_rows(conn: Connection, run: Run, states: list[StepState]) -> tupl
     _INSERT_RUN.run(conn, _run_values(run))
     _INSERT_STEPS.run_many(conn, [_step_values(state) for state in states])
     return run, True
+
+
+def as_read(run: Run, states: Sequence[StepState]) -> tuple[Run, list[StepState]]:
+    """A run and its steps as a read of the rows just written would give them: JSON columns
+    through a JSON round trip, times in UTC."""
+    return (
+        replace(
+            run,
+            context=json_roundtrip(dict(run.context)),
+            created_at=as_utc(run.created_at),
+            updated_at=as_utc(run.updated_at),
+        ),
+        [
+            replace(
+                state,
+                args=json_roundtrip(dict(state.args)),
+                output=json_roundtrip(dict(state.output)),
+                started_at=None if state.started_at is None else as_utc(state.started_at),
+                finished_at=None if state.finished_at is None else as_utc(state.finished_at),
+            )
+            for state in states
+        ],
+    )
 
 
 def _get_run(conn: Connection, run_id: str) -> Run:

@@ -26,6 +26,7 @@ from gpubot.backends.store.incidents import (
 from gpubot.backends.store.prepared import compile_all
 from gpubot.backends.store.runs import (
     SqlRuns,
+    as_read,
     create_run_rows,
     make_run_reads,
     read_run_with_steps,
@@ -93,13 +94,18 @@ class SqlStore(
     async def create_run_read(
         self, run: Run, steps: Sequence[StepState], *, audit: AuditDraft
     ) -> tuple[RunView, bool]:
-        """create_run with its event, and the run's state read in the same transaction (the
-        existing run's, when the incident had one)."""
+        """create_run with its event, and the run's state in the same transaction: the rows
+        just written as a read would give them, or the existing run's, read, when the
+        incident had one."""
         stored, states = as_stored(audit), list(steps)
 
         def both(conn: Connection) -> tuple[RunView, bool]:
             kept, created = self._run_with_event(conn, run, states, stored)
-            return _run_view(conn, kept.id), created
+            if not created:
+                return _run_view(conn, kept.id), False
+            written, written_steps = as_read(run, states)
+            is_open = None if run.incident_id is None else incident_is_open(conn, run.incident_id)
+            return RunView(written, written_steps, is_open), True
 
         return await self._run(both, write=True)
 
