@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind105` entries they miss are listed in HOLDOUT_MISSES … BLIND105_MISSES
+`blind3` to `blind108` entries they miss are listed in HOLDOUT_MISSES … BLIND108_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -781,6 +781,71 @@ BLIND105_MISSES: dict[str, str] = {
     "wq-020": "tpu_hbm_oom_prose: cuda_oom, answered cannot_tell (low)",
     "wq-032": "metal_allocator_limit: cuda_oom, answered not_oom (low)",
 }
+# The hundred-and-sixth part (wr-), container runtimes and platforms reporting a death by exit code
+# and signal (docker inspect, containerd, systemd, podman, Nomad, ECS, Cloud Run, Heroku, Fly.io,
+# Render) and their lookalikes (SIGTERM, health checks, deploys), measured after blind97 to
+# blind105's rules and before any rule was changed for it: 16 of 30 (53.3 %).
+BLIND106_MISSES: dict[str, str] = {
+    "wr-002": "docker_stop_sigterm_ignored_137: not_oom, answered killed_unknown (medium)",
+    "wr-003": "cloud_run_memory_limit_exceeded: host_oom_killed, answered cannot_tell (low)",
+    "wr-004": "render_ran_out_of_memory: host_oom_killed, answered cannot_tell (low)",
+    "wr-005": "swarm_unhealthy_container_137: not_oom, answered killed_unknown (medium)",
+    "wr-010": "railway_restart_oom_statement: host_oom_killed, answered cannot_tell (low)",
+    "wr-013": "nomad_lost_alloc_force_kill_137: not_oom, answered killed_unknown (medium)",
+    "wr-014": "docker_137_cured_by_more_ram: host_oom_killed, answered killed_unknown (medium)",
+    "wr-015": "paas_oom_statement: host_oom_killed, answered killed_unknown (medium)",
+    "wr-021": "flyio_scale_memory_oom: host_oom_killed, answered cannot_tell (low)",
+    "wr-022": "cloud_run_memory_limit_exceeded: host_oom_killed, answered cannot_tell (low)",
+    "wr-023": "docker_exec_137_no_cause: killed_unknown, answered not_oom (medium)",
+    "wr-024": "flyio_oom_cured_by_scale: host_oom_killed, answered cannot_tell (low)",
+    "wr-025": "podman_oom_killer_child: host_oom_killed, answered cannot_tell (low)",
+    "wr-029": "paas_build_137_cured_by_memory: host_oom_killed, answered killed_unknown (medium)",
+}
+# The hundred-and-seventh part (ws-), PyTorch's CUDA out-of-memory messages with the allocator's
+# numbers near the fragmentation floor and CUDA errors that mention memory but are not exhaustion,
+# gathered beside blind106, measured after blind97 to blind105's rules and before any rule was
+# changed for it: 29 of 30 (96.7 %).
+BLIND107_MISSES: dict[str, str] = {
+    "ws-020": "gpu_oom_prose_cured_by_less_memory: cuda_oom, answered cannot_tell (low)",
+}
+# The hundred-and-eighth part (wt-), OOMs told only in prose in 2025 and 2026 threads (titles and
+# sentences with the reporter's hardware) and prose lookalikes (feature requests, settings, advice,
+# guesses), gathered beside blind106, measured after blind97 to blind105's rules and before any
+# rule was changed for it: 6 of 38 (15.8 %).
+BLIND108_MISSES: dict[str, str] = {
+    "wt-003": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-004": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-005": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-007": "prose_oom_maintainer_vram_requirement: cuda_oom, answered cannot_tell (low)",
+    "wt-008": "prose_oom_cured_by_smaller_batch: cuda_oom, answered cannot_tell (low)",
+    "wt-009": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-010": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-011": "prose_oom_title_only: cuda_oom, answered cannot_tell (low)",
+    "wt-012": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-013": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-014": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wt-015": "prose_oom_title_only: cuda_oom, answered cannot_tell (low)",
+    "wt-016": "prose_oom_title_only: cuda_oom, answered cannot_tell (low)",
+    "wt-017": "prose_kv_cache_oom: cuda_oom, answered cannot_tell (low)",
+    "wt-018": "prose_ram_full_freeze: host_oom_killed, answered not_oom (low)",
+    "wt-019": "prose_cured_by_more_swap: host_oom_killed, answered cannot_tell (low)",
+    "wt-022": "prose_ram_full_freeze: host_oom_killed, answered not_oom (low)",
+    "wt-023": "prose_cured_by_more_ram: host_oom_killed, answered not_oom (low)",
+    "wt-024": "prose_ram_full_freeze: host_oom_killed, answered not_oom (low)",
+    "wt-025": "prose_ram_exhausted_crash: host_oom_killed, answered cannot_tell (low)",
+    "wt-026": "feature_request_memory: not_oom, answered cannot_tell (low)",
+    "wt-027": "feature_request_memory: not_oom, answered cannot_tell (low)",
+    "wt-028": "pr_memory_setting: not_oom, answered cannot_tell (low)",
+    "wt-029": "pr_memory_setting: not_oom, answered cannot_tell (low)",
+    "wt-030": "feature_request_memory: not_oom, answered cannot_tell (low)",
+    "wt-031": "advice_avoid_oom: not_oom, answered cannot_tell (low)",
+    "wt-032": "feature_request_memory: not_oom, answered killed_unknown (medium)",
+    "wt-033": "pr_memory_message: not_oom, answered host_oom_killed (high)",
+    "wt-034": "pr_memory_message: not_oom, answered cannot_tell (low)",
+    "wt-036": "crash_guess_oom_no_log: killed_unknown, answered cannot_tell (low)",
+    "wt-037": "prose_oom_maintainer_vram_requirement: cuda_oom, answered cannot_tell (low)",
+    "wt-038": "prose_pod_oomkilled: host_oom_killed, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -885,6 +950,9 @@ KNOWN_MISSES = {
     **BLIND103_MISSES,
     **BLIND104_MISSES,
     **BLIND105_MISSES,
+    **BLIND106_MISSES,
+    **BLIND107_MISSES,
+    **BLIND108_MISSES,
 }
 
 
@@ -972,6 +1040,9 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind103")
     splits = (*splits, "blind104")
     splits = (*splits, "blind105")
+    splits = (*splits, "blind106")
+    splits = (*splits, "blind107")
+    splits = (*splits, "blind108")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1078,6 +1149,9 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind103" for key in BLIND103_MISSES)
     assert all(split[key] == "blind104" for key in BLIND104_MISSES)
     assert all(split[key] == "blind105" for key in BLIND105_MISSES)
+    assert all(split[key] == "blind106" for key in BLIND106_MISSES)
+    assert all(split[key] == "blind107" for key in BLIND107_MISSES)
+    assert all(split[key] == "blind108" for key in BLIND108_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
