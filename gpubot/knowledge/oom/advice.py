@@ -8,7 +8,7 @@ from typing import Literal
 
 from gpubot.knowledge.oom.allocator_numbers import AllocatorNumbers, GiB
 from gpubot.knowledge.oom.scan import lines_matching
-from gpubot.knowledge.oom.verdict import Facts, Verdict
+from gpubot.knowledge.oom.verdict import TOLD_ON_THE_CARD, TOLD_ON_THE_HOST, Facts, Verdict
 
 Workload = Literal["training", "inference_server", "data_loader", "unknown"]
 
@@ -467,6 +467,20 @@ def advice_for(
     verdict: Verdict, facts: Facts, *, kind: Workload, shm_bytes: int | None = None
 ) -> tuple[str, ...]:
     """Concrete steps for the verdict; for a failure that is not about memory, its own steps."""
+    if verdict.family in (TOLD_ON_THE_CARD, TOLD_ON_THE_HOST):
+        where = "the GPU's" if verdict.cls == "cuda_oom" else "the host's"
+        first = (
+            f"Only words say this was an OOM, and the lines around them point at {where} "
+            "memory: no allocator message or kill line was found. Confirm it with the "
+            "container's last state and the node's kernel log (an OOM-killer line) or the "
+            "GPU's framebuffer use before the death."
+        )
+        rest = (
+            _cuda_oom(verdict, facts, kind)
+            if verdict.cls == "cuda_oom"
+            else _host(verdict, facts, kind)
+        )
+        return (first, *rest)
     if verdict.cls == "cuda_oom":
         return tuple(_cuda_oom(verdict, facts, kind))
     if verdict.cls == "cuda_oom_fragmentation":

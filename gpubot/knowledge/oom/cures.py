@@ -76,7 +76,10 @@ KILL_FOUND_MEMORY = Family(
         # your dataset is too large to load memory"; "the Screenshot with the message out of
         # memory".
         r"|\btoo (?:large|big) to (?:load|fit|hold)(?: it)? (?:in |into |in the )?(?:memory|RAM)\b"
-        r"|\b(?:the |a )?message:? [\"'`]?out of memory\b",
+        r"|\b(?:the |a )?message:? [\"'`]?out of memory\b"
+        # "This issue does not occur if I allocate 6GB of RAM to the virtual machine."
+        r"|\b(?:does not|doesn't|did not|didn't) (?:occur|happen)\b[^\n]{0,20}?\bif I "
+        r"(?:allocate|give|assign) \*{0,2}\d{1,4} ?(?:GB|G)\*{0,2} of RAM\b",
         _I,
     ),
     unless=_p(

@@ -171,7 +171,7 @@ HOST: tuple[Family, ...] = (
             r"|killed by YARN for exceeding (?:physical )?memory limits"
             r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
             # Cloud Run (its figures sometimes masked as "xx" where the log is quoted).
-            r"|Memory limit of (?:[\d.]{1,12}|xx) ?[KMGT]i?B exceeded"
+            r"|Memory limit of (?:[\d.]{1,12}|xx) ?[KMGT](?:i?B)? exceeded"
             r"|\bFunction killed\. Error: memory limit exceeded\b"  # Cloud Functions
             r"|Exceeded (?:soft|hard) (?:private )?memory limit"  # App Engine
             # HTCondor holding (stopping) a job over its memory request.

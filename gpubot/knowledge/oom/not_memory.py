@@ -83,6 +83,10 @@ STOP_REQUESTED = Family(
         r"|\bis taking too much time to die\b"
         # A CI runner told to stop (its service stopped, the job cancelled).
         r"|\bThe runner has received a shutdown signal\b"
+        # Swarm killing a task its health check found unhealthy; Nomad stopping a task it
+        # was told to stop (SIGTERM, then SIGKILL after the kill timeout).
+        r"|\bdockerexec: unhealthy container\b"
+        r"|\bSent interrupt\. Waiting \d{1,4}s before force killing\b"
         # A platform's time limit: Lambda's "Task timed out after 30.27 seconds", Heroku's
         # R10 (boot) and R12 (exit) timeouts, each followed by its SIGKILL.
         r"|\bTask timed out after \d{1,6}(?:\.\d{1,3})? seconds\b"

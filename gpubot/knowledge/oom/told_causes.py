@@ -24,8 +24,9 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 # The card's memory, or a guess, in the sentence: not a host kill told.
 _HEDGE = _p(
-    r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|possibly|likely"
-    r"|whether|suspect\w{0,2}|guess|think|certainly|surely|pretty sure)\b)[^.!?\n]{0,80}?"
+    r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|possibly"
+    r"|possible|likely|whether|suspect\w{0,2}|guess|think|certainly|surely|pretty sure)\b)"
+    r"[^.!?\n]{0,80}?"
     r"\b(?:kill|crash|die|died|dies"
     r"|OOM|memory|RAM)"
     r"|\b(?:kill|crash|die|died|dies|OOM|memory|RAM)\w{0,4}\b[^.!?\n]{0,80}?(?:\b(?:GPU|VRAM"
@@ -155,6 +156,13 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"|\b(?:trigger|triggers|triggered|make|makes|cause|causes|caused|hit|hits) system "
             r"OOM\b"
             r"|\bswap(?: memory)? grows\b[^.\n]{0,60}?\buntil (?:it )?crash(?:es|ed|ing)?\b"
+            # "the app is killed by the system because of OOM"; "The instance on fly.io ran out
+            # of memory".
+            r"|\bkilled by (?:the )?(?:system|kernel|OS) (?:because of|due to) (?:an? )?"
+            r"(?:OOM|out[- ]of[- ]memory)\b"
+            r"|\b(?:the|my|our) (?:instance|droplet|VM|dyno|container|machine|server)"
+            r"(?: on [\w.-]{1,20})? (?:ran|runs|is running|was running|keeps running) out of "
+            r"(?:memory|RAM)\b"
             # "the cpu memory occupation suddenly increased (from ~350G to OOM)".
             r"|\b(?:cpu|host|system) memory(?: occupation| usage| use)?\b[^.\n]{0,60}?"
             r"\bto OOM\b"

@@ -47,6 +47,7 @@ from gpubot.knowledge.oom.scan import (
     find_first,
     log_lines,
 )
+from gpubot.knowledge.oom.told_device import told_oom_device
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
@@ -57,6 +58,10 @@ _SIGKILL_EXIT = 137  # 128 + SIGKILL
 # with no GPU evidence, of the log's tail: a number reader never sees a megabyte.
 NUMBERS_CHARS = 16 * 1024
 NUMBERS_TAIL_CHARS = 64 * 1024
+# The families of an OOM told in words only (told_device), on the card or on the host.
+TOLD_ON_THE_CARD = "gpu_oom_told_in_words"
+TOLD_ON_THE_HOST = "host_oom_told_in_words"
+
 # Memory words this close to a named failure's own lines (its message, the traceback and
 # hints printed around it) are taken as part of it.
 EXPLAINED_SPAN = 6
@@ -376,6 +381,19 @@ def _worker_died(f: Facts) -> Verdict | None:
     return Verdict("killed_unknown", f.worker_died.family.name, "medium", f.worker_died.lines)
 
 
+def _told_in_words(f: Facts) -> Verdict | None:
+    """Memory words no family explains, one of them a sentence reporting an OOM, placed on
+    the card or the host by what the lines around it name: low confidence (words only)."""
+    if f.memory_words is None:
+        return None
+    found = told_oom_device(f.stripped, f.memory_words.lines)
+    if found is None:
+        return None
+    cls, lines = found
+    family = TOLD_ON_THE_CARD if cls == "cuda_oom" else TOLD_ON_THE_HOST
+    return Verdict(cls, family, "low", lines)
+
+
 def _cannot_tell(f: Facts) -> Verdict | None:
     if f.memory_words is None:
         return None
@@ -423,6 +441,9 @@ RULES: tuple[Rule, ...] = (
     Rule("other_failure", _negative),
     # A supervisor (Ray, Jupyter) saw its worker die and names no cause: died, cause unknown.
     Rule("worker_died", _worker_died),
+    # An OOM reported in words only, with the card or the host named around it: say which,
+    # at low confidence.
+    Rule("oom_told_in_words", _told_in_words),
     # Memory words and no family that explains them: say so, never "not an OOM".
     Rule("cannot_tell", _cannot_tell),
     Rule("nothing", _nothing),

@@ -124,10 +124,8 @@ BLIND18_MISSES: dict[str, str] = {
     "labelled host_oom_killed, answered killed_unknown (medium)",
 }
 # The nineteenth part (zi-), forum and Q&A pages besides issues, measured before any rule was
-# changed for it: 23 of 29 (79.3 %). Three families are fixed; these are left.
+# changed for it: 23 of 29 (79.3 %). Four misses are fixed; these are left.
 BLIND19_MISSES: dict[str, str] = {
-    "zi-004": "gpu_oom_in_prose: a cudaMalloc OOM told only in prose beside an NVML assert, "
-    "labelled cuda_oom, answered cannot_tell (low)",
     "zi-007": "sigkill_memory_in_words: a kill 'and the message is out of memory' asked in a "
     "title, labelled host_oom_killed, answered killed_unknown (medium)",
     "zi-018": "sigkill_memory_in_words: a DataLoader worker's kill cured by more host RAM, "
@@ -147,9 +145,9 @@ BLIND20_MISSES: dict[str, str] = {
 }
 # The twenty-first part (zk-), threads in Chinese and from Chinese model repositories, measured
 # before any rule was changed for it: 46 of 53 (86.8 %); all seven misses are fixed.
-# The twenty-second part (zl-), the thinnest classes and hard negatives with memory words,
-# measured before any rule was changed for it: 36 of 54 (66.7 %). Eleven misses are fixed; these
-# are left, each answered cannot_tell.
+# The twenty-second part (zl-), the thinnest classes and hard negatives with memory words, measured
+# before any rule was changed for it: 36 of 54 (66.7 %). Twelve misses are fixed; these are left,
+# each answered cannot_tell.
 BLIND22_MISSES: dict[str, str] = {
     "zl-008": "torch_shm_file: a storage shared by filename into a 1 GB /dev/shm, told as 'out of "
     "memory' in prose, labelled shm_exhausted",
@@ -157,7 +155,6 @@ BLIND22_MISSES: dict[str, str] = {
     "host_oom_killed",
     "zl-034": "oom_in_prose: a GPU node that 'ran out of memory' and a node-pressure eviction "
     "told in prose, labelled host_oom_killed",
-    "zl-039": "gpu_oom_in_prose: a GPU OOM told only in prose, labelled cuda_oom",
     "zl-041": "gpu_oom_in_prose: a GPU OOM told only in prose, labelled cuda_oom",
     "zl-044": "hard_negative: InfiniBand's registration refused under a low ulimit -l",
     "zl-050": "hard_negative: TensorRT skipping one tactic for its scratch, only a warning",
@@ -299,9 +296,9 @@ BLIND46_MISSES: dict[str, str] = {
     "yj-039": "per_allocation_cap: labelled not_oom, answered cuda_oom (high)",
     "yj-040": "tiny_request_broken_runtime: labelled not_oom, answered cannot_tell (low)",
 }
-# The forty-seventh part (yk-), host kills told in people's sentences in data pipelines,
-# measured before any rule was changed for it: 14 of 29 (48.3 %). Eight misses are fixed; these
-# seven are left, none of them a confident answer.
+# The forty-seventh part (yk-), host kills told in people's sentences in data pipelines, measured
+# before any rule was changed for it: 14 of 29 (48.3 %). Eight misses are fixed; these seven are
+# left, none of them a confident answer.
 BLIND47_MISSES: dict[str, str] = {
     "yk-003": "absurd_host_request: labelled not_oom, answered cannot_tell (low)",
     "yk-008": "cured_by_more_memory: labelled host_oom_killed, answered not_oom (low)",
@@ -331,11 +328,10 @@ BLIND50_MISSES: dict[str, str] = {
     "yn-041": "hard_negative: labelled not_oom, answered host_oom_killed (medium)",
 }
 # The fifty-first part (yo-), model serving and ML platforms on Kubernetes and in containers,
-# measured before any rule was changed for it: 34 of 45 (75.6 %). Seven misses are fixed; these
-# four are left.
+# measured before any rule was changed for it: 34 of 45 (75.6 %). 8 misses are fixed; these are
+# left.
 BLIND51_MISSES: dict[str, str] = {
     "yo-009": "sigkill_with_guess: labelled killed_unknown, answered cannot_tell (low)",
-    "yo-023": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yo-040": "gpu_allocator_warning: labelled not_oom, answered cuda_oom (medium)",
     "yo-043": "sigkill_with_guess: labelled killed_unknown, answered not_oom (medium)",
 }
@@ -347,27 +343,23 @@ BLIND52_MISSES: dict[str, str] = {
     "yp-022": "pinned_host_memory: labelled not_oom, answered cannot_tell (low)",
 }
 # The fifty-third part (yq-), memory failures as operators see them in system logs, container
-# runtimes, Kubernetes events and monitoring, measured before any rule was changed for it: 29 of
-# 44 (65.9 %). Ten misses are fixed; these five are left.
+# runtimes, Kubernetes events and monitoring, measured before any rule was changed for it: 29 of 44
+# (65.9 %). 11 misses are fixed; these are left.
 BLIND53_MISSES: dict[str, str] = {
     "yq-009": "sigkill_with_guess: labelled killed_unknown, answered host_oom_killed (medium)",
     "yq-010": "memory_kill_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yq-020": "memory_overuse_no_kill: labelled not_oom, answered cannot_tell (low)",
     "yq-021": "hard_negative: labelled not_oom, answered host_oom_killed (high)",
-    "yq-027": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
-# The fifty-fourth part (yr-), 2023-2026 threads of mainstream training libraries, measured
-# before any rule was changed for it: 40 of 48 (83.3 %). Six misses are fixed; these two are
-# left.
+# The fifty-fourth part (yr-), 2023-2026 threads of mainstream training libraries, measured before
+# any rule was changed for it: 40 of 48 (83.3 %). 7 misses are fixed; these are left.
 BLIND54_MISSES: dict[str, str] = {
     "yr-034": "host_memory_measured: labelled host_oom_killed, answered killed_unknown (medium)",
-    "yr-046": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
 }
 # The fifty-sixth part (yt-), forums, Q&A sites and repositories the corpus had not reached,
-# measured before any rule was changed for it: 26 of 38 (68.4 %). Seven misses are fixed; these
-# five are left.
+# measured before any rule was changed for it: 26 of 38 (68.4 %). 8 misses are fixed; these are
+# left.
 BLIND56_MISSES: dict[str, str] = {
-    "yt-007": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "yt-008": "shm_not_full: labelled not_oom, answered cannot_tell (low)",
     "yt-020": "shm_in_prose: labelled shm_exhausted, answered not_oom (low)",
     "yt-028": "sigkill_no_cause: labelled killed_unknown, answered not_oom (low)",
@@ -533,10 +525,9 @@ BLIND78_MISSES: dict[str, str] = {
 }
 # The seventy-ninth part (xq-), GPU out of memory in the newest stacks (PyTorch 2.5 to 2.9 with
 # allocator numbers, torch.compile, vLLM, SGLang, TensorRT, Diffusers video models, JAX), measured
-# after blind75's to blind78's rules and before any rule was changed for it: 22 of 31 (71.0 %).
-# Six misses are fixed; these are left.
+# after blind75's to blind78's rules and before any rule was changed for it: 22 of 31 (71.0 %). 7
+# misses are fixed; these are left.
 BLIND79_MISSES: dict[str, str] = {
-    "xq-012": "told_gpu_oom_in_words: cuda_oom, answered cannot_tell (low)",
     "xq-017": "spurious_oom_cured_by_driver_rollback: not_oom, answered cuda_oom (high)",
     "xq-020": "silent_exit_cured_by_swap: host_oom_killed, answered not_oom (low)",
 }
@@ -645,10 +636,9 @@ BLIND91_MISSES: dict[str, str] = {
     "wc-041": "sigkill_timeout: not_oom, answered killed_unknown (medium)",
 }
 # The ninety-second part (wd-), incidents on GPU clusters and ML platforms (Kubernetes, Slurm, Ray,
-# Dask, SageMaker, Vertex AI, Azure ML, TPU pods), gathered beside blind91, measured before any rule
-# was changed for it: 24 of 31 (77.4 %). Three misses are fixed; these are left.
+# Dask, SageMaker, Vertex AI, Azure ML, TPU pods), gathered beside blind91, measured before any
+# rule was changed for it: 24 of 31 (77.4 %). 4 misses are fixed; these are left.
 BLIND92_MISSES: dict[str, str] = {
-    "wd-009": "cuda_oom_told_in_prose: cuda_oom, answered cannot_tell (low)",
     "wd-020": "dask_killedworker_guess: killed_unknown, answered cannot_tell (low)",
     "wd-021": "dask_killedworker_no_cause: killed_unknown, answered cannot_tell (low)",
     "wd-031": "srun_teardown_after_exit1: not_oom, answered killed_unknown (medium)",
@@ -683,12 +673,11 @@ BLIND95_MISSES: dict[str, str] = {
 }
 # The ninety-sixth part (wh-), LLM fine-tuning and inference tooling from 2025 and 2026 (unsloth,
 # LLaMA-Factory, DeepSpeed, ms-swift, Ollama, vLLM, SGLang, ComfyUI), gathered beside blind95,
-# measured before any rule was changed for it: 25 of 31 (80.6 %). Two misses are fixed; these are
+# measured before any rule was changed for it: 25 of 31 (80.6 %). 3 misses are fixed; these are
 # left.
 BLIND96_MISSES: dict[str, str] = {
     "wh-012": "offload_killed_host_ram_told: host_oom_killed, answered not_oom (low)",
     "wh-013": "fsdp_ranks_full_copy_host_oom: host_oom_killed, answered cannot_tell (low)",
-    "wh-014": "offload_dataloader_fork_host_oom: host_oom_killed, answered cannot_tell (low)",
     "wh-016": "offload_sigkill_reporter_guess: killed_unknown, answered cannot_tell (low)",
 }
 # The ninety-seventh part (wi-), host memory kills and their lookalikes in data engineering and
@@ -712,16 +701,14 @@ BLIND98_MISSES: dict[str, str] = {
 }
 # The ninety-ninth part (wk-), deaths as schedulers and orchestrators report them (kubectl describe
 # and pod status, Slurm accounting, Nextflow, Ray, AWS Batch, SageMaker, Vertex AI), gathered
-# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %). 4 misses are
+# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %). 6 misses are
 # fixed; these are left.
 BLIND99_MISSES: dict[str, str] = {
     "wk-005": "kuberay_head_killed_no_cause: killed_unknown, answered not_oom (low)",
     "wk-006": "slurm_node_fail_staff_oom_finding: host_oom_killed, answered cannot_tell (low)",
     "wk-007": "aws_batch_oom_more_memory: host_oom_killed, answered cannot_tell (low)",
     "wk-013": "vertex_pipeline_oom_machine_type: host_oom_killed, answered cannot_tell (low)",
-    "wk-014": "sagemaker_oom_compile_ram: host_oom_killed, answered cannot_tell (low)",
     "wk-017": "exit137_reporter_confirms_ram: host_oom_killed, answered killed_unknown (medium)",
-    "wk-019": "ecs_container_died_oom: host_oom_killed, answered cannot_tell (low)",
 }
 # The hundredth part (wl-), shared memory in containers and deaths with no cause shown
 # (PostgreSQL's segments in Docker, DataLoader bus errors, exit 137 in CI, WSL), gathered beside
@@ -733,11 +720,9 @@ BLIND100_MISSES: dict[str, str] = {
 # The hundred-and-first part (wm-), GPU memory in multi-GPU training from 2023 to 2026 (FSDP,
 # DeepSpeed, Megatron, torchrun, accelerate, ColossalAI) and its lookalikes (NCCL errors and
 # timeouts, a rank's crash, the launcher's teardown), measured before any rule was changed for it
-# and after blind97 to blind100's rules: 23 of 30 (76.7 %; 70.0 % before those rules). 6 misses are
-# fixed; these are left.
-BLIND101_MISSES: dict[str, str] = {
-    "wm-024": "prose_cuda_oom_checkpoint_load: cuda_oom, answered cannot_tell (low)",
-}
+# and after blind97 to blind100's rules: 23 of 30 (76.7 %; 70.0 % before those rules). All 7 misses
+# are fixed.
+BLIND101_MISSES: dict[str, str] = {}
 # The hundred-and-second part (wn-), host memory kills of services outside ML told by maintainers
 # and operators (databases, Node, Go and Rust builds, Kubernetes operators) and their lookalikes
 # (runtime heaps, full disks, signals), gathered beside blind101, measured before any rule was
@@ -752,9 +737,8 @@ BLIND102_MISSES: dict[str, str] = {
 # to 2026 with the evidence each thread gives (describe output, dmesg, driver messages, the
 # maintainer's finding), every class and Xid, ECC and driver lookalikes, measured after blind97 to
 # blind102's rules and before any rule was changed for it: 17 of 30 (56.7 %, the same before those
-# rules). 7 misses are fixed; these are left.
+# rules). 8 misses are fixed; these are left.
 BLIND103_MISSES: dict[str, str] = {
-    "wo-011": "injected_gpu_oom: cuda_oom, answered cannot_tell (low)",
     "wo-012": "prose_gpu_overcommit: cuda_oom, answered not_oom (low)",
     "wo-019": "node_event_log_oom_kill: host_oom_killed, answered cannot_tell (low)",
     "wo-022": "engine_died_guess_oom: killed_unknown, answered cannot_tell (low)",
@@ -784,49 +768,26 @@ BLIND105_MISSES: dict[str, str] = {
 # The hundred-and-sixth part (wr-), container runtimes and platforms reporting a death by exit code
 # and signal (docker inspect, containerd, systemd, podman, Nomad, ECS, Cloud Run, Heroku, Fly.io,
 # Render) and their lookalikes (SIGTERM, health checks, deploys), measured after blind97 to
-# blind105's rules and before any rule was changed for it: 16 of 30 (53.3 %).
+# blind105's rules and before any rule was changed for it: 16 of 30 (53.3 %). 8 misses are fixed;
+# these are left.
 BLIND106_MISSES: dict[str, str] = {
     "wr-002": "docker_stop_sigterm_ignored_137: not_oom, answered killed_unknown (medium)",
-    "wr-003": "cloud_run_memory_limit_exceeded: host_oom_killed, answered cannot_tell (low)",
     "wr-004": "render_ran_out_of_memory: host_oom_killed, answered cannot_tell (low)",
-    "wr-005": "swarm_unhealthy_container_137: not_oom, answered killed_unknown (medium)",
-    "wr-010": "railway_restart_oom_statement: host_oom_killed, answered cannot_tell (low)",
-    "wr-013": "nomad_lost_alloc_force_kill_137: not_oom, answered killed_unknown (medium)",
-    "wr-014": "docker_137_cured_by_more_ram: host_oom_killed, answered killed_unknown (medium)",
-    "wr-015": "paas_oom_statement: host_oom_killed, answered killed_unknown (medium)",
     "wr-021": "flyio_scale_memory_oom: host_oom_killed, answered cannot_tell (low)",
-    "wr-022": "cloud_run_memory_limit_exceeded: host_oom_killed, answered cannot_tell (low)",
     "wr-023": "docker_exec_137_no_cause: killed_unknown, answered not_oom (medium)",
-    "wr-024": "flyio_oom_cured_by_scale: host_oom_killed, answered cannot_tell (low)",
     "wr-025": "podman_oom_killer_child: host_oom_killed, answered cannot_tell (low)",
     "wr-029": "paas_build_137_cured_by_memory: host_oom_killed, answered killed_unknown (medium)",
 }
 # The hundred-and-seventh part (ws-), PyTorch's CUDA out-of-memory messages with the allocator's
 # numbers near the fragmentation floor and CUDA errors that mention memory but are not exhaustion,
 # gathered beside blind106, measured after blind97 to blind105's rules and before any rule was
-# changed for it: 29 of 30 (96.7 %).
-BLIND107_MISSES: dict[str, str] = {
-    "ws-020": "gpu_oom_prose_cured_by_less_memory: cuda_oom, answered cannot_tell (low)",
-}
+# changed for it: 29 of 30 (96.7 %). Its one miss is fixed.
+BLIND107_MISSES: dict[str, str] = {}
 # The hundred-and-eighth part (wt-), OOMs told only in prose in 2025 and 2026 threads (titles and
 # sentences with the reporter's hardware) and prose lookalikes (feature requests, settings, advice,
 # guesses), gathered beside blind106, measured after blind97 to blind105's rules and before any
-# rule was changed for it: 6 of 38 (15.8 %).
+# rule was changed for it: 6 of 38 (15.8 %). 15 misses are fixed; these are left.
 BLIND108_MISSES: dict[str, str] = {
-    "wt-003": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-004": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-005": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-007": "prose_oom_maintainer_vram_requirement: cuda_oom, answered cannot_tell (low)",
-    "wt-008": "prose_oom_cured_by_smaller_batch: cuda_oom, answered cannot_tell (low)",
-    "wt-009": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-010": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-011": "prose_oom_title_only: cuda_oom, answered cannot_tell (low)",
-    "wt-012": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-013": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-014": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
-    "wt-015": "prose_oom_title_only: cuda_oom, answered cannot_tell (low)",
-    "wt-016": "prose_oom_title_only: cuda_oom, answered cannot_tell (low)",
-    "wt-017": "prose_kv_cache_oom: cuda_oom, answered cannot_tell (low)",
     "wt-018": "prose_ram_full_freeze: host_oom_killed, answered not_oom (low)",
     "wt-019": "prose_cured_by_more_swap: host_oom_killed, answered cannot_tell (low)",
     "wt-022": "prose_ram_full_freeze: host_oom_killed, answered not_oom (low)",
@@ -844,7 +805,6 @@ BLIND108_MISSES: dict[str, str] = {
     "wt-034": "pr_memory_message: not_oom, answered cannot_tell (low)",
     "wt-036": "crash_guess_oom_no_log: killed_unknown, answered cannot_tell (low)",
     "wt-037": "prose_oom_maintainer_vram_requirement: cuda_oom, answered cannot_tell (low)",
-    "wt-038": "prose_pod_oomkilled: host_oom_killed, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,

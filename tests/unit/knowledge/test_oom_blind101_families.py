@@ -79,7 +79,11 @@ def test_an_exabyte_request_is_absurd() -> None:
         # A condition before the words is not a report.
         ("If you get CUDA OOM during training, lower the batch size.\n", "cuda_oom"),
         # A title's "GPU OOM" with the host's memory climbing in the body is not the card's.
-        ("rank 0 GPU OOM while training with DDP\n", "cuda_oom"),
+        (
+            "rank 0 GPU OOM while training with DDP\nThe rank 0 process is killed by the system "
+            "after several hours; RSS MEM USE: 212.04G\n",
+            "cuda_oom",
+        ),
         # A RAM constraint with nothing that died beside it is not a kill.
         ("It was due to a RAM constraint that we chose the smaller model.\n", "host_oom_killed"),
     ],
