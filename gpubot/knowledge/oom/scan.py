@@ -42,7 +42,7 @@ HARD_WRAP_MIN = 72  # a line at least this long, ending mid-sentence, was cut at
 # at most this many of them and this many characters, the last ones: a log that repeats a
 # word on every line (a hostile one, or a retry loop) costs no more than that per family.
 MAX_CANDIDATE_LINES = 4096
-MAX_CANDIDATE_CHARS = 64 * 1024
+MAX_CANDIDATE_CHARS = 32 * 1024
 # A traceback printed around an error line is followed this far at most, either way.
 MAX_TRACEBACK_LINES = 80
 
