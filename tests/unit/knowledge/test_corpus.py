@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind108` entries they miss are listed in HOLDOUT_MISSES … BLIND108_MISSES
+`blind3` to `blind112` entries they miss are listed in HOLDOUT_MISSES … BLIND112_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -806,6 +806,72 @@ BLIND108_MISSES: dict[str, str] = {
     "wt-036": "crash_guess_oom_no_log: killed_unknown, answered cannot_tell (low)",
     "wt-037": "prose_oom_maintainer_vram_requirement: cuda_oom, answered cannot_tell (low)",
 }
+# The hundred-and-ninth part (wu-), LLM inference and fine-tuning threads of 2025 and 2026 (vLLM,
+# SGLang, llama.cpp, transformers, ComfyUI and their kin) in every class, measured after blind97 to
+# blind108's rules and before any rule was changed for it: 21 of 30 (70.0 %).
+BLIND109_MISSES: dict[str, str] = {
+    "wu-005": "silent_crash_guess_refuted: killed_unknown, answered not_oom (low)",
+    "wu-006": "pr_raise_shm_size: shm_exhausted, answered cannot_tell (low)",
+    "wu-008": "silent_exit_commenter_guess: killed_unknown, answered cannot_tell (low)",
+    "wu-009": "kv_pool_slot_accounting: not_oom, answered cannot_tell (low)",
+    "wu-019": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "wu-020": "exit137_reporter_guess: killed_unknown, answered host_oom_killed (medium)",
+    "wu-027": "title_oom_traceback_cut: cuda_oom, answered not_oom (low)",
+    "wu-029": "bare_killed_ram_logged: killed_unknown, answered not_oom (low)",
+    "wu-030": "shm_feature_request_risk: not_oom, answered shm_exhausted (high)",
+}
+# The hundred-and-tenth part (wv-), Kubernetes and Slurm operators' reports of pods and jobs
+# killed, evicted or stopped, and their lookalikes (drains, probes, preemption, time limits),
+# gathered beside blind109, measured after blind97 to blind108's rules and before any rule was
+# changed for it: 21 of 30 (70.0 %).
+BLIND110_MISSES: dict[str, str] = {
+    "wv-003": "oomkilled_label_on_sigterm_drain: not_oom, answered host_oom_killed (high)",
+    "wv-008": "pod_killed_no_cause: killed_unknown, answered host_oom_killed (high)",
+    "wv-014": "slurm_mem_limit_maintainer_finding: host_oom_killed, answered not_oom (low)",
+    "wv-010": "container_oom_event_kill: host_oom_killed, answered cannot_tell (low)",
+    "wv-018": "vllm_k8s_gpu_oom_prose: cuda_oom, answered cannot_tell (low)",
+    "wv-020": "kubelet_memory_eviction: host_oom_killed, answered cannot_tell (low)",
+    "wv-021": "prose_memory_growth_pod_crash: host_oom_killed, answered not_oom (low)",
+    "wv-024": "liveness_probe_137: not_oom, answered killed_unknown (medium)",
+    "wv-027": "prose_oom_workers: host_oom_killed, answered not_oom (low)",
+}
+# The hundred-and-eleventh part (ww-), OOMs told in the reporter's or a maintainer's own words
+# without the stock message, and memory talk without an OOM (leaks, settings, guesses), gathered
+# beside blind109, measured after blind97 to blind108's rules and before any rule was changed for
+# it: 17 of 31 (54.8 %).
+BLIND111_MISSES: dict[str, str] = {
+    "ww-001": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "ww-002": "prose_host_ram_oom: host_oom_killed, answered cannot_tell (low)",
+    "ww-004": "prose_oom_with_gpu_model: cuda_oom, answered not_oom (low)",
+    "ww-006": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "ww-015": "oom_feature_request: not_oom, answered cannot_tell (low)",
+    "ww-016": "oom_feature_request: not_oom, answered cuda_oom (low)",
+    "ww-020": "machine_freeze_ram_full: host_oom_killed, answered not_oom (low)",
+    "ww-021": "maintainer_finding_host_ram: host_oom_killed, answered not_oom (low)",
+    "ww-022": "ram_fill_system_crash: host_oom_killed, answered not_oom (low)",
+    "ww-023": "killed_with_ram_told: host_oom_killed, answered killed_unknown (medium)",
+    "ww-024": "crash_after_memory_warning: killed_unknown, answered not_oom (low)",
+    "ww-033": "killed_with_memory_full_told: host_oom_killed, answered killed_unknown (medium)",
+    "ww-034": "prose_oom_with_gpu_model: cuda_oom, answered cannot_tell (low)",
+    "ww-037": "pr_raise_shm: shm_exhausted, answered cannot_tell (low)",
+}
+# The hundred-and-twelfth part (wx-), stacks other than PyTorch's message (JAX and XLA, Paddle,
+# ROCm, Metal and MLX, DirectML, ONNX Runtime, TensorRT, DeepSpeed, NCCL) and their lookalikes,
+# gathered beside blind109, measured after blind97 to blind108's rules and before any rule was
+# changed for it: 19 of 30 (63.3 %).
+BLIND112_MISSES: dict[str, str] = {
+    "wx-004": "single_allocation_cap: not_oom, answered cuda_oom (high)",
+    "wx-006": "metal_command_buffer_oom_prose: cuda_oom, answered not_oom (high)",
+    "wx-008": "tensorrt_skipping_tactic_notice: not_oom, answered cannot_tell (low)",
+    "wx-010": "xla_recovered_resource_exhausted: not_oom, answered cannot_tell (low)",
+    "wx-012": "xla_bfc_allocator_limit: cuda_oom, answered cannot_tell (low)",
+    "wx-030": "hsa_out_of_resources_unsupported_gpu: not_oom, answered cannot_tell (low)",
+    "wx-033": "tensorrt_build_oom_prose: cuda_oom, answered cannot_tell (low)",
+    "wx-036": "megatron_long_context_oom_prose: cuda_oom, answered cannot_tell (low)",
+    "wx-037": "xla_oom_prose: cuda_oom, answered cannot_tell (low)",
+    "wx-038": "deepspeed_zero3_oom_prose: cuda_oom, answered not_oom (low)",
+    "wx-039": "paddle_resource_exhausted_gpu: cuda_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -913,6 +979,10 @@ KNOWN_MISSES = {
     **BLIND106_MISSES,
     **BLIND107_MISSES,
     **BLIND108_MISSES,
+    **BLIND109_MISSES,
+    **BLIND110_MISSES,
+    **BLIND111_MISSES,
+    **BLIND112_MISSES,
 }
 
 
@@ -1003,6 +1073,10 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind106")
     splits = (*splits, "blind107")
     splits = (*splits, "blind108")
+    splits = (*splits, "blind109")
+    splits = (*splits, "blind110")
+    splits = (*splits, "blind111")
+    splits = (*splits, "blind112")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1112,6 +1186,10 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind106" for key in BLIND106_MISSES)
     assert all(split[key] == "blind107" for key in BLIND107_MISSES)
     assert all(split[key] == "blind108" for key in BLIND108_MISSES)
+    assert all(split[key] == "blind109" for key in BLIND109_MISSES)
+    assert all(split[key] == "blind110" for key in BLIND110_MISSES)
+    assert all(split[key] == "blind111" for key in BLIND111_MISSES)
+    assert all(split[key] == "blind112" for key in BLIND112_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
