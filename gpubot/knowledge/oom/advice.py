@@ -374,6 +374,12 @@ OTHER: dict[str, tuple[str, ...]] = {
         "left faults when it is first written. Free space on that filesystem (or give the "
         "container a larger one); /dev/shm is not the cause.",
     ),
+    "kv_pool_accounting": (
+        "The serving engine refused the batch while it reported at least as many KV-cache "
+        "tokens available (free plus evictable) as the batch asked for: its pool accounting "
+        "failed, the GPU's memory was not exhausted. Report it to the engine with the "
+        "scheduler's log; lowering the batch size or --mem-fraction-static will not fix it.",
+    ),
     "xpu_allocation_size_cap": (
         "An Intel GPU refuses a single allocation of 4 GiB or more by default, with memory "
         "free on the card; PyTorch reports it as 'XPU out of memory'. Split the tensor (or "

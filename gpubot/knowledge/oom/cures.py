@@ -121,7 +121,11 @@ KILL_FOR_WANT_OF_MEMORY = Family(
     _p(
         r"\b(?:does not|doesn't|did not|didn't|won't|will not|cannot|can't) (?:work|run|fit"
         r"|finish|complete)\b[^\n]{0,80}?\b(?:due to|because of) (?:insufficient|not enough"
-        r"|a lack of|lack of|limited) (?:host |system )?(?:memory|RAM)\b",
+        r"|a lack of|lack of|limited) (?:host |system )?(?:memory|RAM)\b"
+        # "It's the 32GB RAM that's the issue"; "you don't have enough RAM to run it".
+        r"|\b(?:it'?s|it is) the \d{1,4} ?(?:GB|G) (?:of )?(?:system )?RAM (?:that'?s|that is"
+        r"|which is) the (?:issue|problem)\b"
+        r"|\byou (?:do not|don't) have enough (?:system )?(?:RAM|memory) to (?:run|load)\b",
         _I,
     ),
     unless=_p(r"\b(?:GPU|VRAM|CUDA)\b|\u663e\u5b58|\b(?:maybe|might|perhaps|could)\b", _I),

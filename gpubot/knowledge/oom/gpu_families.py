@@ -112,6 +112,10 @@ GPU_OOM: tuple[Family, ...] = (
             + r"|pinned memory \(\d{1,20} bytes\) could not be allocated",
             _I,
         ),
+        # A request over the runtime's cap on one allocation, said so beside the error: the
+        # cap refused it, not a full card (not_memory_limits.ALLOCATION_SIZE_CAP).
+        unless_near=_p(r"\bsingle[- ]allocation (?:cap|limit)\b", re.IGNORECASE),
+        unless_span=4,
     ),
     Family(
         "cudnn_cublas_alloc_failed",
@@ -175,7 +179,9 @@ GPU_OOM: tuple[Family, ...] = (
             # TF1's "ResourceExhaustedError (see above for traceback): OOM" and the tensors
             # report_tensor_allocations_upon_oom lists on the GPU's BFC allocator.
             r"|ResourceExhaustedError\b[^\n]{0,200}?\bOOM\b"
-            r"|Current usage from device: \S{0,160}, allocator: GPU_\d{1,3}_bfc",
+            r"|Current usage from device: \S{0,160}, allocator: GPU_\d{1,3}_bfc"
+            # The BFC allocator's chunk map, which it prints only after a failed allocation.
+            r"|\bbfc_allocator\.cc:\d{1,5}\] \*{20,}_{0,200}\s*$",
             _I,
         ),
         wraps=True,
@@ -259,6 +265,13 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\bcaus(?:e|es|ed|ing) (?:an? )?OOM (?:for|on) (?:a |an |the |my )?(?:GPU|card)\b"
             r"|\b(?:runs?|ran|running) out of memory on (?:the )?GPU\b"
             r"|\bHBM (?:OOM|Out[- ]of[- ]Memory)\b"
+            # The exception named as prose writes it: "raises the CudaOutOfMemory exception",
+            # "still gives CUDA-out-of-memory issue"; "it just blow my h200's 140GB VRAM";
+            # "out of memory on RTX4070 12G".
+            r"|\bCudaOutOfMemory\b|\bCUDA-out-of-memory\b"
+            r"|\bblow(?:s|n)? (?:up )?(?:my|the|all)\b[^.\n]{0,30}?\bVRAM\b"
+            r"|\bout of memory on (?:an? |my |the |\d ?x ?)?(?:GPUs?|RTX ?\d{3,4}\w{0,3}"
+            r"|GTX ?\d{3,4}\w{0,3}|A100|A800|H100|H200|V100|A10G?|L40S?|A6000|T4)\b"
             r"|\bGPU memory (?:is|was|gets|got|became|becomes|were) (?:near(?:ly)? |almost "
             r"|completely |totally )?(?:exhausted|full|used up|maxed out|insufficient)\b"
             # "I ran rsc.tl.embedding_density and had an out of memory error via CUDA".
@@ -271,6 +284,21 @@ GPU_OOM: tuple[Family, ...] = (
             r"|dies|died|fails|failed)\b",
             _I,
         ),
+        unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
+    ),
+    # A crash put down to the card's memory, in a sentence a PR may wrap: "fixes the SIGABRT
+    # on com.Metal.CompletionQueueDispatch when loading / large image models under GPU
+    # memory pressure".
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(
+            r"\b(?:SIGABRT|SIGSEGV|crash(?:es|ed)?|abort(?:s|ed)?|fail(?:s|ed|ures?)?)\b"
+            r"(?:[^.\n]|\.(?=\w)){0,100}?\bunder (?:GPU|VRAM|device) memory pressure\b",
+            _I,
+        ),
+        wraps=True,
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
     ),
     # An OOM said to happen, with the card's memory named beside it: "OOM happens in second

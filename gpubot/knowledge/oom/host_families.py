@@ -93,8 +93,16 @@ HOST: tuple[Family, ...] = (
             r"|\b[Ii] suspect\b[^\n]{0,100}?\bOOM ?[Kk]ill"
             r"|\bOOM ?[Kk]ill\w{0,3},? but I'?m not sure"
             r"|\b(?:should|would|could|must|expected to) (?:have )?(?:be|been|get|gotten) "
-            r"(?i:OOM ?kill)",
+            r"(?i:OOM ?kill)"
+            # ... a cause considered and set aside ("I thought about a potential `OOMKilled`
+            # issue, but the graphs show ..."), or the word defined ("`OOMKilled` is a SIGKILL").
+            r"|\b(?:potential|thought about|thought it was)\b[^\n]{0,30}?\bOOM ?[Kk]ill"
+            r"|\bOOM ?[Kk]illed\W{0,2} is an? SIGKILL\b",
         ),
+        # The reason beside a SIGTERM's exit status (143): the kernel's OOM killer sends
+        # SIGKILL, so the reason is a stale counter, not this container's end.
+        unless_near=_p(r"\bexit ?code\W{0,5}143\b", re.IGNORECASE),
+        unless_span=2,
     ),
     Family(
         "kubelet_memory_eviction",

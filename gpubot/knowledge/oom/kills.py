@@ -60,7 +60,8 @@ SIGKILL = Family(
         # after it: "Killed`,so could anyone give some advice?".
         rf"|^{_WRAP}{{0,8}}{_KILLED}`[,.;:]?"
         rf"|(?:\d{{1,10}}|\]\+?)\s{{1,12}}{_KILLED}(?:\s|$)"  # "line 18:  36 Killed  python3"
-        rf"|(?:it/s|s/it)\]\s{{0,4}}{_KILLED}\s*$"  # glued to a tqdm progress bar
+        # glued to a tqdm progress bar ("it/s]Killed", datasets' "examples/s]Killed")
+        rf"|(?:it/s|s/it|\b[a-z]{{1,12}}/s)\]\s{{0,4}}{_KILLED}\s*$"
         rf"|\bETA:\s{{0,4}}\d{{1,6}}s\s{{0,4}}{_KILLED}\s*$"  # ... or to mmcv's
         r"|\bit (?:got |was |gets )?killed again\b"
         # "开始训练后不久自己kill了" (it killed itself soon after the training started).
@@ -228,12 +229,16 @@ WORKER_DIED = Family(
         r"|\bRemote RPC client disassociated\. Likely due to containers exceeding thresholds\b"
         r"|\bGradle build daemon disappeared unexpectedly\b"
         r"|\bprocess (?:was |got |gets |is )?killed without (?:an? |any )?(?:error )?"
-        r"(?:message|output|trace)\b",
-        _I,
+        r"(?:message|output|trace)\b"
+        # A program that stops with nothing printed: "Comfy crashes on stage load
+        # checkpoint no error msg", "ComfyUI Crashes Without Error at ... Node".
+        r"|^[^.\n]{0,60}?\bcrash(?:es|ed)?\b[^.\n]{0,60}?\bno error (?:msg|message|output)s?\b"
+        r"|\bcrash(?:es|ed)? without (?:any |an )?(?:error|message)s?\b(?! dialog)",
+        _I | re.MULTILINE,
     ),
     # A worker that exited with a status of its own (1, an ordinary error) was not killed;
     # "exit code None" is how Ray reports a process that ended on a signal.
-    unless=_p(r"\bexit code (?!None\b)-?\d", _I),
+    unless=_p(r"\bexit code (?!None\b)-?\d|\bexit(?:ed|s)? with code:? ?-?\d", _I),
 )
 
 # A launcher reporting its worker ended by SIGBUS ("exitcode: -7", "Signal 7 (SIGBUS)

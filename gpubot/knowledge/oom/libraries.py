@@ -174,9 +174,28 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(
-            r"Out of memory error on (?:GPU|XPU|NPU|MLU) \d{1,3}"
+            r"Out of memory error on (?:GPU|XPU|NPU|MLU)(?: \d{1,3}|\b)"
             r"|Cannot allocate " + _SIZE + r" memory on (?:GPU|XPU|NPU|MLU) \d{1,3}"
         ),
+    ),
+    # Paddle's allocator throwing BadAlloc, with a GPU kernel's Alloc in the C++ traceback
+    # below it ("phi::ScaleKernel<float, phi::GPUContext>").
+    Family(
+        "paddle_device_oom",
+        "cuda_oom",
+        "medium",
+        _p(r"instance of 'paddle::memory::allocation::BadAlloc'"),
+        near=_p(r"\bphi::GPUContext\b|\bplatform::CUDAPlace\b|\bGPUPlace\b"),
+        span=12,
+    ),
+    # SGLang's scheduler finding no room in its KV-cache pool for a batch's tokens: "Prefill
+    # out of memory. Try to lower your batch size." (the pool is the card's memory, sized at
+    # start; verdict._kv_pool_not_full reads the tokens it printed).
+    Family(
+        "serving_kv_pool_full",
+        "cuda_oom",
+        "medium",
+        _p(r"\b(?:Prefill|Decode) out of memory\. Try to lower your batch size\b"),
     ),
     # XGBoost's device caching allocator refusing a request: "Memory allocation error on
     # worker 3: Caching allocator" with "- Free memory: N" and "- Requested memory: N" below.

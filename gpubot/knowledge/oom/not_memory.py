@@ -50,7 +50,7 @@ LIVENESS = Family(
     "not_oom",
     "high",
     _p(
-        r"Liveness probe failed|failed liveness probe"
+        r"Liveness probe (?:failed|fails|failing|keeps failing)|failed liveness probe"
         # A startup probe that fails its threshold has the kubelet kill the container too.
         r"|Startup probe failed|failed startup probe"
         # ... told: "We have defined the liveness probe ... after performing a restart of the
@@ -286,7 +286,7 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\bThe caller indicates that this is not a failure\b"
             # TensorRT's builder skipping a tactic whose workspace does not fit, and going on.
             r"|\bDevice memory is insufficient to use tactic\b"
-            r"|\bSkipping tactic (?:0x)?[0-9a-f]{1,20} due to insuf{1,2}icient memory\b"
+            r"|Skipping tactic (?:0x)?[0-9a-f]{1,20} due to insuf{1,2}icient memory\b"
             r"|\bPausing worker\b|\bUnmanaged memory use is high\b"
             r"|\bMemory use is high but worker has no data to store to disk\b",
             _I,
@@ -299,6 +299,16 @@ NEGATIVE: tuple[Family, ...] = (
         "not_oom",
         "medium",
         _p(r"\bCan't initialize nvrm channel\b"),
+    ),
+    # ROCm's runtime failing to start on a GPU it does not support: rocminfo's
+    # "HSA_STATUS_ERROR_OUT_OF_RESOURCES" names its own resources, not exhausted memory.
+    Family(
+        "device_access_denied",
+        "not_oom",
+        "medium",
+        _p(r"\bHSA_STATUS_ERROR_OUT_OF_RESOURCES\b"),
+        near=_p(r"\brocminfo\b|\bnot supported by ROCm\b", re.IGNORECASE),
+        span=3,
     ),
     # A scheduler that found nowhere to run the work (too little unrequested memory, CPU or
     # GPU on every node): nothing started, so nothing ran out of memory.

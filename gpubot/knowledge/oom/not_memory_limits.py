@@ -107,6 +107,9 @@ LIMITS: tuple[Family, ...] = (
             # MuJoCo's arena for a step, a fixed size set in the model: "mj_stackAlloc: out of
             # memory, stack overflow ... max = 16777216".
             r"|\bmj_stackAlloc: out of memory, stack overflow\b"
+            # A runtime's cap on one allocation, named as what refused the request: "exceeds
+            # chipStar's single-allocation cap of 4294959104 bytes".
+            r"|\bexceed(?:s|ed)? [^\n]{0,40}?\bsingle[- ]allocation (?:cap|limit)\b"
         ),
     ),
     # Shared memory that could not be opened or made, for a reason other than space: /dev/shm

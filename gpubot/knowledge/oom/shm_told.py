@@ -35,6 +35,11 @@ SHM_TOLD: tuple[Family, ...] = (
             r"|/dev/shm\b(?: \([^)\n]{0,40}\))? (?:is|was|got|gets|became|becomes) (?:completely )?"
             r"(?:full|exhausted|filled up)\b"
             r"|\bfail(?:s|ed)?\b[^\n]{0,60}?\bwith /dev/shm (?:issues?|problems?|errors?)\b"
+            # "The accumulated DSM reached the limit of /dev/shm and fail subsequent
+            # requests"; a PR that fixes the "Shared Memory Limit error" its issue reported.
+            r"|\breach(?:ed|es)? the (?:size )?limit of /dev/shm\b"
+            r"|\b(?:fix(?:es|ed)?|address(?:es|ed)?|resolv(?:es|ed))\b[^\n]{0,240}?"
+            r"\bShared Memory Limit errors?\b"
             # ... or too small for the job: "default /dev/shm too small on podman to train".
             r"|/dev/shm`? (?:is |was )?(?:way |far |much )?too small (?:on|in|for|to)\b"
             # ... in Chinese, filled to the brim: "/dev/shm用满", "/dev/shm空间占用100%".

@@ -185,6 +185,33 @@ TOLD_CAUSES: tuple[Family, ...] = (
         span=3,
         unless=_HEDGE,
     ),
+    # A kill or crash put down to the host's memory limit or growth by whoever read the
+    # job's end: "you are just hitting the SLURM memory limits", "Prevent the worker
+    # container from being killed on OOM event", "crashed due to raylet's expanding memory
+    # usage", "the usage in RAM spikes up and makes the program crash", "filling up the RAM
+    # quite quickly before the crash", "added into ram = pc crashes at fill", the kubelet
+    # "complains memory pressure and evicting pods".
+    told_in_prose(
+        _p(
+            r"\bhitting (?:the |its |their |your |my )?(?:SLURM|job(?:'s)?|cgroup|container(?:'s)?"
+            r"|pod(?:'s)?) memory limits?\b"
+            r"|\bkilled on (?:an? )?(?:cgroup )?OOM events?\b"
+            r"|\b(?:crash(?:es|ed)?|died|dies|killed) due to (?:[\w-]{1,20}(?:'s)? ){0,2}"
+            r"(?:expanding|growing|increasing|rising|excessive|high) memory usage\b"
+            r"|\b(?:RAM|memory)(?: usage)? (?:spikes?|spiked|shoots?|shot) (?:up )?and "
+            r"(?:makes|made|causes|caused) (?:the |my )?(?:program|process|app|application"
+            r"|system|machine|PC|computer) (?:to )?crash"
+            r"|\bfill(?:s|ed|ing)? up (?:the |my |all )?(?:RAM|memory)\b[^.\n]{0,40}?"
+            r"\bbefore (?:the |it )?crash"
+            r"|\b(?:RAM|memory)\b[^.\n]{0,10}?\b(?:PC|computer|laptop|desktop|system|machine) "
+            r"crash(?:es|ed)? "
+            r"(?:at|when) (?:fill|full)\b"
+            r"|\bmemory pressure (?:and|then) (?:starts? |started )?evict(?:s|ed|ing)? "
+            r"(?:the |some |all )?pods\b",
+            _I,
+        ),
+        unless=_HEDGE,
+    ),
     # A swap or page file too small named as the OOM's cause: "Page file or swap file size
     # was set too low ... this is what was causing my OOM issue".
     told_in_prose(

@@ -21,12 +21,19 @@ from collections.abc import Sequence
 from gpubot.knowledge.oom.scan import OomClass
 
 MAX_REPORTS = 20
+MAX_TEMPLATE_LINES = 40  # where an issue template's headings are looked for
 CONTEXT = 5
 _SENTENCE_CHARS = 600
 
 _I = re.IGNORECASE | re.ASCII
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f\uff0c])")
+_SENTENCES = re.compile(
+    r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f\uff0c])"
+    # A report followed by its question: "48 GB VRAM OOM during inference - is this expected?",
+    # "... finetune 2b OOM, what can I do to avoid OOM?"
+    r"|(?:\s+[\u2014\u2013-]|,)\s+(?=(?:what|how|why|any|is|are|can|could|should|does|do)\b)",
+    re.IGNORECASE,
+)
 # The word as people write it: OOM and its inflections (a library's "out of memory" line is a
 # message no family knows, not a report); in Chinese, VRAM or memory short.
 # Capitals as people write the word, not a field's or a flag's name ("cg-oom-killed:0").
@@ -36,11 +43,14 @@ _OOM_CJK = re.compile("(?:\u663e\u5b58|\u986f\u5b58|\u5185\u5b58|\u5167\u5b58)\u
 _NOT_A_REPORT = re.compile(
     r"\b(?:prevent\w{0,3}|avoid\w{0,3}|eliminat\w{0,4}|mitigat\w{0,4}|countermeasures?"
     r"|possibility|might|may|could|maybe|perhaps|probably|likely|guess\w{0,2}|suspect\w{0,2}"
-    r"|if|whether|unless|in case|feature|opt-in|settings?|options?|flags?|detect\w{0,3}|log"
+    r"|if|whether|unless|in case|feature|opt-in|settings|options?|flags?|detect\w{0,3}|log"
+    # A setting as a noun, not "when setting nproc_per_node=8, the RAM runs out (OOM)".
+    r"|(?:the|a|an|this|that|its|OOM) setting"
     r"|logs|message|checks?|would|looks? like|seems?|shape of|instead of|rather than"
-    r"|estimat\w{1,4}|not|no|never|nothing|none|without|should|\w{1,8}n't)\b"
+    r"|estimat\w{1,4}|not|no|never|nothing|none|without|should|\w{1,8}n't"
+    r"|catch\w{0,3}|handl\w{1,3}|recover\w{0,3}|mechanisms?)\b"
     # An exit code's gloss ("52 (OOM)"), a table's row, a check that found none.
-    r"|\(OOM\)| \| |\u6ca1\u53d1\u751f|\u6c92\u767c\u751f|\u672a\u53d1\u751f",
+    r"|\b\d{1,3} ?\(OOM\)| \| |\u6ca1\u53d1\u751f|\u6c92\u767c\u751f|\u672a\u53d1\u751f",
     _I,
 )
 # A question is a report only when its speaker says it happened to them: "I'm getting OOM
@@ -54,7 +64,7 @@ _CARD = re.compile(
     r"\b(?:VRAM|GPUs?|GPU ?\d{3,4}\w{0,3}|CUDA|graphics cards?|video memory|KV[ -]?cache"
     r"|RTX ?\d{3,4}\w{0,3}|GTX ?\d{3,4}\w{0,3}"
     r"|[1-5]0[5-9]0(?: ?Ti)?|A100|A800|H100|H200|H800|B200|A10G?|L40S?|L4|T4|V100|A6000"
-    r"|MI\d{3}X?)\b|\u663e\u5b58|\u986f\u5b58|\u663e\u5361|\u986f\u5361",
+    r"|MI\d{3}X?|[TN]PUs?|Megatron|TensorRT)\b|\u663e\u5b58|\u986f\u5b58|\u663e\u5361|\u986f\u5361",
     _I,
 )
 _HOST = re.compile(
@@ -62,6 +72,12 @@ _HOST = re.compile(
     r"|containers?|OOMKill\w{0,3}|OOM[- ]kill\w{0,3}|cgroups?|deployments?|VMs?"
     r"|droplets?|dynos?|laptops?|desktops?)\b|\u5185\u5b58|\u5167\u5b58",
     _I,
+)
+
+
+# A feature request's template: the OOM words in it describe a wish, not an event.
+_FEATURE_REQUEST = re.compile(
+    r"Is your feature request related to a problem|Describe the solution you'?d like", _I
 )
 
 
@@ -79,6 +95,8 @@ def told_oom_device(
     """Where an OOM told in `lines` happened (the card's or the host's memory), and the line
     that tells it; None when no sentence reports one or the lines around it name both places
     or neither. `memory_lines` are the lines holding memory words (the only ones read)."""
+    if any(_FEATURE_REQUEST.search(line) for line in lines[:MAX_TEMPLATE_LINES]):
+        return None
     wanted = set(memory_lines)
     anchors = [i for i, line in enumerate(lines) if line in wanted][:MAX_REPORTS]
     votes: set[OomClass] = set()

@@ -45,6 +45,7 @@ from gpubot.knowledge.oom.scan import (
     OomClass,
     find,
     find_first,
+    lines_matching,
     log_lines,
 )
 from gpubot.knowledge.oom.told_device import told_oom_device
@@ -262,6 +263,29 @@ def _xpu_size_cap(f: Facts) -> Verdict | None:
     return _not_memory(f, "xpu_allocation_size_cap", "medium", f.gpu_oom[0].lines)
 
 
+_TOKENS_ASKED = re.compile(r"\bTry to allocate (\d{1,12}) tokens\b")
+_TOKENS_FREE = re.compile(r"\bAvailable full tokens: (\d{1,12})\b")
+
+
+def _last_count(pattern: re.Pattern[str], f: Facts) -> int | None:
+    """The number `pattern` captures on the last line it matches, if any."""
+    found = lines_matching(pattern, f.stripped)
+    hit = pattern.search(found[-1]) if found else None
+    return int(hit.group(1)) if hit else None
+
+
+def _kv_pool_not_full(f: Facts) -> Verdict | None:
+    """A serving engine's KV pool refusing a batch while it printed at least as many tokens
+    available (free and evictable) as the batch asked for: its accounting failed, the pool
+    was not full."""
+    if not f.gpu_oom or f.gpu_oom[0].family.name != "serving_kv_pool_full":
+        return None
+    asked, free = _last_count(_TOKENS_ASKED, f), _last_count(_TOKENS_FREE, f)
+    if asked is None or free is None or free < asked:
+        return None
+    return _not_memory(f, "kv_pool_accounting", "medium", f.gpu_oom[0].lines)
+
+
 def _gpu(f: Facts) -> Verdict | None:
     if not f.gpu_oom:
         return None
@@ -412,6 +436,8 @@ RULES: tuple[Rule, ...] = (
     Rule("broken_memory_accounting", _broken_accounting),
     # One allocation over an Intel GPU's per-allocation cap, with room on the card.
     Rule("xpu_allocation_size_cap", _xpu_size_cap),
+    # A serving engine's KV pool refusing a batch it printed room for.
+    Rule("kv_pool_accounting", _kv_pool_not_full),
     # The process itself said the GPU ran out: the most specific evidence a log carries, so
     # it outranks what the pod status adds later. Fragmentation is read from the numbers.
     Rule("gpu_memory", _gpu),
