@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind112` entries they miss are listed in HOLDOUT_MISSES … BLIND112_MISSES
+`blind3` to `blind115` entries they miss are listed in HOLDOUT_MISSES … BLIND115_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -837,6 +837,64 @@ BLIND112_MISSES: dict[str, str] = {
     "wx-010": "xla_recovered_resource_exhausted: not_oom, answered cannot_tell (low)",
     "wx-037": "xla_oom_prose: cuda_oom, answered cannot_tell (low)",
 }
+# The hundred-and-thirteenth part (wy-), GPU memory in computer vision, audio, 3D and scientific
+# code of 2024 to 2026 (Forge and ComfyUI, whisper, gaussian splatting, nerfstudio, SAM,
+# mmdetection, ultralytics, AlphaFold, OpenFold, cupy) and lookalikes from the same repositories,
+# measured after blind97 to blind112's rules and before any rule was changed for it: 30 of 32 (93.8
+# %).
+BLIND113_MISSES: dict[str, str] = {
+    "wy-021": "reporter_ram_exhausted_crash: host_oom_killed, answered not_oom (low)",
+    "wy-022": "colab_ram_exhausted: host_oom_killed, answered not_oom (low)",
+}
+# The hundred-and-fourteenth part (wz-), host memory on desktops, laptops and notebooks (Windows'
+# paging file and error 8, WSL2's VM cap, macOS's jetsam and its out-of-memory dialog, Colab
+# restarting for RAM) and lookalikes (access violations, code-signing kills, a low-disk kill, swap
+# nearly full with nothing killed), gathered beside blind113, measured after blind97 to blind112's
+# rules and before any rule was changed for it: 12 of 36 (33.3 %).
+BLIND114_MISSES: dict[str, str] = {
+    "wz-002": "desktop_out_of_memory_prose: host_oom_killed, answered cannot_tell (low)",
+    "wz-004": "wsl2_vm_memory_cap_kill: host_oom_killed, answered killed_unknown (medium)",
+    "wz-005": "macos_jetsam: host_oom_killed, answered killed_unknown (medium)",
+    "wz-006": "colab_session_crashed_ram: host_oom_killed, answered not_oom (low)",
+    "wz-007": "colab_session_crashed_ram: host_oom_killed, answered not_oom (low)",
+    "wz-008": "colab_session_crashed_ram: host_oom_killed, answered not_oom (low)",
+    "wz-009": "colab_session_crashed_ram: host_oom_killed, answered not_oom (low)",
+    "wz-011": "windows_process_crash_ram_told: host_oom_killed, answered not_oom (low)",
+    "wz-012": "zsh_killed_memory_told: host_oom_killed, answered not_oom (low)",
+    "wz-015": "wsl2_vm_memory_crash: host_oom_killed, answered not_oom (low)",
+    "wz-017": "zsh_killed_memory_told: host_oom_killed, answered cannot_tell (low)",
+    "wz-018": "zsh_killed_memory_told: host_oom_killed, answered killed_unknown (medium)",
+    "wz-019": "colab_session_crashed_ram: host_oom_killed, answered not_oom (low)",
+    "wz-020": "windows_error_not_enough_memory: host_oom_killed, answered not_oom (low)",
+    "wz-021": "colab_ctrl_c_ram: host_oom_killed, answered not_oom (low)",
+    "wz-022": "notebook_kernel_restart_ram_told: host_oom_killed, answered not_oom (low)",
+    "wz-023": "colab_session_crashed_ram: host_oom_killed, answered cannot_tell (low)",
+    "wz-024": "windows_error_not_enough_memory: host_oom_killed, answered cannot_tell (low)",
+    "wz-028": "macos_codesign_sigkill: not_oom, answered killed_unknown (medium)",
+    "wz-029": "macos_codesign_sigkill: not_oom, answered killed_unknown (medium)",
+    "wz-031": "macos_swap_full_no_kill: not_oom, answered cannot_tell (low)",
+    "wz-033": "jetsam_suspected_unconfirmed: killed_unknown, answered not_oom (low)",
+    "wz-034": "macos_system_crash_guess: killed_unknown, answered not_oom (low)",
+    "wz-035": "notebook_kernel_crash_guess: killed_unknown, answered not_oom (low)",
+}
+# The hundred-and-fifteenth part (va-), CI systems and build tools killed or out of memory
+# (runners' shutdown signals, compilers and linkers killed, build pods OOMKilled, docker builds
+# exiting 137, Gradle's daemon and heap, Node's heap limit) and their lookalikes, gathered beside
+# blind113, measured after blind97 to blind112's rules and before any rule was changed for it: 27
+# of 37 (73.0 %).
+BLIND115_MISSES: dict[str, str] = {
+    "va-002": "runner_shutdown_signal_author_reads_oom: not_oom, answered cannot_tell (low)",
+    "va-005": "runner_lost_communication: killed_unknown, answered not_oom (low)",
+    "va-010": "cc1plus_kernel_oom_line: host_oom_killed, answered cannot_tell (low)",
+    "va-014": "rust_link_host_memory_exhausted: host_oom_killed, answered not_oom (low)",
+    "va-024": "docker_build_137_more_memory_cured: host_oom_killed, answered killed_unknown "
+    "(medium)",
+    "va-028": "chrome_dev_shm_ci: shm_exhausted, answered not_oom (low)",
+    "va-029": "msvc_linker_out_of_memory: host_oom_killed, answered cannot_tell (low)",
+    "va-030": "cc1plus_kernel_oom_line: host_oom_killed, answered cannot_tell (low)",
+    "va-031": "runner_shutdown_signal_measured_memory: host_oom_killed, answered cannot_tell (low)",
+    "va-035": "ci_container_memory_cap_sigkill: host_oom_killed, answered killed_unknown (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -948,6 +1006,9 @@ KNOWN_MISSES = {
     **BLIND110_MISSES,
     **BLIND111_MISSES,
     **BLIND112_MISSES,
+    **BLIND113_MISSES,
+    **BLIND114_MISSES,
+    **BLIND115_MISSES,
 }
 
 
@@ -1042,6 +1103,9 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind110")
     splits = (*splits, "blind111")
     splits = (*splits, "blind112")
+    splits = (*splits, "blind113")
+    splits = (*splits, "blind114")
+    splits = (*splits, "blind115")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1155,6 +1219,9 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind110" for key in BLIND110_MISSES)
     assert all(split[key] == "blind111" for key in BLIND111_MISSES)
     assert all(split[key] == "blind112" for key in BLIND112_MISSES)
+    assert all(split[key] == "blind113" for key in BLIND113_MISSES)
+    assert all(split[key] == "blind114" for key in BLIND114_MISSES)
+    assert all(split[key] == "blind115" for key in BLIND115_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
