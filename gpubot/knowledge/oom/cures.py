@@ -45,6 +45,11 @@ KILL_FOUND_MEMORY = Family(
         r"|\bcaus(?:e|es|ed|ing) (?:the )?(?:memory|RAM) to (?:explode|blow up|skyrocket)\b"
         # The finding as a line of its own: "Docker memory issue."
         r"|^\W{0,4}(?:Docker|container|host|system) memory (?:issue|problem)\.?\s*$"
+        # ... or "Out of memory." alone, a maintainer's whole answer; "the error was running
+        # out of available RAM".
+        r"|^\W{0,4}(?:Out of memory|Not enough (?:RAM|memory))\.?\s*$"
+        r"|\bthe (?:error|problem|issue|cause) (?:was|is) (?:running|ran|run) out of "
+        r"(?:available |host |system )?(?:RAM|memory)\b"
         # "Yes, it is due to insufficient memory"; "That is because you do not have enough
         # CPU RAM to do the conversion".
         r"|\b(?:it|this|that) (?:is|was|'s) (?:just |simply )?(?:due to|because of) "

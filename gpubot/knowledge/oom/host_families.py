@@ -61,7 +61,10 @@ HOST: tuple[Family, ...] = (
             r"|System OOM encountered|\bSystemOOM\b"  # cgroup v1: "Task in /kubepods... killed as"
             r"|Cgroup OOM encountered|\bCgroupOOM\b"  # the kubelet's events for both
             # The OOM killer's victim line on its own (older kernels print no prefix to it).
-            r"|\bKilled process \d{1,10} \([^)\n]{1,64}\)[^\n]{0,80}?total-vm:",
+            r"|\bKilled process \d{1,10} \([^)\n]{1,64}\)[^\n]{0,80}?total-vm:"
+            # ... quoted short, with the oom-kill summary's task: "Out of memory: Killed ...
+            # task=cc1plus".
+            r"|\bOut of memory: Killed\b[^\n]{0,40}?\btask=\S",
             _I,
         ),
         # A list of what might have happened (Ray's "potential root causes. (1) ... OOM
@@ -218,6 +221,10 @@ HOST: tuple[Family, ...] = (
             # ... and its older wording, before it gave the size.
             r"|\b(?i:unable to allocate array with shape) \([\d, ]{1,80}\) and data type\b"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go
+            # Windows' ERROR_NOT_ENOUGH_MEMORY (8) by code and by text; MSVC's linker.
+            r"|\b0x80070008\b|\bERROR_NOT_ENOUGH_MEMORY\b"
+            r"|\bNot enough memory resources (?:are available )?to pro(?:cess|ceed)\b"
+            r"|\bLNK1102: out of memory\b"
             r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             # ... its CPU backend's buffer and its aligned malloc, and the NULL context buffer

@@ -71,7 +71,7 @@ SIGKILL = Family(
         r"|^(?-i:Killed)(?=[a-z]{1,3} [a-z])"
         # glued to a progress line's dots: "Collecting...Killed", "...tar...Killed`."
         rf"|\.{{3}}\s?{_KILLED}[`'\"]?\.?\s*$"
-        r"|\b(?:zsh|bash|sh|fish): killed\b|\bKilled\s{1,4}python"
+        r"|\b(?:zsh|bash|sh|fish) ?: killed\b|\bzsh killed\b|\bKilled\s{1,4}python"
         r"|\bReceived \"killed\" signal\b"  # CircleCI
         # docker compose's log prefix before the shell's word: "webpack_1  | Killed".
         rf"|^{_WRAP}{{0,8}}[\w.-]{{1,80}}\s{{1,12}}\|\s{{1,12}}{_KILLED}\s*$"
@@ -220,7 +220,8 @@ WORKER_DIED = Family(
         r"|\b(?:keeps? |kept )?crash(?:es|ed|ing) the kernel\b"
         # pytest-xdist replacing a worker that went away; a CI runner that stopped answering.
         r"|\bnode down: Not properly terminated\b|\breplacing crashed worker\b"
-        r"|\bThe hosted runner: [^\n]{1,80} lost communication with the server\b"
+        r"|\bThe (?:self-)?hosted runner: [^\n]{1,80} lost communication with the server\b"
+        r"|\b(?:get|got|getting|have|had) an? kernel crash\b|\bdying kernel\b"
         # Dask's scheduler giving up on a task whose workers all died.
         r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b"
         # joblib's loky executor losing a worker, its stock list of causes after it.
@@ -266,6 +267,10 @@ CODE_SIGNING_KILL = Family(
     _p(
         r"\bCODE SIGNING: (?:cs_invalid_page\b|process \d{1,10}\[[^\]\n]{0,80}\]: rejecting "
         r"invalid page\b)|\bNamespace CODESIGNING\b|\bCode Signature Invalid\b"
+        # The kernel's log line and the verifier's error: "load code signature error 2 for
+        # file", "errSecCSSignatureFailed", "CODESIGNING / \"Invalid Page\"".
+        r"|\bload code signature error \d{1,4}\b|\berrSecCSSignatureFailed\b"
+        r"|\bCODESIGNING\b[^\n]{0,10}?Invalid Page\b"
         # iOS killing a binary that lacks an entitlement it needs: "You're running from /var
         # and lack the `com.apple.private.security.no-container` entitlement".
         r"|\black(?:s|ing)? (?:the )?[`'\"]?com\.apple\.[\w.-]{1,80}[`'\"]? entitlement\b"

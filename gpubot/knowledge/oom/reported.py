@@ -359,7 +359,9 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\bcrashed after using all available RAM\b|\bused all available RAM\b"
             # Kaggle: "Your notebook tried to allocate more memory than is available."
             r"|\b(?:notebook|kernel|session)\b[^\n]{0,20}\btried to allocate more memory than"
-            r" is available\b",
+            r" is available\b"
+            # ... as Colab says it in Spanish: "se utiliza toda la RAM disponible".
+            r"|\bse (?:ha )?utiliz(?:a|ado|ó) toda la RAM disponible\b",
             _I,
         ),
     ),

@@ -38,6 +38,10 @@ SHM_TOLD: tuple[Family, ...] = (
             # "The accumulated DSM reached the limit of /dev/shm and fail subsequent
             # requests"; a PR that fixes the "Shared Memory Limit error" its issue reported.
             r"|\breach(?:ed|es)? the (?:size )?limit of /dev/shm\b"
+            # "Chrome uses /dev/shm ..., limited to 64MB on CI runners. When Chrome exhausts
+            # this, it crashes mid-session".
+            r"|/dev/shm\b[^\n]{0,200}?\b(?:exhausts?|exhausted|fills?|filled) (?:this|it)\b"
+            r"[^.\n]{0,30}?\bcrash(?:es|ed)?\b"
             r"|\b(?:fix(?:es|ed)?|address(?:es|ed)?|resolv(?:es|ed))\b[^\n]{0,240}?"
             r"\bShared Memory Limit errors?\b"
             # ... or too small for the job: "default /dev/shm too small on podman to train".

@@ -207,7 +207,37 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"crash(?:es|ed)? "
             r"(?:at|when) (?:fill|full)\b"
             r"|\bmemory pressure (?:and|then) (?:starts? |started )?evict(?:s|ed|ing)? "
-            r"(?:the |some |all )?pods\b",
+            r"(?:the |some |all )?pods\b"
+            # "The computer keeps saying that it's out of memory. Either shutting down all
+            # applications or just crashing"; "keeps taking up all the 12 GB RAM and then
+            # crashes"; "session crashes saying available ram is full"; "crash or quit itself
+            # after ram spike"; "capped at 7gb. Python program is killed when it hits this".
+            r"|\b(?:computer|PC|laptop|system|machine|Windows)\b[^.\n]{0,30}?\b(?:says?|saying"
+            r"|reports?|warns?)\b[^.\n]{0,20}?\b(?:it'?s |it is |is )?(?:out of|low on) memory\b"
+            r"|\b(?:taking|takes|took|using|uses|used|eats?|eating|ate) up all "
+            r"(?:the |my |of the )?(?:available )?(?:\d{1,4} ?(?:GB|G|GiB) (?:of )?)?"
+            r"(?:RAM|memory)\b[^.\n]{0,40}?"
+            r"\b(?:crash(?:es|ed)?|dies|died|killed|freezes|froze)\b"
+            r"|\bsession crash(?:es|ed)?\b[^.\n]{0,40}?\b(?:RAM|memory) (?:is |was )?(?:full"
+            r"|exhausted)\b"
+            r"|\bcrash(?:es|ed)?\b[^.\n]{0,30}?\bafter (?:a )?(?:RAM|memory) spikes?\b"
+            r"|\bcapped at \d{1,4} ?(?:GB|G|GiB)\b[^\n]{0,120}?\bkilled when it (?:hits|reaches)\b"
+            # "High RAM consumption when creating model, resulting in notebook crashing"; "the
+            # memory occupied ... is too large, causing the training to crash"; "leads to a
+            # memory shortage error and stops the learning process".
+            r"|\bhigh (?:RAM|memory) (?:consumption|usage|use)\b[^.\n]{0,60}?\bresult(?:s|ed|ing)? "
+            r"in (?:the )?(?:notebook |kernel |process |session |app )?crash"
+            r"|\b(?:memory|RAM)\b[^.\n]{0,80}?\b(?:too (?:large|high|much)|not enough)\b"
+            r"[^.\n]{0,20}?\bcaus(?:ing|es|ed) (?:the )?(?:training|process|program|job|kernel|app"
+            r"|system|machine)s? to crash\b"
+            r"|\b(?:memory|RAM) shortage error\b[^.\n]{0,20}?\b(?:stops?|stopped|kills?|killed"
+            r"|crash(?:es|ed)?)\b"
+            # "fails when linking the binaries, as no memory is left"; "cc1plus was killed
+            # because of an 'Out of memory' error"; "the kernel kills the largest process".
+            r"|\bfail(?:s|ed)?\b[^.\n]{0,60}?\b(?:as|because|since) (?:no|there is no|there's no) "
+            r"(?:memory|RAM) (?:is )?left\b"
+            r"|\bkilled (?:because of|due to) an? ['\"]?Out of memory['\"]? error\b"
+            r"|\bkernel kills the (?:largest|biggest|heaviest) process(?:es)?\b",
             _I,
         ),
         unless=_HEDGE,
@@ -221,6 +251,15 @@ TOLD_CAUSES: tuple[Family, ...] = (
             _I,
         ),
         unless=_p(r"\b(?:if|maybe|might|may|could|perhaps)\b|\?", _I),
+    ),
+    # macOS's memory-pressure killer named as what killed it: "These are jetsam kills", a
+    # JetsamEvent report; not a suspicion of it.
+    Family(
+        "macos_jetsam_kill",
+        "host_oom_killed",
+        "medium",
+        _p(r"\bJetsamEvent\b|\bjetsam kills?\b|\bkilled by jetsam\b", _I),
+        unless=_p(r"\b(?:suspect\w{0,2}|maybe|might|whether|if|perhaps|probably)\b", _I),
     ),
     # macOS's own kill when the compressor's swap runs low, as Console prints it: "low swap:
     # killing largest compressed process with pid 34341 (python3.7)".
