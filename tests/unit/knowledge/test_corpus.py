@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind115` entries they miss are listed in HOLDOUT_MISSES … BLIND115_MISSES
+`blind3` to `blind118` entries they miss are listed in HOLDOUT_MISSES … BLIND118_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -869,6 +869,42 @@ BLIND115_MISSES: dict[str, str] = {
     "(medium)",
     "va-031": "runner_shutdown_signal_measured_memory: host_oom_killed, answered cannot_tell (low)",
 }
+# The hundred-and-sixteenth part (vb-), distributed compute on clusters (Ray's memory monitor and
+# dead workers, Dask's nannies, Spark executors killed by YARN or Kubernetes, torchrun workers) and
+# many lookalikes (heartbeats lost, nodes marked dead, preemption, Dask pausing), measured after
+# blind97 to blind115's rules and before any rule was changed for it: 19 of 27 (70.4 %).
+BLIND116_MISSES: dict[str, str] = {
+    "vb-001": "ray_root_causes_with_host_alloc_refused: host_oom_killed, answered killed_unknown "
+    "(medium)",
+    "vb-004": "ray_heartbeat_marked_dead: not_oom, answered cannot_tell (low)",
+    "vb-008": "prose_pod_oomkilled: host_oom_killed, answered cannot_tell (low)",
+    "vb-009": "yarn_exit_143_on_request: killed_unknown, answered not_oom (low)",
+    "vb-014": "killed_no_evidence: killed_unknown, answered not_oom (low)",
+    "vb-020": "prose_pod_oomkilled: host_oom_killed, answered cannot_tell (low)",
+    "vb-021": "spark_executor_heartbeat_timeout: not_oom, answered cannot_tell (low)",
+    "vb-022": "yarn_vmem_limit_kill: host_oom_killed, answered not_oom (low)",
+}
+# The hundred-and-seventeenth part (vc-), the newest reports (January to November 2026) not yet in
+# the corpus, a small part because most were, gathered beside blind116, measured after blind97 to
+# blind115's rules and before any rule was changed for it: 7 of 7 (100.0 %).
+BLIND117_MISSES: dict[str, str] = {}
+# The hundred-and-eighteenth part (vd-), services in containers outside ML (JVMs against their
+# container's limit, Go, Rust and C++ allocators, Node, gunicorn and uvicorn workers, PostgreSQL,
+# MySQL, Redis, Elasticsearch) and their lookalikes (the JVM's own limits, maxmemory, circuit
+# breakers, absurd sizes, probes), gathered beside blind116, measured after blind97 to blind115's
+# rules and before any rule was changed for it: 32 of 42 (76.2 %).
+BLIND118_MISSES: dict[str, str] = {
+    "vd-011": "absurd_host_request: not_oom, answered host_oom_killed (medium)",
+    "vd-014": "jvm_commit_eperm: not_oom, answered host_oom_killed (medium)",
+    "vd-016": "liveness_probe_kill: not_oom, answered host_oom_killed (high)",
+    "vd-019": "postgres_sigkill_memcg: host_oom_killed, answered killed_unknown (medium)",
+    "vd-026": "bad_alloc_size_bug: not_oom, answered host_oom_killed (medium)",
+    "vd-032": "gunicorn_sigkill_container_limit: host_oom_killed, answered killed_unknown (medium)",
+    "vd-033": "gunicorn_silent_worker_exit: host_oom_killed, answered not_oom (low)",
+    "vd-039": "guess_memory_kill: killed_unknown, answered host_oom_killed (medium)",
+    "vd-041": "go_container_oomkilled: host_oom_killed, answered cannot_tell (low)",
+    "vd-042": "platform_memory_kill: host_oom_killed, answered killed_unknown (medium)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -983,6 +1019,9 @@ KNOWN_MISSES = {
     **BLIND113_MISSES,
     **BLIND114_MISSES,
     **BLIND115_MISSES,
+    **BLIND116_MISSES,
+    **BLIND117_MISSES,
+    **BLIND118_MISSES,
 }
 
 
@@ -1080,6 +1119,9 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind113")
     splits = (*splits, "blind114")
     splits = (*splits, "blind115")
+    splits = (*splits, "blind116")
+    splits = (*splits, "blind117")
+    splits = (*splits, "blind118")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1196,6 +1238,9 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind113" for key in BLIND113_MISSES)
     assert all(split[key] == "blind114" for key in BLIND114_MISSES)
     assert all(split[key] == "blind115" for key in BLIND115_MISSES)
+    assert all(split[key] == "blind116" for key in BLIND116_MISSES)
+    assert all(split[key] == "blind117" for key in BLIND117_MISSES)
+    assert all(split[key] == "blind118" for key in BLIND118_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
