@@ -100,7 +100,10 @@ HOST: tuple[Family, ...] = (
             # ... a cause considered and set aside ("I thought about a potential `OOMKilled`
             # issue, but the graphs show ..."), or the word defined ("`OOMKilled` is a SIGKILL").
             r"|\b(?:potential|thought about|thought it was)\b[^\n]{0,30}?\bOOM ?[Kk]ill"
-            r"|\bOOM ?[Kk]illed\W{0,2} is an? SIGKILL\b",
+            r"|\bOOM ?[Kk]illed\W{0,2} is an? SIGKILL\b"
+            # "fairly certain it was not due to Memory issues ... we get the correct reason
+            # 'OOMKilled'" (when it is memory, in other cases).
+            r"|\bnot (?:due to|caused by|because of) (?:the |a )?(?i:memory|OOM)\b",
         ),
         # The reason beside a SIGTERM's exit status (143): the kernel's OOM killer sends
         # SIGKILL, so the reason is a stale counter, not this container's end.
@@ -178,7 +181,9 @@ HOST: tuple[Family, ...] = (
         "medium",
         _p(
             r"task \d{1,6}: Out Of Memory|exceeded (?:job |its )?memory limit"
-            r"|running beyond physical memory limits|Container killed due to memory usage"
+            r"|running beyond (?:physical|virtual) memory limits"
+            r"|Container killed due to memory usage"
+            r"|\bExited with status 137 \(out of memory\)"  # Cloud Foundry
             r"|killed by YARN for exceeding (?:physical )?memory limits"
             r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
             # Cloud Run (its figures sometimes masked as "xx" where the log is quoted).
@@ -225,6 +230,7 @@ HOST: tuple[Family, ...] = (
             r"|\b0x80070008\b|\bERROR_NOT_ENOUGH_MEMORY\b"
             r"|\bNot enough memory resources (?:are available )?to pro(?:cess|ceed)\b"
             r"|\bLNK1102: out of memory\b"
+            r"|\bcannot allocate memory for thread-local data\b"  # glibc, a new thread
             r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             # ... its CPU backend's buffer and its aligned malloc, and the NULL context buffer
@@ -289,7 +295,9 @@ HOST: tuple[Family, ...] = (
             r"|\bcudaErrorIllegalAddress\b|\billegal memory access\b"
             # ... or Jetson's GPU device nodes refused before it ("Can't initialize nvrm
             # channel ... Cannot allocate memory nvbuf_utils"): permissions, not memory.
-            r"|\bCan't initialize nvrm channel\b|" + ABSURD_SIZE,
+            r"|\bCan't initialize nvrm channel\b"
+            # ... or the JVM's commit refused for a permission (a PaX kernel), not memory.
+            r"|\berror='Operation not permitted' \(errno=1\)|" + ABSURD_SIZE,
             _I,
         ),
         unless_span=4,

@@ -222,6 +222,11 @@ WORKER_DIED = Family(
         r"|\bnode down: Not properly terminated\b|\breplacing crashed worker\b"
         r"|\bThe (?:self-)?hosted runner: [^\n]{1,80} lost communication with the server\b"
         r"|\b(?:get|got|getting|have|had) an? kernel crash\b|\bdying kernel\b"
+        # YARN's SIGTERM with nobody named ("Killed by external signal"); a session or a
+        # process that "gets killed" and nothing more.
+        r"|\bKilled by external signal\b"
+        r"|\b(?:session|process|job|program|app|worker|kernel) (?:on [\w -]{1,30} )?gets killed\b"
+        r"|\b(?:are|is|were|was|get|gets|got) silently killed\b"
         # Dask's scheduler giving up on a task whose workers all died.
         r"|\bKilledWorker: Attempted to run task\b|\ball those workers died while running it\b"
         # joblib's loky executor losing a worker, its stock list of causes after it.

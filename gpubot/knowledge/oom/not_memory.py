@@ -28,6 +28,7 @@ ABSURD_SIZE = (
     r"|\byou tried to allocate \d{14,20} bytes\b"  # ten terabytes and more
     r"|\bTrying to allocate: \d{14,20}B\b"  # Unity
     r"|\b[Ff]ailed to allocate \d{17,20} bytes\b"  # a hundred petabytes and more
+    r"|\bmemory allocation of \d{17,20} bytes failed\b"  # Rust's global allocator, the same
     r"|\b(?:malloc|realloc|allocation) of size \d{16,20} failed\b"  # Arrow: a petabyte and more
     # PyTorch's request told in a title: "trying to allocate 133792483MiB" (a terabyte and more).
     r"|\b[Tt]rying to allocate \d{7,12} ?MiB\b"

@@ -237,7 +237,16 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"|\bfail(?:s|ed)?\b[^.\n]{0,60}?\b(?:as|because|since) (?:no|there is no|there's no) "
             r"(?:memory|RAM) (?:is )?left\b"
             r"|\bkilled (?:because of|due to) an? ['\"]?Out of memory['\"]? error\b"
-            r"|\bkernel kills the (?:largest|biggest|heaviest) process(?:es)?\b",
+            r"|\bkernel kills the (?:largest|biggest|heaviest) process(?:es)?\b"
+            # "experiences OOMKill on executor pods", "Executor pods are killed with OOM
+            # error", "OOM kill is triggered because of 20G limit", "we had a number of
+            # OOMKills that did result in agent pods going CrashloopBackoff".
+            r"|\bexperienc(?:es|ed|ing) (?:an? )?OOM[- ]?Kill(?:s|ed)?\b"
+            r"|\b(?:pods?|containers?|executors?|workers?) (?:are|were|is|was|get|gets|got) "
+            r"killed with (?:an? )?OOM(?: error)?\b"
+            r"|\bOOM[- ]?kill(?:er)? (?:is|was|got|gets) triggered\b"
+            r"|\b(?:had|saw|see|seeing|got|get|getting) (?:a (?:number|couple|lot) of |many "
+            r"|several |multiple |repeated )?OOM[- ]?Kills\b",
             _I,
         ),
         unless=_HEDGE,

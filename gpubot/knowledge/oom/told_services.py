@@ -190,7 +190,12 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             r"|\b(?:it's|it is|it was|this is|that's) (?:a |an )?(?:CPU|host|system RAM) OOM\b",
             _I,
         ),
-        unless=_p(r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b", _I),
+        # ... nor a cause asked about: "silently killed by Docker daemon (due to lack of RAM?)".
+        unless=_p(
+            r"\b(?:if|whether|might|may|could|maybe|probably|perhaps|check)\b"
+            r"|\black of RAM\?",
+            _I,
+        ),
     ),
     # A notebook session said to crash with its RAM used up: "Colab notebook crashes due to
     # RAM overuse", "the notebook consumed all available RAM, leading to a session crash",
