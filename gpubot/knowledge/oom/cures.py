@@ -48,6 +48,8 @@ KILL_FOUND_MEMORY = Family(
         # ... or "Out of memory." alone, a maintainer's whole answer; "the error was running
         # out of available RAM".
         r"|^\W{0,4}(?:Out of memory|Not enough (?:RAM|memory))\.?\s*$"
+        # "Exit code 137 means your job is being killed by your HPC because it's out of memory".
+        r"|\bkilled by (?:the |your )?[\w-]{1,20} because it'?s out of memory\b"
         r"|\bthe (?:error|problem|issue|cause) (?:was|is) (?:running|ran|run) out of "
         r"(?:available |host |system )?(?:RAM|memory)\b"
         # "Yes, it is due to insufficient memory"; "That is because you do not have enough

@@ -301,6 +301,18 @@ GPU_OOM: tuple[Family, ...] = (
         wraps=True,
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
     ),
+    # A rank's OOM named as what caused the NCCL timeout after it: "high TPS will often lead
+    # to a shard to OOM, causing a NCCL timeout". Not a condition in the same clause.
+    Family(
+        "gpu_oom_in_prose",
+        "cuda_oom",
+        "medium",
+        _p(r"\bOOM\b[^.\n]{0,20}?\bcaus(?:ing|es|ed) (?:a |an |the )?NCCL timeout\b", _I),
+        unless=_p(
+            r"\b(?:if|whenever|might|maybe|could|would)\b[^.\n]{0,60}?\bOOM\b[^.\n]{0,20}?\bcaus",
+            _I,
+        ),
+    ),
     # An OOM said to happen, with the card's memory named beside it: "OOM happens in second
     # step of inference. The `torch.cuda.memory_*` also shows wrong memory stat".
     Family(

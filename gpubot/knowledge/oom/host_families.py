@@ -184,6 +184,9 @@ HOST: tuple[Family, ...] = (
             r"|running beyond (?:physical|virtual) memory limits"
             r"|Container killed due to memory usage"
             r"|\bExited with status 137 \(out of memory\)"  # Cloud Foundry
+            r"|\bexecd enforced h_vmem limit\b"  # Grid Engine
+            r"|\bJob has exceeded maxRSS\b"  # WMAgent's watchdog
+            r"|\bheld by (?:HT)?condor\b[^\n]{0,60}?\bmemory limit\b"
             r"|killed by YARN for exceeding (?:physical )?memory limits"
             r"|\bTERM_MEMLIMIT\b|\bjob killed: (?:p|v)?mem\b"  # LSF, PBS
             # Cloud Run (its figures sometimes masked as "xx" where the log is quoted).
@@ -231,6 +234,8 @@ HOST: tuple[Family, ...] = (
             r"|\bNot enough memory resources (?:are available )?to pro(?:cess|ceed)\b"
             r"|\bLNK1102: out of memory\b"
             r"|\bcannot allocate memory for thread-local data\b"  # glibc, a new thread
+            # vLLM's check that the host can hold the KV cache's swap space.
+            r"|\bToo large swap space\. [\d.]{1,8} GiB out of the [\d.]{1,8} GiB total CPU memory\b"
             r"|^fatal error: out of memory\s*$|VirtualAlloc of (?:\d{1,20} )?bytes failed"  # Go
             r"|\b(?:unable|failed) to allocate (?:a )?CPU buffer\b"  # ggml (llama.cpp, Ollama)
             # ... its CPU backend's buffer and its aligned malloc, and the NULL context buffer

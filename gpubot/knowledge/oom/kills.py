@@ -225,6 +225,9 @@ WORKER_DIED = Family(
         # YARN's SIGTERM with nobody named ("Killed by external signal"); a session or a
         # process that "gets killed" and nothing more.
         r"|\bKilled by external signal\b"
+        # Ollama's runner, TorchServe's worker: "llama runner process has terminated: signal:
+        # terminated", "'message': 'Worker died.'".
+        r"|\brunner process has terminated: signal: terminated\b|\bWorker died\.(?=['\"\s]|$)"
         r"|\b(?:session|process|job|program|app|worker|kernel) (?:on [\w -]{1,30} )?gets killed\b"
         r"|\b(?:are|is|were|was|get|gets|got) silently killed\b"
         # Dask's scheduler giving up on a task whose workers all died.

@@ -62,7 +62,10 @@ LOCALIZED_GPU_OOM: tuple[Family, ...] = (
         ),
         near=_p(r"\u663e\u5b58|\u986f\u5b58|\u663e\u5361|\u986f\u5361|\b(?:A100|H100|GPU|VRAM)\b"),
         span=3,
-        unless=_p(_HOST_NAMED + r"|\u5185\u5b58|\u5167\u5b58", re.IGNORECASE),
+        # ... not a condition: "使用bf16的话会OOM" (if bf16 were used, it would OOM).
+        unless=_p(
+            _HOST_NAMED + r"|\u5185\u5b58|\u5167\u5b58|\u7684\u8bdd|\u5982\u679c", re.IGNORECASE
+        ),
     ),
 )
 

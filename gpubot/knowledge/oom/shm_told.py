@@ -175,9 +175,10 @@ SHM_TOLD: tuple[Family, ...] = (
         "shm_exhausted",
         "medium",
         _p(
-            r"\b(?:resolved|solved|fixed|fix|fixes|fixing)\b[^\n]{0,60}?\bby (?:increasing|raising"
+            r"\b(?:resolved|solved|solve|fixed|fix|fixes|fixing)\b[^\n]{0,60}?\bby (?:increasing"
+            r"|raising"
             r"|enlarging|adding|setting|passing|bumping|changing|using)\b[^\n]{0,60}?"
-            r"(?:--shm-size|\bshm[-_ ]size\b|/dev/shm|--ipc[= ]host)"
+            r"(?:--shm-size|\bshm[-_ ]size\b|/dev/shm|--ipc[= ]host|\bipc[=:] ?host\b)"
             r"|(?:--shm-size|\bshm[-_ ]size\b)[^\n]{0,20}?\b(?:solved|fixed|resolved) "
             r"(?:it|this|the|my|mine)\b"
             r"|\bfix(?:es|ed)? an? (?:error|crash|problem)\b[^\n]{0,100}?"

@@ -25,7 +25,8 @@ _I = re.IGNORECASE
 # The card's memory, or a guess, in the sentence: not a host kill told.
 _HEDGE = _p(
     r"(?:\b(?:GPU|VRAM|CUDA)\b|\b(?:if|maybe|might|may|could|perhaps|probably|possibly"
-    r"|possible|likely|whether|suspect\w{0,2}|guess|think|certainly|surely|pretty sure)\b)"
+    r"|possible|likely|whether|suspect\w{0,2}|guess|think|certainly|surely|pretty sure"
+    r"|looks? like (?:it|they) (?:was|were|is|are))\b)"
     r"[^.!?\n]{0,80}?"
     r"\b(?:kill|crash|die|died|dies"
     r"|OOM|memory|RAM)"
@@ -132,7 +133,7 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"|\b(?:container|executor|batch job)s? (?:has been |have been |is |was |were "
             r"|keeps? )?(?:failing|failed|fails|dying|died|crashing|crashed) (?:on|with|from"
             r"|due to|because of) (?:an? )?(?:out[- ]of[- ]memory|OOM)\b"
-            r"|\b(?:is|was|gets|got|being) killed (?:\w{1,12} ){0,3}(?:because of|due to) "
+            r"|\b(?:is|was|gets|got|being|to be) killed (?:\w{1,12} ){0,3}(?:because of|due to) "
             r"(?:insufficient|not enough|a lack of|lack of) (?:host |system |CPU )?"
             r"(?:memory|RAM)\b"
             r"|\bafter using up (?:all |\d{1,4} ?[KMGT]i?B )?(?:of )?(?:the |its |my )?"
@@ -245,6 +246,33 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"|\b(?:pods?|containers?|executors?|workers?) (?:are|were|is|was|get|gets|got) "
             r"killed with (?:an? )?OOM(?: error)?\b"
             r"|\bOOM[- ]?kill(?:er)? (?:is|was|got|gets) triggered\b"
+            # Batch systems: "jobs are killed due to memory limits", "jobs that die due to
+            # reaching the LSF imposed memory limit", "the init job has been failing on HPC
+            # using slurm due to out-of-memory errors", "one worker goes OOM, the entire ray
+            # cluster gets killed by LSF", "h_vmem to be too low, leading to the job to be
+            # killed", "I did not allocate enough memory for these jobs to run to completion".
+            r"|\b(?:is|are|was|were|gets?|got) killed (?:due to|because of|for exceeding) "
+            r"(?:the |its |their )?memory limits?\b"
+            r"|\b(?:die|died|dies|killed|fail(?:s|ed)?) due to reaching (?:the |their |its )?"
+            r"(?:[\w-]{1,10} )?(?:imposed )?memory limits?\b"
+            r"|\bjobs? (?:has been |have been |is |was |keeps? )?(?:failing|failed|fails|dying"
+            r"|died|crashing) (?:on|in) [^.\n]{0,40}?\bdue to (?:an? )?(?:out[- ]of[- ]memory|OOM)"
+            r"(?: errors?)?\b"
+            r"|\bgoes OOM\b[^.\n]{0,60}?\bkilled by (?:LSF|Slurm|SGE|PBS|YARN|HTCondor"
+            r"|the scheduler)\b"
+            r"|\btoo low, leading to the job (?:to be|being) killed\b"
+            # A finding: "we figured out, that it was an out-of-memory-error".
+            r"|\b(?:figured out|found out|turned out|found),? that it was an? "
+            r"(?:out[- ]of[- ]memory|OOM)(?:[- ]error)?\b"
+            r"|\b(?:did not|didn't) (?:allocate|request|give|ask for) enough memory for "
+            r"(?:the |these |this |my )?jobs? to (?:run|finish|complete)\b"
+            # "Ray OOM causes the process to be killed"; "still encountering a CPU OOM error";
+            # "consuming RAM endlessly upon loading, freezing the entire interface and the PC".
+            r"|\bOOM caus(?:es|ed|ing) (?:the )?(?:process|worker|task|actor|job)s? to be killed\b"
+            r"|\b(?:encounter(?:ing|ed)?|getting|get|got|hit(?:ting)?) (?:a |an |the )?CPU OOM"
+            r"(?: error)?\b"
+            r"|\b(?:consum(?:es|ing)|eat(?:s|ing)) RAM endlessly\b[^.\n]{0,60}?"
+            r"\bfreez(?:es|ing|e)\b"
             r"|\b(?:had|saw|see|seeing|got|get|getting) (?:a (?:number|couple|lot) of |many "
             r"|several |multiple |repeated )?OOM[- ]?Kills\b",
             _I,

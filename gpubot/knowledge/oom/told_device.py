@@ -50,7 +50,9 @@ _NOT_A_REPORT = re.compile(
     r"|estimat\w{1,4}|not|no|never|nothing|none|without|should|\w{1,8}n't"
     r"|catch\w{0,3}|handl\w{1,3}|recover\w{0,3}|mechanisms?)\b"
     # An exit code's gloss ("52 (OOM)"), a table's row, a check that found none.
-    r"|\b\d{1,3} ?\(OOM\)| \| |\u6ca1\u53d1\u751f|\u6c92\u767c\u751f|\u672a\u53d1\u751f",
+    r"|\b\d{1,3} ?\(OOM\)| \| |\u6ca1\u53d1\u751f|\u6c92\u767c\u751f|\u672a\u53d1\u751f"
+    # In Chinese, a condition: "的话" and "如果" (if).
+    r"|\u7684\u8bdd|\u5982\u679c",
     _I,
 )
 # A question is a report only when its speaker says it happened to them: "I'm getting OOM
@@ -63,7 +65,8 @@ _REPORTED = re.compile(
 _CARD = re.compile(
     r"\b(?:VRAM|GPUs?|GPU ?\d{3,4}\w{0,3}|CUDA|graphics cards?|video memory|KV[ -]?cache"
     r"|RTX ?\d{3,4}\w{0,3}|GTX ?\d{3,4}\w{0,3}"
-    r"|[1-5]0[5-9]0(?: ?Ti)?|A100|A800|H100|H200|H800|B200|A10G?|L40S?|L4|T4|V100|A6000"
+    r"|[1-5]0[5-9]0(?: ?Ti)?|A100|A800|H100|H200|H800|H20|B200|A10G?|A30|A40|L20|L40S?|L4|T4"
+    r"|V100|A6000"
     r"|MI\d{3}X?|[TN]PUs?|Megatron|TensorRT)\b|\u663e\u5b58|\u986f\u5b58|\u663e\u5361|\u986f\u5361",
     _I,
 )

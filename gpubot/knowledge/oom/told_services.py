@@ -186,6 +186,8 @@ TOLD_BY_SERVICES: tuple[Family, ...] = (
             r"|\b(?:it's|it is|it was|this is|this was|that's|that was) an? "
             r"(?:out[- ]of[- ]memory|OOM)[- ]kill\b"
             r"|\b(?:because of|due to) (?:a )?lack of RAM\b"
+            # "The problem is that system RAM ( not vram) is running out of memory."
+            r"|\b(?:system|host|CPU) RAM\b[^.\n]{0,20}?\bis (?:running|run) out of memory\b"
             # "there's no error message per se because it's a CPU oom -- the job just crashes".
             r"|\b(?:it's|it is|it was|this is|that's) (?:a |an )?(?:CPU|host|system RAM) OOM\b",
             _I,

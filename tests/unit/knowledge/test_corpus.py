@@ -899,51 +899,35 @@ BLIND118_MISSES: dict[str, str] = {
 # The hundred-and-nineteenth part (ve-), HPC batch schedulers (Slurm's accounting and oom-kill
 # events, PBS, LSF, SGE, HTCondor, Nextflow, Snakemake and Cromwell on clusters) and their
 # lookalikes (time limits, preemption, refused requests, quotas), measured after blind97 to
-# blind118's rules and before any rule was changed for it: 18 of 31 (58.1 %).
+# blind118's rules and before any rule was changed for it: 18 of 31 (58.1 %). 8 misses are fixed;
+# these are left.
 BLIND119_MISSES: dict[str, str] = {
-    "ve-001": "exit137_memory_cure_confirmed: host_oom_killed, answered killed_unknown (medium)",
     "ve-003": "admin_finding_oom_pbs: host_oom_killed, answered cannot_tell (low)",
-    "ve-004": "admin_finding_job_memory_too_small: host_oom_killed, answered not_oom (low)",
-    "ve-007": "slurm_memory_limit_kill_prose: host_oom_killed, answered killed_unknown (medium)",
     "ve-016": "htcondor_killed_unknown_reason: killed_unknown, answered not_oom (medium)",
-    "ve-022": "htcondor_held_memory: host_oom_killed, answered cannot_tell (low)",
-    "ve-024": "wmagent_performancekill_rss: host_oom_killed, answered not_oom (low)",
     "ve-026": "lsf_hard_memory_limit_prose: host_oom_killed, answered cannot_tell (low)",
-    "ve-027": "sge_h_vmem_kill: host_oom_killed, answered not_oom (low)",
-    "ve-028": "pr_slurm_oom_fix: host_oom_killed, answered not_oom (low)",
     "ve-030": "sge_h_vmem_finding: host_oom_killed, answered not_oom (low)",
-    "ve-032": "lsf_memory_limit_prose: host_oom_killed, answered cannot_tell (low)",
     "ve-034": "oom_by_construction_backend_terminated: host_oom_killed, answered not_oom (low)",
 }
 # The hundred-and-twentieth part (vf-), LLM serving in production under load (vLLM, TGI, TensorRT-
 # LLM, Triton, SGLang, LMDeploy, Ollama) and its lookalikes (preemption warnings, timeouts, NCCL
 # hangs, watchdogs), gathered beside blind119, measured after blind97 to blind118's rules and
-# before any rule was changed for it: 20 of 30 (66.7 %).
+# before any rule was changed for it: 20 of 30 (66.7 %). 6 misses are fixed; these are left.
 BLIND120_MISSES: dict[str, str] = {
     "vf-009": "prose_oom_with_gpu_model: cuda_oom, answered not_oom (low)",
-    "vf-014": "cured_by_ipc_host: shm_exhausted, answered not_oom (low)",
     "vf-015": "reporter_says_cpu_ram: host_oom_killed, answered not_oom (low)",
-    "vf-016": "runner_signal_no_cause: killed_unknown, answered not_oom (low)",
-    "vf-017": "host_memory_precheck: host_oom_killed, answered not_oom (low)",
-    "vf-021": "worker_died_no_cause: killed_unknown, answered cannot_tell (low)",
     "vf-023": "user_kill9_then_hang: not_oom, answered killed_unknown (medium)",
-    "vf-024": "shard_oom_then_nccl_timeout: cuda_oom, answered not_oom (high)",
-    "vf-031": "ray_oom_cpu_memory_growth: host_oom_killed, answered killed_unknown (medium)",
     "vf-032": "reporter_says_cpu_oom: host_oom_killed, answered cannot_tell (low)",
 }
 # The hundred-and-twenty-first part (vg-), video and image generation of 2025 and 2026 (Wan,
 # HunyuanVideo, CogVideoX, LTX-Video, Flux, Qwen-Image, ComfyUI nodes, diffusers) and its
 # lookalikes (device and dtype mismatches, NaNs and black frames), gathered beside blind119,
 # measured after blind97 to blind118's rules and before any rule was changed for it: 23 of 31 (74.2
-# %).
+# %). 3 misses are fixed; these are left.
 BLIND121_MISSES: dict[str, str] = {
-    "vg-005": "nan_black_output_fp16: not_oom, answered cuda_oom (medium)",
-    "vg-009": "host_kill_told_in_pr: host_oom_killed, answered not_oom (low)",
+    "vg-005": "nan_black_output_fp16: not_oom, answered cannot_tell (low)",
     "vg-017": "killed_commenter_guess: killed_unknown, answered host_oom_killed (medium)",
     "vg-020": "prose_oom_with_gpu_model: cuda_oom, answered not_oom (low)",
-    "vg-030": "host_ram_told_by_reporter: host_oom_killed, answered cannot_tell (low)",
     "vg-031": "host_ram_told_by_reporter: host_oom_killed, answered cannot_tell (low)",
-    "vg-032": "host_ram_freeze: host_oom_killed, answered not_oom (low)",
     "vg-035": "prose_oom_memory_summary: cuda_oom, answered cannot_tell (low)",
 }
 KNOWN_MISSES = {
