@@ -70,6 +70,10 @@ class Family:
     # memory" and its hint on the next line).
     unless_near: re.Pattern[str] | None = None
     unless_span: int = 0
+    # When set, `unless` is read in the sentence around each match of `pattern`, not in the
+    # whole line: a pasted paragraph is one line, and a hedge in another of its sentences
+    # says nothing about this one.
+    unless_in_sentence: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,9 +224,11 @@ def find(family: Family, lines: Sequence[str]) -> Match | None:
     hits: dict[int, None] = {}
     for i in _candidates(family, lines):
         line = lines[i]
-        if family.unless is not None and family.unless.search(line):
+        by_sentence = family.unless_in_sentence
+        if family.unless is not None and not by_sentence and family.unless.search(line):
             continue
         joined = False
+        text = line
         if not family.pattern.search(line):
             if not family.wraps or i + 1 >= len(lines):
                 continue
@@ -230,7 +236,9 @@ def find(family: Family, lines: Sequence[str]) -> Match | None:
             found = family.pattern.search(both)
             if found is None or found.start() >= len(line.rstrip()):
                 continue
-            joined = True
+            joined, text = True, both
+        if by_sentence and family.unless is not None and not _unhedged(family, text):
+            continue
         if family.unless_near is not None:
             lo, hi = max(0, i - family.unless_span), min(len(lines), i + family.unless_span + 1)
             if any(family.unless_near.search(lines[j]) for j in range(lo, hi)):
@@ -254,6 +262,22 @@ def find(family: Family, lines: Sequence[str]) -> Match | None:
         tuple(lines[i].strip() for i in sorted(hits) if lines[i].strip()),
         _context(lines, hits),
     )
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def _unhedged(family: Family, text: str) -> bool:
+    """Whether some match of `family.pattern` in `text` has no `family.unless` in its own
+    sentence (from the end of the sentence before it to the end of its own)."""
+    assert family.unless is not None
+    for found in family.pattern.finditer(text):
+        start = max(text.rfind(mark, 0, found.start()) for mark in (". ", "! ", "? ")) + 1
+        after = _SENTENCE_END.search(text, found.end())
+        sentence = text[start : after.end() if after else len(text)]
+        if not family.unless.search(sentence):
+            return True
+    return False
 
 
 def _context(lines: Sequence[str], hits: dict[int, None]) -> str:

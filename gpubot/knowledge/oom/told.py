@@ -43,6 +43,7 @@ def told_in_prose(
         unless=unless,
         unless_near=unless_near,
         unless_span=unless_span,
+        unless_in_sentence=True,
     )
 
 
@@ -289,7 +290,10 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
         unless=_p(
             r"\b(?:GPU|video) (?:memory|RAM)\b|\bVRAM\b"
             r"|\b(?:if|when|whenever|maybe|might|may|could|perhaps)\b"
-            r"[^\n]{0,40}?\b(?:consum|eat|us|fill|exhaust|tak|killed)",
+            r"[^\n]{0,40}?\b(?:consum|eat|us|fill|exhaust|tak|killed)"
+            # ... nor an exit status's stock gloss: "Exit status 137 implies that the process
+            # was killed for using too much memory".
+            r"|\b(?:implies|means|indicates)\b[^\n]{0,60}?\bkilled\b",
             _I,
         ),
     ),

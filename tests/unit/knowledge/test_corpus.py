@@ -370,10 +370,9 @@ BLIND55_MISSES: dict[str, str] = {
     "ys-046": "hard_negative: labelled not_oom, answered cuda_oom (high)",
 }
 # The fifty-seventh part (yu-), desktop and workstation users of ML tools on Windows, macOS and
-# Linux, measured before any rule was changed for it: 23 of 30 (76.7 %). Four misses are fixed;
-# these three are left.
+# Linux, measured before any rule was changed for it: 23 of 30 (76.7 %). Five misses are fixed;
+# these two are left.
 BLIND57_MISSES: dict[str, str] = {
-    "yu-010": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
     "yu-013": "gpu_device_lost: labelled not_oom, answered cannot_tell (low)",
     "yu-026": "shell_killed: labelled host_oom_killed, answered killed_unknown (medium)",
 }
@@ -668,10 +667,9 @@ BLIND95_MISSES: dict[str, str] = {
 }
 # The ninety-sixth part (wh-), LLM fine-tuning and inference tooling from 2025 and 2026 (unsloth,
 # LLaMA-Factory, DeepSpeed, ms-swift, Ollama, vLLM, SGLang, ComfyUI), gathered beside blind95,
-# measured before any rule was changed for it: 25 of 31 (80.6 %). 3 misses are fixed; these are
+# measured before any rule was changed for it: 25 of 31 (80.6 %). 4 misses are fixed; these are
 # left.
 BLIND96_MISSES: dict[str, str] = {
-    "wh-012": "offload_killed_host_ram_told: host_oom_killed, answered not_oom (low)",
     "wh-013": "fsdp_ranks_full_copy_host_oom: host_oom_killed, answered cannot_tell (low)",
     "wh-016": "offload_sigkill_reporter_guess: killed_unknown, answered cannot_tell (low)",
 }
@@ -899,24 +897,21 @@ BLIND118_MISSES: dict[str, str] = {
 # The hundred-and-nineteenth part (ve-), HPC batch schedulers (Slurm's accounting and oom-kill
 # events, PBS, LSF, SGE, HTCondor, Nextflow, Snakemake and Cromwell on clusters) and their
 # lookalikes (time limits, preemption, refused requests, quotas), measured after blind97 to
-# blind118's rules and before any rule was changed for it: 18 of 31 (58.1 %). 8 misses are fixed;
+# blind118's rules and before any rule was changed for it: 18 of 31 (58.1 %). 10 misses are fixed;
 # these are left.
 BLIND119_MISSES: dict[str, str] = {
-    "ve-003": "admin_finding_oom_pbs: host_oom_killed, answered cannot_tell (low)",
     "ve-016": "htcondor_killed_unknown_reason: killed_unknown, answered not_oom (medium)",
     "ve-026": "lsf_hard_memory_limit_prose: host_oom_killed, answered cannot_tell (low)",
-    "ve-030": "sge_h_vmem_finding: host_oom_killed, answered not_oom (low)",
     "ve-034": "oom_by_construction_backend_terminated: host_oom_killed, answered not_oom (low)",
 }
 # The hundred-and-twentieth part (vf-), LLM serving in production under load (vLLM, TGI, TensorRT-
 # LLM, Triton, SGLang, LMDeploy, Ollama) and its lookalikes (preemption warnings, timeouts, NCCL
 # hangs, watchdogs), gathered beside blind119, measured after blind97 to blind118's rules and
-# before any rule was changed for it: 20 of 30 (66.7 %). 6 misses are fixed; these are left.
+# before any rule was changed for it: 20 of 30 (66.7 %). 7 misses are fixed; these are left.
 BLIND120_MISSES: dict[str, str] = {
     "vf-009": "prose_oom_with_gpu_model: cuda_oom, answered not_oom (low)",
     "vf-015": "reporter_says_cpu_ram: host_oom_killed, answered not_oom (low)",
     "vf-023": "user_kill9_then_hang: not_oom, answered killed_unknown (medium)",
-    "vf-032": "reporter_says_cpu_oom: host_oom_killed, answered cannot_tell (low)",
 }
 # The hundred-and-twenty-first part (vg-), video and image generation of 2025 and 2026 (Wan,
 # HunyuanVideo, CogVideoX, LTX-Video, Flux, Qwen-Image, ComfyUI nodes, diffusers) and its

@@ -85,3 +85,26 @@ def test_each_family_gives_its_class(text: str, expected: str) -> None:
 )
 def test_lookalikes_are_not_read_as_the_family(text: str, not_expected: str) -> None:
     assert classify(text).cls != not_expected
+
+
+def test_a_hedge_in_another_sentence_of_the_paragraph_does_not_hide_a_report() -> None:
+    """A pasted paragraph is one line: the hedge of its next sentence is not this one's."""
+    text = (
+        "The admin looked at it and we found out that it was an out-of-memory error. "
+        "However, if this is the case, the scheduler may ignore the memory requested.\n"
+    )
+    assert classify(text).cls == "host_oom_killed"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The hedge in the report's own sentence still holds.
+        "If the admin is right, we found out that it was an out-of-memory error.\n",
+        # An exit status's stock gloss is not a finding.
+        "Exit status 137 implies that the task was killed for using too much memory. "
+        "Try running the tasks one at a time.\n",
+    ],
+)
+def test_a_hedge_or_gloss_in_the_reports_own_sentence_still_holds(text: str) -> None:
+    assert classify(text).cls != "host_oom_killed"
