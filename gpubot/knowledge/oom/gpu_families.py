@@ -242,6 +242,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|\b(?:avoid\w{0,3}|prevent\w{0,3})\b",
             _I,
         ),
+        unless_in_sentence=True,
     ),
     # The card named as what ran out, in the reporter's words: "I still get problems which
     # are OOM on two 40G A100 GPUs", "it increases with every call until the GPU memory is
@@ -285,6 +286,7 @@ GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
+        unless_in_sentence=True,
     ),
     # A crash put down to the card's memory, in a sentence a PR may wrap: "fixes the SIGABRT
     # on com.Metal.CompletionQueueDispatch when loading / large image models under GPU
@@ -300,6 +302,7 @@ GPU_OOM: tuple[Family, ...] = (
         ),
         wraps=True,
         unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
+        unless_in_sentence=True,
     ),
     # A rank's OOM named as what caused the NCCL timeout after it: "high TPS will often lead
     # to a shard to OOM, causing a NCCL timeout". Not a condition in the same clause.
@@ -312,6 +315,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"\b(?:if|whenever|might|maybe|could|would)\b[^.\n]{0,60}?\bOOM\b[^.\n]{0,20}?\bcaus",
             _I,
         ),
+        unless_in_sentence=True,
     ),
     # An OOM said to happen, with the card's memory named beside it: "OOM happens in second
     # step of inference. The `torch.cuda.memory_*` also shows wrong memory stat".
@@ -327,6 +331,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"\bOOM (?:happens|occurs)|\?",
             _I,
         ),
+        unless_in_sentence=True,
     ),
     # ... and in Chinese, beside the error: "最少要求45G 显存\uff0c你这个只有24G" (it needs at
     # least 45G of VRAM, you only have 24G).
@@ -355,6 +360,7 @@ GPU_OOM: tuple[Family, ...] = (
         near=_p(r"\bOOM\b|\bout of memory\b", _I),
         span=4,
         unless=_p(r"\b(?:if|when|whenever|recommend\w{0,3}|suggest\w{0,3})\b", _I),
+        unless_in_sentence=True,
     ),
     # A run said to OOM because PyTorch's caching allocator found no block: "OOMs at
     # iteration 3 ... the caching allocator can't find a contiguous block". Not advice.
@@ -369,6 +375,7 @@ GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
         unless=_p(r"\b(?:if|whether|might|may|could)\b", _I),
+        unless_in_sentence=True,
     ),
     # ONNX Runtime's DirectML provider: its GPU buffer allocator failing with E_OUTOFMEMORY.
     Family(

@@ -108,3 +108,8 @@ def test_a_hedge_in_another_sentence_of_the_paragraph_does_not_hide_a_report() -
 )
 def test_a_hedge_or_gloss_in_the_reports_own_sentence_still_holds(text: str) -> None:
     assert classify(text).cls != "host_oom_killed"
+
+
+def test_a_question_in_the_next_sentence_does_not_hide_the_cards_oom() -> None:
+    text = "At 2048x2048 it just blows my H100's 80GB VRAM. Is there a way out?\n"
+    assert classify(text).cls == "cuda_oom"
