@@ -27,6 +27,9 @@ _ADVICE = (
     r"\b(?:if|when|in case) you(?:'re| are)? (?:encounter|get|see|hit|run into|face|meet|have"
     r"|run out|running out)\b"
 )
+# A condition, a remedy or a guess in the sentence around a report told in prose ("if it
+# OOMs", "to avoid OOM", "it might be the GPU memory", a question): not a report that it did.
+_PROSE_HEDGE = _p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I)
 # CUDA errors that are not a shortage of memory, as a failed call reports them.
 _OTHER_CUDA_ERROR = (
     r"illegal (?:CUDA |cuda )?memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS"
@@ -285,7 +288,7 @@ GPU_OOM: tuple[Family, ...] = (
             r"|dies|died|fails|failed)\b",
             _I,
         ),
-        unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
+        unless=_PROSE_HEDGE,
         unless_in_sentence=True,
     ),
     # A crash put down to the card's memory, in a sentence a PR may wrap: "fixes the SIGABRT
@@ -301,7 +304,7 @@ GPU_OOM: tuple[Family, ...] = (
             _I,
         ),
         wraps=True,
-        unless=_p(r"\b(?:if|whenever|avoid\w{0,3}|prevent\w{0,3}|might|maybe|could)\b|\?", _I),
+        unless=_PROSE_HEDGE,
         unless_in_sentence=True,
     ),
     # A rank's OOM named as what caused the NCCL timeout after it: "high TPS will often lead
