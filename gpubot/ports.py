@@ -109,8 +109,9 @@ class NodeOps(Protocol):
         ...
 
     async def warm(self, *, timeout_s: float) -> bool:
-        """Fill what the adapter caches about nodes (a watch cache's first LIST) before the
-        first alert needs it; whether it was ready within `timeout_s`. Never raises."""
+        """Fill what the adapter caches about nodes and their GPU pods (each watch cache's
+        first LIST) before the first alert needs it; whether it was ready within `timeout_s`.
+        Never raises."""
         ...
 
     async def gpu_fleet(self) -> FleetView:
@@ -184,6 +185,12 @@ class PodReads(Protocol):
     ) -> list[PodInfo]:
         """`cached`: the API server may answer from its watch cache (a little behind, and far
         cheaper for it and etcd): for a plan's figures, never for what is evicted or reset."""
+        ...
+
+    async def gpu_pods(self, *, node: str) -> list[PodInfo]:
+        """The pods on `node` that ask for GPUs, for a plan's figures: from a watch cache
+        where the adapter keeps a live one (it lags the server by the watch's latency, and
+        costs no request), else a cached LIST. Never for what is evicted or reset."""
         ...
 
     async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]: ...

@@ -53,9 +53,8 @@ class TaintParams(Params):
 
 
 async def _gpu_pods(ctx: ActionContext, node: str) -> tuple[int, int]:
-    # For the plan's figures: from the API server's cache, as the node itself is read.
-    pods = await ctx.cluster.pods.list_pods(node=node, cached=True)
-    gpu_pods = [p for p in pods if p.gpu_request > 0]
+    # For the plan's figures: from a watch cache where there is one, as the node itself is read.
+    gpu_pods = await ctx.cluster.pods.gpu_pods(node=node)
     return len(gpu_pods), sum(p.gpu_request for p in gpu_pods)
 
 

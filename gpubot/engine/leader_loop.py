@@ -59,9 +59,10 @@ class LeaderLoop:
         self.warming = False  # the clusters' node caches are filling (warm): not ready yet
 
     async def warm(self, *, timeout_s: float = 10.0) -> None:
-        """Before the first alert: every cluster's node cache filled (its first LIST), side by
-        side, so the first alert after a start is as fast as the next; a cluster not ready
-        within `timeout_s` is logged and fills on demand."""
+        """Before the first alert: every cluster's caches filled (the node cache's first
+        LIST, and on Kubernetes the GPU pod cache's), side by side, so the first alert after
+        a start is as fast as the next; a cluster not ready within `timeout_s` is logged and
+        reads the server until its caches fill."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         names = sorted(self.e.clusters)

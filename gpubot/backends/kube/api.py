@@ -21,6 +21,7 @@ from gpubot.backends.kube.errors import eviction_error, retry_after, translate
 from gpubot.backends.kube.event_queue import EventQueue
 from gpubot.backends.kube.node_cache import NodeCache
 from gpubot.backends.kube.pacing import TokenBucket
+from gpubot.backends.kube.pod_cache import PodCache
 from gpubot.backends.kube.transport import (
     AioTransport,
     ClientTransport,
@@ -65,7 +66,10 @@ class KubernetesKubeApi:
     Every request gives up after `request_timeout` seconds (a temporary step error): a hung
     API server must not hold a step, and a pool thread, until the step's own timeout.
     Requests are paced by a token bucket (`qps`, `burst`); the fleet's GPU nodes and their
-    cordons come from a watch cache (NodeCache) started on the first `gpu_fleet()`.
+    cordons come from a watch cache (NodeCache) started on the first `gpu_fleet()`, and the
+    GPU pods on each node, for plans' figures, from another (PodCache) started by `warm()`;
+    so in a storm of cordons the PATCH is the one request on a step's path, and the node
+    Events (EventQueue) wait for a lull in the other requests.
     """
 
     def __init__(
@@ -101,11 +105,15 @@ class KubernetesKubeApi:
             api_client, call=self._call, scale=self.scale, dry_run=dry_run
         )
         self.nodes = NodeCache(self.core, request_timeout=request_timeout)
+        # The GPU pods by node, for plans' figures: started by warm() (serve), not by a
+        # one-shot command, which reads the server instead.
+        self.pod_cache = PodCache(self.core, request_timeout=request_timeout)
         self._dry_checks = DryRunMemo()
         self.events = EventQueue(self._create_event)
 
     def close(self) -> None:
         self.nodes.stop()
+        self.pod_cache.stop()
         self.http.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._api.close()  # type: ignore[no-untyped-call]
@@ -128,6 +136,7 @@ class KubernetesKubeApi:
         query: Mapping[str, str | None] | None = None,
         body: Any = None,
         content_type: str | None = None,
+        event: bool = False,
     ) -> bytes:
         """One of the hot requests, through the transport, paced; the answer's body."""
         return await self._paced(
@@ -136,11 +145,22 @@ class KubernetesKubeApi:
             ),
             verb=verb,
             resource=resource,
+            event=event,
         )
 
-    async def _paced(self, attempt: Callable[[], Awaitable[T]], *, verb: str, resource: str) -> T:
+    async def _paced(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        verb: str,
+        resource: str,
+        event: bool = False,
+    ) -> T:
         """`attempt` through the token bucket; a 429 is retried after its Retry-After, and
-        errors come out as gpubot's kinds."""
+        errors come out as gpubot's kinds. Any request but an Event's (`event`) holds the
+        queued Events back until the requests pause (EventQueue)."""
+        if not event:
+            self.events.note_other()
         try:
             for _ in range(THROTTLE_RETRIES):
                 await self.pace.acquire()
@@ -177,9 +197,16 @@ class KubernetesKubeApi:
         return convert.node_info_json(await self._read_node_json(node))
 
     async def warm(self, *, timeout_s: float) -> bool:
-        """Start the node watch cache and wait (in a thread) for its first LIST."""
+        """Start the node and GPU pod watch caches and wait (in threads) for their first
+        LISTs, side by side; False when either is not there within `timeout_s` (until it is,
+        reads go to the server)."""
         self.nodes.start()
-        return await asyncio.to_thread(self.nodes.wait_synced, timeout_s)
+        self.pod_cache.start()
+        synced = await asyncio.gather(
+            asyncio.to_thread(self.nodes.wait_synced, timeout_s),
+            asyncio.to_thread(self.pod_cache.wait_synced, timeout_s),
+        )
+        return all(synced)
 
     async def gpu_fleet(self) -> FleetView:
         """From the watch cache; a LIST instead while it has not synced yet, or when its
@@ -350,6 +377,7 @@ class KubernetesKubeApi:
             resource="events",
             query={"dryRun": self._dry},
             body=body,
+            event=True,
         )
 
     async def flush_events(self, *, timeout_s: float) -> int:
@@ -377,6 +405,12 @@ class KubernetesKubeApi:
         listed = json.loads(raw)
         items = listed.get("items") if isinstance(listed, dict) else None
         return [convert.pod_info_json(p) for p in items or []]
+
+    async def gpu_pods(self, *, node: str) -> list[PodInfo]:
+        kept = self.pod_cache.gpu_pods(node)
+        if kept is not None:
+            return kept
+        return [p for p in await self.list_pods(node=node, cached=True) if p.gpu_request > 0]
 
     async def get_pod(self, *, namespace: str, name: str) -> PodInfo:
         pod = await self._call(

@@ -204,7 +204,7 @@ def pod_info_json(pod: Mapping[str, Any]) -> PodInfo:
         name=meta["name"],
         node=spec.get("nodeName") or "",
         phase=status.get("phase") or "Pending",
-        gpu_request=sum(_container_gpus_json(c) for c in containers),
+        gpu_request=pod_gpus_json(pod),
         owner_kind=owner_kind,
         owner_name=owner_name,
         labels=labels,
@@ -234,6 +234,11 @@ def _owner_json(refs: list[dict[str, Any]], labels: Mapping[str, str]) -> tuple[
         if ref["name"].endswith(suffix):
             return "Deployment", ref["name"][: -len(suffix)]
     return str(ref["kind"]), str(ref["name"])
+
+
+def pod_gpus_json(pod: Mapping[str, Any]) -> int:
+    """The GPUs (and MIG slices) a pod's containers ask for, from the API server's JSON."""
+    return sum(_container_gpus_json(c) for c in (pod.get("spec") or {}).get("containers") or [])
 
 
 def _container_gpus_json(container: Mapping[str, Any]) -> int:

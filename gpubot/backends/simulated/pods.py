@@ -19,6 +19,9 @@ class SimulatedPodReads(OnState):
                 and (namespace is None or p.namespace == namespace)
             ]
 
+    async def gpu_pods(self, *, node: str) -> list[PodInfo]:
+        return [p for p in await self.list_pods(node=node) if p.gpu_request > 0]
+
     async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
         with self._cluster.reading() as state:
             return [

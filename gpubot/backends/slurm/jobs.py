@@ -72,6 +72,9 @@ class SlurmJobPods:
                     pods.append(job_pod(job, name, now=now, on_drain=on_drain))
         return pods
 
+    async def gpu_pods(self, *, node: str) -> list[PodInfo]:
+        return [p for p in await self.list_pods(node=node) if p.gpu_request > 0]
+
     async def list_pdbs(self, *, namespace: str | None = None) -> list[PodDisruptionBudget]:
         return []
 

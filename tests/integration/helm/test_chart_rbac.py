@@ -135,6 +135,8 @@ def _watched() -> Iterator[tuple[type[Any], str]]:
             ):
                 continue
             lister = node.args[0]
+            if module.name == "reflector.py":
+                continue  # the generic stream: each Reflector names its LIST (below)
             if isinstance(lister, ast.Name) and lister.id in functions:
                 called = [
                     c.func.attr
@@ -148,9 +150,37 @@ def _watched() -> Iterator[tuple[type[Any], str]]:
             else:
                 called = []
             assert len(called) == 1, f"{module.name}: cannot tell what a watch stream lists"
-            owners = [cls for cls in classes if callable(getattr(cls, called[0], None))]
-            assert len(owners) == 1, f"{module.name}: cannot tell whose {called[0]} it is"
-            yield owners[0], called[0]
+            yield _owner(classes, called[0], module.name), called[0]
+        # A Reflector (reflector.py) watches what its subclass hands to its constructor:
+        # `super().__init__(core.list_…, …)`.
+        for cls_node in ast.walk(tree):
+            if not (
+                isinstance(cls_node, ast.ClassDef)
+                and any(
+                    isinstance(b, ast.Subscript)
+                    and isinstance(b.value, ast.Name)
+                    and b.value.id == "Reflector"
+                    for b in cls_node.bases
+                )
+            ):
+                continue
+            listers = [
+                c.args[0].attr
+                for c in ast.walk(cls_node)
+                if isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "__init__"
+                and c.args
+                and isinstance(c.args[0], ast.Attribute)
+            ]
+            assert len(listers) == 1, f"{module.name}: cannot tell what {cls_node.name} lists"
+            yield _owner(classes, listers[0], module.name), listers[0]
+
+
+def _owner(classes: set[type[Any]], method: str, module: str) -> type[Any]:
+    owners = [cls for cls in classes if callable(getattr(cls, method, None))]
+    assert len(owners) == 1, f"{module}: cannot tell whose {method} it is"
+    return owners[0]
 
 
 def _paths(node: ast.expr) -> Iterator[str]:
@@ -192,7 +222,7 @@ def _code_grants() -> set[Grant]:
     grants |= {_grant_for(method, path) for method, path in _raw_requests()}
     for cls, method in _watched():
         group, resource, _ = _grant_for(*_request_of(cls, method))
-        grants.add((group, resource, "watch"))
+        grants |= {(group, resource, "list"), (group, resource, "watch")}  # LIST, then WATCH
     return grants
 
 

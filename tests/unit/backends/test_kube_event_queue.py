@@ -1,5 +1,6 @@
 """Node Events leave the step's path: queued, posted in order by a few workers, a failure
-logged without stopping the rest, a full queue dropping and counting, flush bounded."""
+logged without stopping the rest, a full queue dropping and counting, flush bounded; while
+other requests keep coming the Events wait for a lull, never longer than yield_s."""
 
 from __future__ import annotations
 
@@ -139,3 +140,75 @@ def test_events_queued_under_an_ended_loop_are_posted_by_the_next_one() -> None:
     asyncio.run(first())
     assert asyncio.run(second()) == 0
     assert server.posted == ["B"]  # A was in flight on the ended loop: gone with it
+
+
+class Clock:
+    """A fake monotonic clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_events_wait_while_other_requests_keep_coming_and_go_in_the_lull() -> None:
+    """A storm's cordons take the request budget first: an Event queued while they come
+    waits; once they have paused for quiet_s it is posted."""
+    server, clock = Server(), Clock()
+    server.open.set()
+    queue = EventQueue(server.post, workers=1, quiet_s=0.25, yield_s=10, clock=clock)
+    queue.note_other()  # a cordon PATCH starts
+    queue.put(body("GpubotCordon"), what="GpubotCordon on gpu-a")
+    await _settle()
+    assert server.posted == []  # the fake clock has not moved: still inside the storm
+    clock.now += 0.2
+    queue.note_other()  # another cordon
+    clock.now += 0.2
+    queue.nudge()
+    await _settle()
+    assert server.posted == []  # 0.2 s since the last cordon: not yet a lull
+    clock.now += 0.1
+    queue.nudge()
+    assert await queue.flush(timeout_s=5) == 0
+    assert server.posted == ["GpubotCordon"]
+
+
+async def test_no_event_waits_longer_than_yield_s_for_a_lull() -> None:
+    server, clock = Server(), Clock()
+    server.open.set()
+    queue = EventQueue(server.post, workers=1, quiet_s=0.25, yield_s=10, clock=clock)
+    queue.put(body("Old"), what="Old")
+    queue.note_other()
+    await _settle()
+    assert server.posted == []
+    assert len(queue) == 1
+    clock.now += 9.9
+    queue.note_other()  # the storm goes on
+    queue.nudge()
+    await _settle()
+    assert server.posted == []
+    clock.now += 0.1  # the Event has waited 10 s: it goes though the storm does not pause
+    queue.note_other()
+    queue.nudge()
+    await _settle()
+    assert server.posted == ["Old"]
+
+
+async def test_flush_posts_waiting_events_at_once_even_mid_storm() -> None:
+    """At shutdown nothing is left behind for a lull that will not come."""
+    server, clock = Server(), Clock()
+    server.open.set()
+    queue = EventQueue(server.post, workers=2, quiet_s=0.25, yield_s=10, clock=clock)
+    queue.note_other()
+    for i in range(3):
+        queue.put(body(f"E{i}"), what=f"E{i}")
+    await _settle()
+    assert server.posted == []
+    assert await queue.flush(timeout_s=5) == 0
+    assert sorted(server.posted) == ["E0", "E1", "E2"]
