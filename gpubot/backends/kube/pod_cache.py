@@ -29,6 +29,9 @@ class PodCache(Reflector[_Pod]):
     """GPU pods by node, kept current by a watch over every namespace (see module doc)."""
 
     kind = "pod"
+    # Every pod of a large cluster in one LIST could be hundreds of MB of JSON: pages of 500,
+    # as client-go lists, each read down to its GPU pods before the next.
+    page_size = 500
 
     def __init__(
         self,

@@ -38,6 +38,10 @@ class Reflector(Generic[D]):
     """Objects of one kind, kept current by a watch (see module doc)."""
 
     kind = "object"  # for log lines and the thread's name
+    # None: one LIST from the API server's watch cache. A number: LIST in pages of that many
+    # objects (each page read and dropped before the next), for kinds whose whole list
+    # would not fit in the process's memory at once.
+    page_size: int | None = None
 
     def __init__(
         self,
@@ -124,23 +128,52 @@ class Reflector(Generic[D]):
                 backoff = min(backoff * 2, 30.0)
 
     def _list(self) -> str:
-        """A full LIST as raw JSON (the client's models cost far more to build), from the API
-        server's watch cache (resourceVersion 0, as client-go's reflectors list): its version
-        is one the watch can resume from. A quorum LIST can return a version the cache has
-        not reached, when the last writes were to other kinds, and the watch then fails with
-        "Too large resource version"."""
-        response: Any = self._list_objects(
-            resource_version="0", _preload_content=False, _request_timeout=self._timeout
-        )
-        body = json.loads(response.data)
-        digests = [d for item in body.get("items") or [] if (d := self._digest(item)) is not None]
+        """A full LIST as raw JSON (the client's models cost far more to build); its version,
+        which the watch resumes from. In one piece from the API server's watch cache
+        (resourceVersion 0, as client-go's reflectors list): a quorum LIST can return a
+        version the cache has not reached, when the last writes were to other kinds, and the
+        watch then fails with "Too large resource version" (the loop backs off and lists
+        again). In pages (`page_size`): the server ignores a limit on a LIST from its watch
+        cache, so paged LISTs are quorum reads, all pages at the first page's version."""
+        digests: list[D] = []
+        version = ""
+        for body in self._pages():
+            items = body.get("items") or []
+            digests.extend(d for item in items if (d := self._digest(item)) is not None)
+            version = str((body.get("metadata") or {}).get("resourceVersion") or version)
         with self._lock:
             self._replace(digests)
             self._as_of = self._now()
             self._live = True
         self.lists += 1
         self._synced.set()
-        return str((body.get("metadata") or {}).get("resourceVersion") or "")
+        return version
+
+    def _pages(self) -> Iterator[dict[str, Any]]:
+        if self.page_size is None:
+            response: Any = self._list_objects(
+                resource_version="0", _preload_content=False, _request_timeout=self._timeout
+            )
+            yield json.loads(response.data)
+            return
+        token: str | None = None
+        while True:
+            try:
+                response = self._list_objects(
+                    limit=self.page_size,
+                    _continue=token,
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                )
+            except ApiException as exc:
+                if exc.status == GONE:  # the continue token expired: list from the start
+                    raise _Gone from exc
+                raise
+            body = json.loads(response.data)
+            yield body
+            token = (body.get("metadata") or {}).get("continue") or None
+            if token is None:
+                return
 
     def _follow(self, version: str, *, seconds: int) -> str:
         """Apply watch events from `version` until the server ends the watch; the last version."""

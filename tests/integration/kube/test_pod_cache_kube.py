@@ -1,6 +1,6 @@
-"""The GPU pod cache on the real API server: one LIST, then the watch keeps each node's GPU
-pods current, so a plan's figures cost no request; under the shipped RBAC it lists and
-watches without a 403."""
+"""The GPU pod cache on the real API server: one LIST (in pages), then the watch keeps each
+node's GPU pods current, so a plan's figures cost no request; under the shipped RBAC it lists
+and watches without a 403."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ async def test_plans_read_gpu_pods_from_the_watch_without_a_request(
     a, b = cluster.add_node("pc-a"), cluster.add_node("pc-b")
     cluster.add_pod(ns, "llm-0", node=a, gpus=4)
     cluster.add_pod(ns, "sidecar", node=a)
+    kube.pod_cache.page_size = 1  # the server's continue tokens, a page per pod
     assert await kube.warm(timeout_s=15) is True
+    assert len(cluster.calls_of("GET", "/api/v1/pods?continue=")) >= 1
     assert _names(kube, a) == {f"{ns}/llm-0"}
 
     cluster.add_pod(ns, "llm-1", node=b, gpus=8)

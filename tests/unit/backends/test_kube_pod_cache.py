@@ -9,11 +9,13 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.client.exceptions import ApiException
 
 from gpubot.backends.kube.pod_cache import PodCache
+from gpubot.backends.kube.reflector import _Gone
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
@@ -97,6 +99,61 @@ def test_a_gone_watch_lists_again_and_a_broken_watch_sends_readers_to_the_server
     cache._set_live(True)
     assert names(cache, "n2") == {"b"}
     assert names(cache, "n1") == set()  # the second LIST replaced the first
+
+
+class PagedCore:
+    """LIST in pages as the API server pages a quorum LIST: `limit` items, a continue token
+    while more are left, every page at the same version; the token `expired` answers 410."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+        self.asked: list[dict[str, Any]] = []
+
+    def list_pod_for_all_namespaces(self, **kw: Any) -> Any:
+        self.asked.append(kw)
+        if kw.get("_continue") == "expired":
+            raise ApiException(status=410, reason="Expired")
+        start = int(kw.get("_continue") or 0)
+        end = start + kw["limit"]
+        meta: dict[str, Any] = {"resourceVersion": "42"}
+        if end < len(self.items):
+            meta["continue"] = str(end)
+        return Raw({"metadata": meta, "items": self.items[start:end]})
+
+
+def test_a_large_cluster_is_listed_in_pages_at_one_version() -> None:
+    """1,203 pods (every third a GPU pod) in pages of 500: three requests, none asking the
+    watch cache (which would ignore the limit and send everything at once)."""
+    items = [pod(f"p{i}", node=f"n{i % 7}", gpus=1 if i % 3 == 0 else 0) for i in range(1203)]
+    core = PagedCore(items)
+    cache = PodCache(core, now=lambda: T0)  # type: ignore[arg-type]
+    assert cache._list() == "42"
+    assert [a.get("_continue") for a in core.asked] == [None, "500", "1000"]
+    assert {a["limit"] for a in core.asked} == {500}
+    assert all("resource_version" not in a for a in core.asked)
+    kept = sum(len(cache.gpu_pods(f"n{k}") or []) for k in range(7))
+    assert kept == 401
+
+
+def test_an_expired_continue_token_lists_again_from_the_start() -> None:
+    """The server keeps a continue token for a few minutes: past that its 410 is the same
+    as a watch's, and the cache lists again from the first page."""
+    core = PagedCore([pod("a"), pod("b"), pod("c")])
+    real = core.list_pod_for_all_namespaces
+
+    def first_page_then_expired(**kw: Any) -> Any:
+        answer = real(**kw)
+        if kw.get("_continue") is None:
+            answer.data = answer.data.replace(b'"continue": "2"', b'"continue": "expired"')
+        return answer
+
+    core.list_pod_for_all_namespaces = first_page_then_expired  # type: ignore[method-assign]
+    cache = PodCache(core, now=lambda: T0)  # type: ignore[arg-type]
+    cache.page_size = 2
+    with pytest.raises(_Gone):
+        cache._list()
+    assert [a.get("_continue") for a in core.asked] == [None, "expired"]
+    assert not cache.live  # nothing half-listed was kept
 
 
 NODES = ("n1", "n2", None)
