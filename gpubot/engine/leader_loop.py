@@ -91,10 +91,11 @@ class LeaderLoop:
         gc.freeze()
         for name, ok in zip(names, ready, strict=True):
             if ok:
-                log.info("cluster %s: node cache ready (%.2fs)", name, took)
+                log.info("cluster %s: caches ready (%.2fs)", name, took)
             else:
                 log.warning(
-                    "cluster %s: node cache not filled within %.0fs; it fills on demand",
+                    "cluster %s: caches not filled within %.0fs; reads go to the API server "
+                    "until they are",
                     name,
                     timeout_s,
                     extra={"event": "cache.cold"},
