@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind121` entries they miss are listed in HOLDOUT_MISSES … BLIND121_MISSES
+`blind3` to `blind125` entries they miss are listed in HOLDOUT_MISSES … BLIND125_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -924,6 +924,60 @@ BLIND121_MISSES: dict[str, str] = {
     "vg-031": "host_ram_told_by_reporter: host_oom_killed, answered cannot_tell (low)",
     "vg-035": "prose_oom_memory_summary: cuda_oom, answered cannot_tell (low)",
 }
+# The hundred-and-twenty-second part (vh-), GPUs other than NVIDIA's: AMD ROCm and HIP, Intel XPU
+# and Level Zero, Apple MPS and Metal, and their lookalikes (HIP errors that are not memory, MPS
+# placeholder and size-cap errors), gathered in one round with blind123 to blind125, measured after
+# blind109 to blind121's rules and before any rule was changed for it: 27 of 30 (90.0 %).
+BLIND122_MISSES: dict[str, str] = {
+    "vh-018": "xpu_false_oom_regression: not_oom, answered cannot_tell (low)",
+    "vh-020": "macos_memorystatus_kill: host_oom_killed, answered killed_unknown (medium)",
+    "vh-022": "shell_killed_bare: killed_unknown, answered cuda_oom (high)",
+}
+# The hundred-and-twenty-third part (vi-), JAX, XLA, TPUs and TensorFlow or Keras 3 of 2023 to 2026
+# (HBM exhausted, host memory on TPU VMs) and their lookalikes (compile errors, preemption, pinned-
+# host warnings), gathered beside blind122, measured after blind121's rules and before any rule was
+# changed for it: 20 of 30 (66.7 %).
+BLIND123_MISSES: dict[str, str] = {
+    "vi-002": "host_ram_checkpoint_save: host_oom_killed, answered cannot_tell (low)",
+    "vi-003": "sigkill_ram_measured: host_oom_killed, answered killed_unknown (medium)",
+    "vi-005": "risk_not_event: not_oom, answered cannot_tell (low)",
+    "vi-013": "killed_ram_measured: host_oom_killed, answered killed_unknown (medium)",
+    "vi-014": "host_ram_told: host_oom_killed, answered cannot_tell (low)",
+    "vi-019": "grpc_message_size: not_oom, answered cannot_tell (low)",
+    "vi-021": "host_kill_told_pr: host_oom_killed, answered not_oom (high)",
+    "vi-026": "xla_opaque_internal_oom: cuda_oom, answered cannot_tell (low)",
+    "vi-028": "gpu_oom_told: cuda_oom, answered not_oom (low)",
+    "vi-030": "session_crash_no_cause: killed_unknown, answered not_oom (low)",
+}
+# The hundred-and-twenty-fourth part (vj-), data engineering on Kubernetes and YARN (Spark
+# executors, Flink TaskManagers, Beam and Dataflow workers, Trino, Airflow) and its lookalikes
+# (Java heap, Metaspace, direct memory, Trino's own query-memory killer, spill filling a disk),
+# gathered beside blind122, measured after blind121's rules and before any rule was changed for it:
+# 22 of 30 (73.3 %).
+BLIND124_MISSES: dict[str, str] = {
+    "vj-008": "app_memory_limit_query_killed: not_oom, answered cannot_tell (low)",
+    "vj-014": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
+    "vj-016": "memory_kill_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "vj-017": "java_heap: not_oom, answered cannot_tell (low)",
+    "vj-019": "kubelet_eviction_memory: host_oom_killed, answered not_oom (low)",
+    "vj-023": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "vj-026": "kill_cured_by_more_memory: host_oom_killed, answered cannot_tell (low)",
+    "vj-027": "memory_kill_in_prose: host_oom_killed, answered cannot_tell (low)",
+}
+# The hundred-and-twenty-fifth part (vk-), LLM inference servers of 2023 to 2026 (llama.cpp,
+# Ollama, TGI, Triton, TensorRT-LLM, LMDeploy, ExLlamaV2) and their lookalikes (model load, driver
+# and context-length errors), gathered beside blind122, measured after blind121's rules and before
+# any rule was changed for it: 22 of 30 (73.3 %).
+BLIND125_MISSES: dict[str, str] = {
+    "vk-007": "triton_pinned_fallback_notice: not_oom, answered cannot_tell (low)",
+    "vk-009": "oom_risk_discussion: not_oom, answered cuda_oom (medium)",
+    "vk-021": "pod_memory_limit_told: host_oom_killed, answered cannot_tell (low)",
+    "vk-022": "shard_signal_7_no_hint: killed_unknown, answered not_oom (low)",
+    "vk-023": "silent_exit_oom_guess: killed_unknown, answered host_oom_killed (medium)",
+    "vk-024": "misreported_vram_oom: cuda_oom, answered cannot_tell (low)",
+    "vk-026": "cured_by_more_ram: host_oom_killed, answered not_oom (low)",
+    "vk-030": "vulkan_out_of_device_memory: cuda_oom, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -1044,6 +1098,10 @@ KNOWN_MISSES = {
     **BLIND119_MISSES,
     **BLIND120_MISSES,
     **BLIND121_MISSES,
+    **BLIND122_MISSES,
+    **BLIND123_MISSES,
+    **BLIND124_MISSES,
+    **BLIND125_MISSES,
 }
 
 
@@ -1147,6 +1205,10 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind119")
     splits = (*splits, "blind120")
     splits = (*splits, "blind121")
+    splits = (*splits, "blind122")
+    splits = (*splits, "blind123")
+    splits = (*splits, "blind124")
+    splits = (*splits, "blind125")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1269,6 +1331,10 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind119" for key in BLIND119_MISSES)
     assert all(split[key] == "blind120" for key in BLIND120_MISSES)
     assert all(split[key] == "blind121" for key in BLIND121_MISSES)
+    assert all(split[key] == "blind122" for key in BLIND122_MISSES)
+    assert all(split[key] == "blind123" for key in BLIND123_MISSES)
+    assert all(split[key] == "blind124" for key in BLIND124_MISSES)
+    assert all(split[key] == "blind125" for key in BLIND125_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
