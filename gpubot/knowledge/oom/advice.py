@@ -326,10 +326,22 @@ OTHER: dict[str, tuple[str, ...]] = {
         "locks every table it dumps). A larger /dev/shm or memory limit will not help.",
     ),
     "application_memory_cap": (
-        "A store refused work at its own memory cap (Redis maxmemory, memcached -m, "
-        "ClickHouse's max_server_memory_usage or a query's max_memory_usage): raise the cap, "
-        "set an eviction policy (maxmemory-policy), or make the query lighter. The process was "
-        "not killed and the host's memory is not the limit.",
+        "A program refused work at its own memory cap (Redis maxmemory, memcached -m, "
+        "ClickHouse's max_server_memory_usage or a query's max_memory_usage, Trino's "
+        "query.max-memory, an inference server's fixed memory pool): raise the cap, set an "
+        "eviction policy (maxmemory-policy), or make the query lighter. The process was not "
+        "killed and the host's memory is not the limit.",
+    ),
+    "false_oom_report": (
+        "The out-of-memory is shown false: the device reported memory free when the "
+        "allocation failed. Suspect the runtime or driver (a release's regression, device "
+        "selection or an affinity mask such as ZE_AFFINITY_MASK or CUDA_VISIBLE_DEVICES): "
+        "compare versions, try one device visible, and do not shrink the workload for it.",
+    ),
+    "grpc_message_size": (
+        "gRPC refused a message over its size cap (status RESOURCE_EXHAUSTED): raise the "
+        "channel's grpc.max_send_message_length / grpc.max_receive_message_length on both "
+        "ends, or send the payload in chunks. Memory did not run out.",
     ),
     "gpu_unavailable": (
         "The GPU was busy or unavailable, not out of memory: another process holds it in "

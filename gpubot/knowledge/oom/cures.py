@@ -28,7 +28,8 @@ KILL_FOUND_MEMORY = Family(
     "host_oom_killed",
     "medium",
     _p(
-        r"\b(?:turns|turned) out(?: that)? (?:it|this|that) (?:was|is) (?:just |simply |only )?"
+        r"\b(?:turns|turned) out(?: that)? (?:(?:it|this|that) (?:was|is)|it'?s) "
+        r"(?:just |simply |only )?"
         r"(?:a |an )?(?:memory|RAM|out[- ]of[- ]memory|OOM) (?:problem|issue)\b"
         # "It turns out that the memory on Colab is limited"; "your system does not have
         # sufficient memory"; "\u5185\u5b58\u4e00\u76f4\u589e\u957f" (the memory kept growing).
@@ -48,6 +49,9 @@ KILL_FOUND_MEMORY = Family(
         # ... or "Out of memory." alone, a maintainer's whole answer; "the error was running
         # out of available RAM".
         r"|^\W{0,4}(?:Out of memory|Not enough (?:RAM|memory))\.?\s*$"
+        # "The SIGKILL is because of out-of-memory."
+        r"|\b(?:SIGKILL|kill|signal 9)\b[^\n]{0,20}? (?:is|was) (?:because of|due to|caused by) "
+        r"(?:an? |the )?(?:out[- ]of[- ]memory|OOM)\b"
         # "Exit code 137 means your job is being killed by your HPC because it's out of memory".
         r"|\bkilled by (?:the |your )?[\w-]{1,20} because it'?s out of memory\b"
         r"|\bthe (?:error|problem|issue|cause) (?:was|is) (?:running|ran|run) out of "
@@ -152,6 +156,8 @@ KILL_MEMORY_FILLING = Family(
     _p(
         r"\b(?:RAM|memory|swap)\b[^\n]{0,30}?\b(?:go|goes|went|reach(?:es|ed)?) "
         r"(?:to |up to )?100 ?%"
+        # "I'm reaching 100% system memory utilization".
+        r"|\breach(?:es|ed|ing)? 100 ?% (?:of )?(?:the )?(?:system |host )?(?:memory|RAM)\b"
         r"|\b(?:RAM|memory)(?: usage| consumption)? (?:continuously |steadily |keeps (?:on )?"
         r"|kept (?:on )?)(?:increas(?:es|ed|ing)|grow(?:s|ing)|ris(?:es|ing))\b"
         r"|\b(?:RAM|memory)(?: usage)? continues to (?:increase|grow|rise)\b"

@@ -259,7 +259,10 @@ BUS_ERROR_UNKNOWN = Family(
     "medium",
     _p(
         r"\bexitcode\s{0,3}:\s{0,3}-7\b|\bSignal 7 \(SIGBUS\) received by PID\b"
-        r"|\bexits with return code\s{0,3}=\s{0,3}-7\b",
+        r"|\bexits with return code\s{0,3}=\s{0,3}-7\b"
+        # Text Generation Inference's shard manager: "Shard process was signaled to shutdown
+        # with signal 7".
+        r"|\bsignaled to shutdown with signal 7\b",
         _I,
     ),
 )

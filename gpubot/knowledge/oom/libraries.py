@@ -226,6 +226,9 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         _p(
             r"\b(?:unable|failed) to allocate (?:a )?(?:CUDA|ROCm|HIP|Metal|Vulkan|SYCL)\d{0,2} "
             r"buffer\b"
+            # ... its Vulkan backend's own words: "ggml_vulkan: Device memory allocation of size
+            # 17368219904 failed."
+            r"|\bDevice memory allocation of size \d{1,20} failed\b"
         ),
     ),
     # Ascend's error code for a failed allocation, with the device allocator named in its

@@ -34,6 +34,10 @@ _HOST_NAMED = (
     r"|(?:显存|顯存)(?:够|足够|充足|还有|還有)"
 )
 
+# A risk or a guess, not a report: "容易启动失败或推理 OOM" (prone to fail at start or OOM
+# in inference), 可能 (may), 避免 and 防止 (to avoid, to prevent).
+CJK_RISK = r"\u5bb9\u6613|\u53ef\u80fd|\u907f\u514d|\u9632\u6b62"
+
 LOCALIZED_GPU_OOM: tuple[Family, ...] = (
     Family(
         "gpu_oom_localized",
@@ -48,7 +52,7 @@ LOCALIZED_GPU_OOM: tuple[Family, ...] = (
             r"|无法在\s?(?:GPU|gpu)\s?\d{1,3}\s?上分配"
         ),
         # Nor a question ("这个问题是显存溢出吗", with its full-width question mark): a guess.
-        unless=_p(_HOST_NAMED + r"|吗|嗎|ですか|[\uff1f?]", re.IGNORECASE),
+        unless=_p(_HOST_NAMED + r"|吗|嗎|ですか|[\uff1f?]|" + CJK_RISK, re.IGNORECASE),
     ),
     # An OOM reported in Chinese ("报错OOM", "出现 OOM", "推理OOM", "还是会OOM") beside the card
     # named or its memory (显存, 显卡, an A100): the card's memory.
@@ -64,7 +68,8 @@ LOCALIZED_GPU_OOM: tuple[Family, ...] = (
         span=3,
         # ... not a condition: "使用bf16的话会OOM" (if bf16 were used, it would OOM).
         unless=_p(
-            _HOST_NAMED + r"|\u5185\u5b58|\u5167\u5b58|\u7684\u8bdd|\u5982\u679c", re.IGNORECASE
+            _HOST_NAMED + r"|\u5185\u5b58|\u5167\u5b58|\u7684\u8bdd|\u5982\u679c|" + CJK_RISK,
+            re.IGNORECASE,
         ),
     ),
 )

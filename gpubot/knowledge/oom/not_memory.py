@@ -215,6 +215,16 @@ NEGATIVE: tuple[Family, ...] = (
             r"|\bOutOfDirectMemoryError\b"
         ),
     ),
+    # ... by its short name, where the lines around are the JVM's: "suppresses all Throwables
+    # including OutOfMemoryError and other java.lang.Error".
+    Family(
+        "java_heap",
+        "not_oom",
+        "medium",
+        _p(r"(?<![\w.])OutOfMemoryErrors?\b"),
+        near=_p(r"\bjava\.lang\.\w|\bJVM\b|\w\.java\b|\bThrowables?\b"),
+        span=3,
+    ),
     # A crash by signal: SIGSEGV or SIGABRT, as a launcher reports a child's negative status.
     Family(
         "crash_signal",
@@ -235,7 +245,9 @@ NEGATIVE: tuple[Family, ...] = (
         # (3) the worker crashed unexpectedly due to SIGSEGV") is not a crash that did.
         unless=_p(
             r"\b(?:potential|possible|probable|common|likely) (?:root )?causes?\b"
-            r"|\bcauses? include\b",
+            r"|\bcauses? include\b"
+            # ... nor what a crash could do: "a segmentation fault can produce a core dump".
+            r"|\b(?:can|could|may|might|would) (?:produce|cause|leave|trigger|lead to|result in)\b",
             _I,
         ),
     ),

@@ -104,6 +104,11 @@ LIMITS: tuple[Family, ...] = (
             # Triton's CUDA memory pool, a size fixed at start, full and the request served
             # from pinned host memory instead: a warning, the card not out of memory.
             r"|\bCNMEM_STATUS_OUT_OF_MEMORY, falling back to pinned system memory\b"
+            # ... and its pinned pool absent, the request served from ordinary host memory.
+            r"|\bno pinned memory pool, falling back to non-pinned system memory\b"
+            # Trino's cluster memory manager killing a query over the cluster's query memory
+            # limits: the workers' JVMs are alive and nothing was killed by the kernel.
+            r"|\bCLUSTER_OUT_OF_MEMORY\b|\bQuery killed because the cluster is out of memory\b"
             # MuJoCo's arena for a step, a fixed size set in the model: "mj_stackAlloc: out of
             # memory, stack overflow ... max = 16777216".
             r"|\bmj_stackAlloc: out of memory, stack overflow\b"
@@ -111,6 +116,14 @@ LIMITS: tuple[Family, ...] = (
             # chipStar's single-allocation cap of 4294959104 bytes".
             r"|\bexceed(?:s|ed)? [^\n]{0,40}?\bsingle[- ]allocation (?:cap|limit)\b"
         ),
+    ),
+    # gRPC's cap on one message's size (RESOURCE_EXHAUSTED, status 8): a channel option to
+    # raise, not memory: "Sent message larger than max (544715979 vs. 536870912)".
+    Family(
+        "grpc_message_size",
+        "not_oom",
+        "high",
+        _p(r"\b(?:Sent|Received) message larger than max \(\d{1,20} vs\.? \d{1,20}\)", _I),
     ),
     # Shared memory that could not be opened or made, for a reason other than space: /dev/shm
     # read-only or not writable by the user, System V's shmget refused by policy, a
@@ -178,5 +191,20 @@ LIMITS: tuple[Family, ...] = (
         _p(r"\bfailed to allocate\b", _I),
         near=_p(r"\bCUDA error 11: invalid argument\b|\bcudaErrorInvalidValue\b", _I),
         span=1,
+    ),
+    # An out-of-memory its reporter shows to be false, the device's memory free beside it:
+    # "fails with a false `OutOfMemoryError` - even though the GPU reports 11.33 GiB free".
+    # A runtime or driver defect (device selection, a version's regression), not exhaustion.
+    Family(
+        "false_oom_report",
+        "not_oom",
+        "medium",
+        _p(r"\b(?:false|spurious|bogus)\W{0,2}(?:OutOfMemoryError|OOM|out[- ]of[- ]memory)\b", _I),
+        near=_p(
+            r"\b\d{1,6}(?:\.\d{1,2})? ?[GM]i?B (?:free|available)\b"
+            r"|\b(?:free|available)(?: memory)?:? \d{1,6}(?:\.\d{1,2})? ?[GM]i?B\b",
+            _I,
+        ),
+        span=2,
     ),
 )

@@ -475,6 +475,9 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"\bOS_REASON_JETSAM\b|\bjetsam(?:med)?\b[^\n]{0,40}?\bmemory pressure\b"
             # ... its report of a mass kill when the compressor is full.
             r"|\bjetsam\b[^\n]{0,40}?\bvm-compressor-space-shortage\b"
+            # ... and the kernel's memorystatus line when it kills for memory: "memorystatus:
+            # killing largest compressed process python3.11 [5844] 43350 MB".
+            r"|\bmemorystatus: killing (?:largest compressed|top|idle) process\b"
             # A userspace killer named in a sentence: "killed by `systemd-oomd`".
             r"|\bkilled by [`'\"]?(?:systemd-oomd|earlyoom|oomd|nohang)\b"
             # earlyoom's own line when it acts: "Out of memory! avail: 0 MiB < min: 587 MiB".

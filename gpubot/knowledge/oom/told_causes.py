@@ -169,10 +169,31 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"\bto OOM\b"
             # "The memory of computer will rise quickly and eventurally out of memory".
             r"|\b(?:memory|RAM) of (?:the |my |our )?(?:computer|machine|system|server|host|PC)"
-            r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b",
+            r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b"
+            # "in a Pod running with a memory limit too low, the out-of-memory error message is
+            # swallowed".
+            r"|\bmemory limits? (?:(?:is|was|were|set) )?too (?:low|small|tight)\b[^.\n]{0,80}?"
+            r"\b(?:out[- ]of[- ]memory|OOM)\b",
             _I | re.MULTILINE,
         ),
         unless=_HEDGE,
+    ),
+    # The kubelet's OOMKilled seen as the pod's status beside its crashes: "I found couple
+    # times it is in OOM status before crash". A guess elsewhere in the sentence ("that maybe
+    # it has memory leak issue") is about why, not whether.
+    told_in_prose(
+        _p(
+            r"\b(?:is|was|were|are|in|shows?|showed|showing) (?:in )?(?:an? |the )?"
+            r"OOM(?:Killed)? (?:status|state)\b",
+            _I,
+        ),
+        near=_p(r"\bcrash\w{0,6}|\bCrashLoopBackOff\b|\brestart\w{0,3}\b", _I),
+        span=3,
+        unless=_p(
+            r"\b(?:if|maybe|might|may|could|perhaps|probably|possibly|whether)\b[^.!?\n]{0,40}?"
+            r"\bOOM|\b(?:GPU|VRAM|CUDA)\b",
+            _I,
+        ),
     ),
     # A crash put down to the host's memory in the next breath: "it was due to a RAM
     # constraint ... During these bursts, the MySQL container would consistently crash".

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from gpubot.knowledge.oom.localized import CJK_RISK
 from gpubot.knowledge.oom.scan import OomClass
 
 MAX_REPORTS = 20
@@ -51,8 +52,8 @@ _NOT_A_REPORT = re.compile(
     r"|catch\w{0,3}|handl\w{1,3}|recover\w{0,3}|mechanisms?)\b"
     # An exit code's gloss ("52 (OOM)"), a table's row, a check that found none.
     r"|\b\d{1,3} ?\(OOM\)| \| |\u6ca1\u53d1\u751f|\u6c92\u767c\u751f|\u672a\u53d1\u751f"
-    # In Chinese, a condition: "的话" and "如果" (if).
-    r"|\u7684\u8bdd|\u5982\u679c",
+    # In Chinese, a condition: "的话" and "如果" (if); a risk: 容易, 可能, 避免, 防止.
+    r"|\u7684\u8bdd|\u5982\u679c|" + CJK_RISK,
     _I,
 )
 # A question is a report only when its speaker says it happened to them: "I'm getting OOM

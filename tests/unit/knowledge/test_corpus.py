@@ -927,56 +927,57 @@ BLIND121_MISSES: dict[str, str] = {
 # The hundred-and-twenty-second part (vh-), GPUs other than NVIDIA's: AMD ROCm and HIP, Intel XPU
 # and Level Zero, Apple MPS and Metal, and their lookalikes (HIP errors that are not memory, MPS
 # placeholder and size-cap errors), gathered in one round with blind123 to blind125, measured after
-# blind109 to blind121's rules and before any rule was changed for it: 27 of 30 (90.0 %).
+# blind109 to blind121's rules and before any rule was changed for it: 27 of 30 (90.0 %). Its rules
+# fixed two; this one is left.
 BLIND122_MISSES: dict[str, str] = {
-    "vh-018": "xpu_false_oom_regression: not_oom, answered cannot_tell (low)",
-    "vh-020": "macos_memorystatus_kill: host_oom_killed, answered killed_unknown (medium)",
-    "vh-022": "shell_killed_bare: killed_unknown, answered cuda_oom (high)",
+    "vh-022": "a shell's bare 'zsh: killed' is answered cuda_oom (high) from the MPS out-of-memory "
+    "its reporter met next, a later error of its own",
 }
 # The hundred-and-twenty-third part (vi-), JAX, XLA, TPUs and TensorFlow or Keras 3 of 2023 to 2026
 # (HBM exhausted, host memory on TPU VMs) and their lookalikes (compile errors, preemption, pinned-
 # host warnings), gathered beside blind122, measured after blind121's rules and before any rule was
-# changed for it: 20 of 30 (66.7 %).
+# changed for it: 20 of 30 (66.7 %). Its rules fixed three; these are left.
 BLIND123_MISSES: dict[str, str] = {
-    "vi-002": "host_ram_checkpoint_save: host_oom_killed, answered cannot_tell (low)",
-    "vi-003": "sigkill_ram_measured: host_oom_killed, answered killed_unknown (medium)",
-    "vi-005": "risk_not_event: not_oom, answered cannot_tell (low)",
-    "vi-013": "killed_ram_measured: host_oom_killed, answered killed_unknown (medium)",
-    "vi-014": "host_ram_told: host_oom_killed, answered cannot_tell (low)",
-    "vi-019": "grpc_message_size: not_oom, answered cannot_tell (low)",
-    "vi-021": "host_kill_told_pr: host_oom_killed, answered not_oom (high)",
-    "vi-026": "xla_opaque_internal_oom: cuda_oom, answered cannot_tell (low)",
-    "vi-028": "gpu_oom_told: cuda_oom, answered not_oom (low)",
-    "vi-030": "session_crash_no_cause: killed_unknown, answered not_oom (low)",
+    "vi-002": "a host OOM while saving a checkpoint on a TPU VM, told in prose beside both the "
+    "host's RAM and the TPU's, is answered cannot_tell (low)",
+    "vi-005": "a feature request to prevent a host OOM while loading weights is answered "
+    "cannot_tell (low), not as the wish it is",
+    "vi-014": "Keras using all 32 GB until 'eventually OOM happens', with no word naming the "
+    "host's RAM, is answered cannot_tell (low)",
+    "vi-021": "a PR's problem statement of transient host-memory OOMKills, told as what the "
+    "kubelet would do, is answered cannot_tell (low)",
+    "vi-026": "cuDNN's autotuner short of workspace under XLA's preallocation surfacing as "
+    "'INTERNAL: No reference output found!' is answered cannot_tell (low)",
+    "vi-028": "memory climbing '8 GB -> 11.2 GB -> error' on a 16 GB Colab GPU under JAX, "
+    "told only in prose, is answered not_oom (low)",
+    "vi-030": "a Colab TPU session that crashes with no cause shown is answered not_oom (low)",
 }
 # The hundred-and-twenty-fourth part (vj-), data engineering on Kubernetes and YARN (Spark
-# executors, Flink TaskManagers, Beam and Dataflow workers, Trino, Airflow) and its lookalikes
-# (Java heap, Metaspace, direct memory, Trino's own query-memory killer, spill filling a disk),
-# gathered beside blind122, measured after blind121's rules and before any rule was changed for it:
-# 22 of 30 (73.3 %).
+# executors, Flink TaskManagers, Beam and Dataflow workers, Trino, Airflow) and its lookalikes (Java
+# heap, Metaspace, direct memory, Trino's own query-memory killer, spill filling a disk), gathered
+# beside blind122, measured after blind121's rules and before any rule was changed for it: 22 of 30
+# (73.3 %). Its rules fixed five; these are left.
 BLIND124_MISSES: dict[str, str] = {
-    "vj-008": "app_memory_limit_query_killed: not_oom, answered cannot_tell (low)",
-    "vj-014": "kill_cured_by_more_memory: host_oom_killed, answered killed_unknown (medium)",
-    "vj-016": "memory_kill_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "vj-017": "java_heap: not_oom, answered cannot_tell (low)",
-    "vj-019": "kubelet_eviction_memory: host_oom_killed, answered not_oom (low)",
-    "vj-023": "oomkilled_in_prose: host_oom_killed, answered cannot_tell (low)",
-    "vj-026": "kill_cured_by_more_memory: host_oom_killed, answered cannot_tell (low)",
-    "vj-027": "memory_kill_in_prose: host_oom_killed, answered cannot_tell (low)",
+    "vj-016": "Beam workers 'causing OOM eventually', told in a summary that opens with 'If', "
+    "are answered cannot_tell (low)",
+    "vj-026": "a PR that 'seems to resolve the OOM issue' with Dataflow's vertical memory "
+    "autoscaling is answered cannot_tell (low)",
+    "vj-027": "'OOM issues that may be remedied by using high memory workers' is answered "
+    "cannot_tell (low): the hedge on the cure reads as a hedge on the OOM",
 }
-# The hundred-and-twenty-fifth part (vk-), LLM inference servers of 2023 to 2026 (llama.cpp,
-# Ollama, TGI, Triton, TensorRT-LLM, LMDeploy, ExLlamaV2) and their lookalikes (model load, driver
-# and context-length errors), gathered beside blind122, measured after blind121's rules and before
-# any rule was changed for it: 22 of 30 (73.3 %).
+# The hundred-and-twenty-fifth part (vk-), LLM inference servers of 2023 to 2026 (llama.cpp, Ollama,
+# TGI, Triton, TensorRT-LLM, LMDeploy, ExLlamaV2) and their lookalikes (model load, driver and
+# context-length errors), gathered beside blind122, measured after blind121's rules and before any
+# rule was changed for it: 22 of 30 (73.3 %). Its rules fixed four; these are left.
 BLIND125_MISSES: dict[str, str] = {
-    "vk-007": "triton_pinned_fallback_notice: not_oom, answered cannot_tell (low)",
-    "vk-009": "oom_risk_discussion: not_oom, answered cuda_oom (medium)",
-    "vk-021": "pod_memory_limit_told: host_oom_killed, answered cannot_tell (low)",
-    "vk-022": "shard_signal_7_no_hint: killed_unknown, answered not_oom (low)",
-    "vk-023": "silent_exit_oom_guess: killed_unknown, answered host_oom_killed (medium)",
-    "vk-024": "misreported_vram_oom: cuda_oom, answered cannot_tell (low)",
-    "vk-026": "cured_by_more_ram: host_oom_killed, answered not_oom (low)",
-    "vk-030": "vulkan_out_of_device_memory: cuda_oom, answered not_oom (low)",
+    "vk-009": "LMDeploy's answer that models sharing a card 'easily fail to start or OOM' is "
+    "answered cannot_tell (low), not as the risk it is",
+    "vk-023": "a commenter's guess that a silent exit is 'the signature of the kernel OOM "
+    "killer', later found to be a bug, is answered host_oom_killed (medium)",
+    "vk-024": "llama.cpp reporting a VRAM shortage as a layer 'assigned to device CPU' is "
+    "answered cannot_tell (low)",
+    "vk-026": "a dev container that 'fails' at 8 GB of RAM, fixed by more RAM, with no kill "
+    "shown, is answered not_oom (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
