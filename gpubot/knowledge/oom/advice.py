@@ -332,6 +332,12 @@ OTHER: dict[str, tuple[str, ...]] = {
         "eviction policy (maxmemory-policy), or make the query lighter. The process was not "
         "killed and the host's memory is not the limit.",
     ),
+    "oom_named_as_a_risk": (
+        "The text proposes a change (a feature request, a pull request) and names "
+        "out-of-memory only as a risk to avoid: nothing in it reports one that happened. If "
+        "the incident has a death, read the container's last state and the node's kernel log "
+        "around it; if it has none, there is nothing to triage.",
+    ),
     "false_oom_report": (
         "The out-of-memory is shown false: the device reported memory free when the "
         "allocation failed. Suspect the runtime or driver (a release's regression, device "

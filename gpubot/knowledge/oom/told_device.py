@@ -85,6 +85,49 @@ _FEATURE_REQUEST = re.compile(
 )
 
 
+# A proposal: a feature request's template or tag, an RFC, a change describing what it adds.
+_PROPOSAL = re.compile(
+    r"Is your feature request related to a problem|Describe the solution you'?d like"
+    r"|The feature, motivation and pitch"
+    r"|^\W{0,4}\[(?:Feature|Feature Request|RFC|Enhancement|Proposal)\]"
+    r"|^\W{0,4}(?:Feature request|Proposal|RFC)\b"
+    r"|^\W{0,4}This (?:PR|pull request|change|commit) (?:adds|introduces|implements|allows"
+    r"|lets|enables)\b"
+    r"|^#{1,4} ?(?:Desired use case or feature|Proposed solution|Feature description"
+    r"|Describe the feature)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Whoever wrote it speaking of their own runs: an experience, not only a proposal.
+_OWN_RUNS = re.compile(
+    r"\b(?:my|our) (?:system|machine|server|computer|PC|laptop|GPU|job|pod|cluster|node|run)s?\b"
+    r"|\bI(?:'m| am)? (?:get|got|getting|hit|hitting|see|saw|seeing|ran|run|running into"
+    r"|encounter\w{0,3}|experienc\w{1,3})\b",
+    re.IGNORECASE,
+)
+
+
+def only_a_risk(lines: Sequence[str], memory_lines: Sequence[str]) -> bool:
+    """Whether `lines` propose a change (a feature request, an RFC, a pull request) and name
+    out-of-memory only as a risk: every line holding memory words hedges them (to avoid, to
+    prevent, could, would) and no sentence reports one that happened."""
+    head = lines[:MAX_TEMPLATE_LINES]
+    if not memory_lines or not any(_PROPOSAL.search(line) for line in head):
+        return False
+    if any(_OWN_RUNS.search(line) for line in head):
+        return False
+    # The proposal's own tag ("[Feature]") is not the hedge of the words after it.
+    read = [_PROPOSAL.sub("", line[: _SENTENCE_CHARS * 4]) for line in memory_lines[:MAX_REPORTS]]
+    if not all(_NOT_A_REPORT.search(line) for line in read):
+        return False
+    # A fragment of a word or two ("to avoid. OOM") reports nothing on its own.
+    return not any(
+        _reports(s[:_SENTENCE_CHARS])
+        for line in read
+        for s in _SENTENCES.split(line)
+        if len(s.split()) > 2
+    )
+
+
 def _reports(sentence: str) -> bool:
     if not (_OOM.search(sentence) or _OOM_CJK.search(sentence)):
         return False

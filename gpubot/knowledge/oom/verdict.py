@@ -48,7 +48,7 @@ from gpubot.knowledge.oom.scan import (
     lines_matching,
     log_lines,
 )
-from gpubot.knowledge.oom.told_device import told_oom_device
+from gpubot.knowledge.oom.told_device import only_a_risk, told_oom_device
 
 __all__ = ["RULES", "Facts", "GiB", "OomClass", "Rule", "Verdict", "decide", "gather"]
 
@@ -418,6 +418,14 @@ def _told_in_words(f: Facts) -> Verdict | None:
     return Verdict(cls, family, "low", lines)
 
 
+def _only_a_risk(f: Facts) -> Verdict | None:
+    """A proposal (a feature request, a pull request) that names out-of-memory only as a risk
+    to avoid, with nothing reporting one that happened: not an OOM, at low confidence."""
+    if f.memory_words is None or not only_a_risk(f.stripped, f.memory_words.lines):
+        return None
+    return Verdict("not_oom", "oom_named_as_a_risk", "low", f.memory_words.lines)
+
+
 def _cannot_tell(f: Facts) -> Verdict | None:
     if f.memory_words is None:
         return None
@@ -470,6 +478,8 @@ RULES: tuple[Rule, ...] = (
     # An OOM reported in words only, with the card or the host named around it: say which,
     # at low confidence.
     Rule("oom_told_in_words", _told_in_words),
+    # A proposal naming out-of-memory only as a risk to avoid: not an OOM, at low confidence.
+    Rule("oom_only_a_risk", _only_a_risk),
     # Memory words and no family that explains them: say so, never "not an OOM".
     Rule("cannot_tell", _cannot_tell),
     Rule("nothing", _nothing),

@@ -136,3 +136,41 @@ def test_a_risk_told_in_chinese_is_not_a_gpu_oom(text: str) -> None:
 
 def test_a_gpu_oom_reported_in_chinese_is_still_the_cards() -> None:
     assert classify("推理时报错 OOM\uff0c显存不足\n").cls == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[Feature] Cap the cache's memory\n\n"
+        "**Is your feature request related to a problem? Please describe.**\n"
+        "Bound the cache so there is no possibility of OOM on small nodes.\n",
+        "### 🚀 The feature, motivation and pitch\n\n"
+        "Load each shard on its own host to prevent host memory OOM for 1T models.\n",
+        "### Desired use case or feature\n\n"
+        "Pick the largest context that fits, to avoid OOM errors at start-up.\n",
+    ],
+)
+def test_a_proposal_naming_oom_only_as_a_risk_is_not_an_oom(text: str) -> None:
+    verdict = classify(text)
+    assert (verdict.cls, verdict.family, verdict.confidence) == (
+        "not_oom",
+        "oom_named_as_a_risk",
+        "low",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The tag is not a hedge: the title reports an OOM that occurs.
+        "[Feature] Out of memory (OOM) error occurs on the Orin during inference.\n"
+        "Maybe the driver caps cudaMallocAsync?\n",
+        # Its writer's own runs: an experience, not only a proposal.
+        "## Is your feature request related to a problem?\n"
+        "My system has 16GB of RAM; if you pick the large model it runs out of memory.\n",
+        # Not a proposal at all: a question about a risk stays unexplained.
+        "Could the new loader avoid OOM on 8GB cards?\n",
+    ],
+)
+def test_a_reported_or_experienced_oom_is_never_called_a_risk(text: str) -> None:
+    assert classify(text).family != "oom_named_as_a_risk"
