@@ -49,6 +49,15 @@ KILL_FOUND_MEMORY = Family(
         # ... or "Out of memory." alone, a maintainer's whole answer; "the error was running
         # out of available RAM".
         r"|^\W{0,4}(?:Out of memory|Not enough (?:RAM|memory))\.?\s*$"
+        # "16GB of RAM is not enough for this workflow"; "the problem was that I was running
+        # out of RAM".
+        r"|(?<!like )(?<!seems )(?<!guess )\b\d{1,4} ?(?:GB|G|GiB) (?:of )?(?:RAM|memory) "
+        r"(?:is|was) (?:not|n't) enough\b"
+        r"|\bthe (?:problem|issue|cause) was that (?:I|we|it) (?:was|were) (?:running|ran) "
+        r"(?:out|our) of (?:RAM|memory)\b"
+        # ... in Chinese: "CPU内存(252G)占满" (the CPU's memory, 252G, full), not the card's.
+        r"|(?<![\u663e\u986f])\u5185\u5b58\s?[\uff08(]?\s?\d{0,4}\s?[GM]?B?\s?[)\uff09]?\s?"
+        r"(?:\u5360\u6ee1|\u88ab\u5360\u6ee1|\u6ee1\u4e86|\u7206\u6ee1)"
         # "The SIGKILL is because of out-of-memory."
         r"|\b(?:SIGKILL|kill|signal 9)\b[^\n]{0,20}? (?:is|was) (?:because of|due to|caused by) "
         r"(?:an? |the )?(?:out[- ]of[- ]memory|OOM)\b"

@@ -94,13 +94,12 @@ BLIND15_MISSES: dict[str, str] = {
 }
 # The sixteenth part (zf-), a sample across many repositories, measured before any rule was
 # changed for it: 39 of 54 (72.2 %); its misses by family are in the fixtures' README. Four
-# families are fixed (zf-003, zf-004, zf-016, zf-027), and TPU HBM (zf-037) with the twenty-third
-# part's; these are left.
+# families are fixed (zf-003, zf-004, zf-016, zf-027), TPU HBM (zf-037) with the twenty-third
+# part's, and the CPU's memory full in Chinese beside a -9 (zf-021) later; these are left.
 BLIND16_MISSES: dict[str, str] = {
     "zf-007": "ray_memory_monitor_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zf-011": "sigkill_in_prose: labelled killed_unknown, answered not_oom (low)",
     "zf-017": "sigkill_in_prose: labelled killed_unknown, answered cuda_oom (medium)",
-    "zf-021": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zf-022": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zf-035": "gpu_oom_in_prose: labelled cuda_oom, answered cannot_tell (low)",
     "zf-040": "host_oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
@@ -157,10 +156,9 @@ BLIND22_MISSES: dict[str, str] = {
     "zl-044": "hard_negative: InfiniBand's registration refused under a low ulimit -l",
 }
 # The twenty-third part (zm-), managed ML platforms and clouds, measured before any rule
-# was changed for it: 40 of 58 (69.0 %). Nine misses are fixed; these are left.
+# was changed for it: 40 of 58 (69.0 %). Ten misses are fixed; these are left.
 BLIND23_MISSES: dict[str, str] = {
     "zm-005": "hard_negative: labelled not_oom, answered cannot_tell (low)",
-    "zm-007": "sigkill_memory_in_words: labelled host_oom_killed, answered killed_unknown (medium)",
     "zm-010": "oom_in_prose: labelled host_oom_killed, answered cannot_tell (low)",
     "zm-015": "sigkill: labelled killed_unknown, answered cannot_tell (low)",
     "zm-023": "hard_negative: labelled not_oom, answered cannot_tell (low)",
@@ -694,14 +692,13 @@ BLIND98_MISSES: dict[str, str] = {
 }
 # The ninety-ninth part (wk-), deaths as schedulers and orchestrators report them (kubectl describe
 # and pod status, Slurm accounting, Nextflow, Ray, AWS Batch, SageMaker, Vertex AI), gathered
-# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %). 6 misses are
+# beside blind97, measured before any rule was changed for it: 19 of 30 (63.3 %). 7 misses are
 # fixed; these are left.
 BLIND99_MISSES: dict[str, str] = {
     "wk-005": "kuberay_head_killed_no_cause: killed_unknown, answered not_oom (low)",
     "wk-006": "slurm_node_fail_staff_oom_finding: host_oom_killed, answered cannot_tell (low)",
     "wk-007": "aws_batch_oom_more_memory: host_oom_killed, answered cannot_tell (low)",
     "wk-013": "vertex_pipeline_oom_machine_type: host_oom_killed, answered cannot_tell (low)",
-    "wk-017": "exit137_reporter_confirms_ram: host_oom_killed, answered killed_unknown (medium)",
 }
 # The hundredth part (wl-), shared memory in containers and deaths with no cause shown
 # (PostgreSQL's segments in Docker, DataLoader bus errors, exit 137 in CI, WSL), gathered beside

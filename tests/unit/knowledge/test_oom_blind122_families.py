@@ -174,3 +174,30 @@ def test_a_proposal_naming_oom_only_as_a_risk_is_not_an_oom(text: str) -> None:
 )
 def test_a_reported_or_experienced_oom_is_never_called_a_risk(text: str) -> None:
     assert classify(text).family != "oom_named_as_a_risk"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Killed\n8GB of RAM is not enough for this pipeline. I moved to a 16GB instance.\n",
+        "exit status 137\nThe issue was that we were running our of RAM; fewer tasks fixed it.\n",
+        # "The CPU's memory (128G) was full."
+        "exits with return code = -9\nCPU\u5185\u5b58\uff08128G\uff09\u5360\u6ee1\n",
+    ],
+)
+def test_a_kill_beside_the_hosts_memory_found_short_is_a_host_kill(text: str) -> None:
+    verdict = classify(text)
+    assert (verdict.cls, verdict.family) == ("host_oom_killed", "kill_found_to_be_memory")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A guess is not a finding.
+        "Killed\nLooks like 1gb of ram is not enough to build the app.\n",
+        # The card's memory full is not the host's.
+        "exits with return code = -9\n\u663e\u5b58\uff0880G\uff09\u5360\u6ee1\n",
+    ],
+)
+def test_a_guess_or_the_cards_memory_beside_a_kill_is_not_a_host_kill(text: str) -> None:
+    assert classify(text).cls != "host_oom_killed"
