@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind125` entries they miss are listed in HOLDOUT_MISSES … BLIND125_MISSES
+`blind3` to `blind129` entries they miss are listed in HOLDOUT_MISSES … BLIND129_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -971,6 +971,62 @@ BLIND125_MISSES: dict[str, str] = {
     "vk-026": "a dev container that 'fails' at 8 GB of RAM, fixed by more RAM, with no kill "
     "shown, is answered not_oom (low)",
 }
+# The hundred-and-twenty-sixth part (vl-), Kubernetes operators and platform teams of 2023 to 2026
+# reporting what killed or evicted their pods and nodes (OOMKilled, memcg, evictions, node pressure)
+# and its lookalikes (evictions for disk, preemption, probe kills, a deliberate SIGKILL, a false
+# OOMKilled on exit 143), gathered in one round with blind127 to blind129, measured after blind122
+# to blind125's rules and before any rule was changed for it: 22 of 30 (73.3 %).
+BLIND126_MISSES: dict[str, str] = {
+    "vl-007": "container_oom_in_words: host_oom_killed, answered cannot_tell (low)",
+    "vl-010": "kubelet_eviction_memory: host_oom_killed, answered cannot_tell (low)",
+    "vl-021": "memory_overcommit_risk: not_oom, answered host_oom_killed (low)",
+    "vl-024": "eviction_risk_review: not_oom, answered cannot_tell (low)",
+    "vl-025": "feature_request_exit_code: not_oom, answered killed_unknown (medium)",
+    "vl-026": "manual_sigkill_repro: not_oom, answered host_oom_killed (high)",
+    "vl-027": "liveness_probe_kill: not_oom, answered killed_unknown (medium)",
+    "vl-029": "false_oomkilled_sigterm: not_oom, answered host_oom_killed (high)",
+}
+# The hundred-and-twenty-seventh part (vm-), large-model training of 2024 to 2026 (DeepSpeed, FSDP,
+# Megatron, torchtitan, NeMo, TRL, verl) and its lookalikes (NCCL timeouts, illegal memory access,
+# loss spikes, hangs), gathered beside blind126, measured after blind125's rules and before any rule
+# was changed for it: 26 of 30 (86.7 %).
+BLIND127_MISSES: dict[str, str] = {
+    "vm-013": "fsdp_checkpoint_cpu_oom: host_oom_killed, answered cannot_tell (low)",
+    "vm-015": "checkpoint_conversion_host_oom: host_oom_killed, answered cannot_tell (low)",
+    "vm-016": "deepspeed_cpu_memory_exhausted: host_oom_killed, answered cuda_oom (medium)",
+    "vm-017": "nccl_sigbus_shm: shm_exhausted, answered not_oom (low)",
+}
+# The hundred-and-twenty-eighth part (vn-), shared memory and inter-process memory of 2022 to 2026
+# (/dev/shm in Docker and Kubernetes, NCCL, vLLM, SGLang, Triton, Ray, PostgreSQL, Chrome) and its
+# lookalikes (SIGBUS from mapped files, System V limits, permissions), gathered beside blind126,
+# measured after blind125's rules and before any rule was changed for it: 18 of 30 (60.0 %).
+BLIND128_MISSES: dict[str, str] = {
+    "vn-002": "memcg_oom_killer_words: host_oom_killed, answered killed_unknown (medium)",
+    "vn-005": "memcg_oom_shm_charged: host_oom_killed, answered cannot_tell (low)",
+    "vn-008": "torchrun_sigkill_host_ram: host_oom_killed, answered killed_unknown (medium)",
+    "vn-010": "engine_core_died_unexplained: killed_unknown, answered not_oom (low)",
+    "vn-011": "chrome_devshm_too_small: shm_exhausted, answered cannot_tell (low)",
+    "vn-013": "torchrun_sigbus_container: shm_exhausted, answered killed_unknown (medium)",
+    "vn-014": "postgres_dsm_resize_enospc: shm_exhausted, answered cannot_tell (low)",
+    "vn-016": "torchrun_sigbus: shm_exhausted, answered killed_unknown (medium)",
+    "vn-018": "ray_object_store_devshm_small: shm_exhausted, answered not_oom (low)",
+    "vn-020": "sysv_shm_limit: not_oom, answered shm_exhausted (medium)",
+    "vn-022": "mmap_sigbus_network_fs: not_oom, answered killed_unknown (medium)",
+    "vn-023": "shm_risk_hardening: not_oom, answered shm_exhausted (medium)",
+}
+# The hundred-and-twenty-ninth part (vo-), desktop and hobbyist AI apps and notebooks of 2023 to
+# 2026 (ComfyUI, Forge, Fooocus, text-generation-webui, LM Studio, Colab, Kaggle, SageMaker Studio)
+# and their lookalikes (driver crashes, DLL errors, black images, slow generation), gathered beside
+# blind126, measured after blind125's rules and before any rule was changed for it: 24 of 30 (80.0
+# %).
+BLIND129_MISSES: dict[str, str] = {
+    "vo-009": "jupyter_kernel_died_ram_told: host_oom_killed, answered not_oom (low)",
+    "vo-010": "notebook_kernel_died_no_reason: killed_unknown, answered not_oom (low)",
+    "vo-022": "host_ram_exhausted_told: host_oom_killed, answered cannot_tell (low)",
+    "vo-023": "host_ram_exhausted_told: host_oom_killed, answered not_oom (low)",
+    "vo-027": "docker_shm_default_64m: shm_exhausted, answered not_oom (low)",
+    "vo-028": "colab_process_stopped_no_reason: killed_unknown, answered not_oom (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -1095,6 +1151,10 @@ KNOWN_MISSES = {
     **BLIND123_MISSES,
     **BLIND124_MISSES,
     **BLIND125_MISSES,
+    **BLIND126_MISSES,
+    **BLIND127_MISSES,
+    **BLIND128_MISSES,
+    **BLIND129_MISSES,
 }
 
 
@@ -1202,6 +1262,10 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind123")
     splits = (*splits, "blind124")
     splits = (*splits, "blind125")
+    splits = (*splits, "blind126")
+    splits = (*splits, "blind127")
+    splits = (*splits, "blind128")
+    splits = (*splits, "blind129")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1328,6 +1392,10 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind123" for key in BLIND123_MISSES)
     assert all(split[key] == "blind124" for key in BLIND124_MISSES)
     assert all(split[key] == "blind125" for key in BLIND125_MISSES)
+    assert all(split[key] == "blind126" for key in BLIND126_MISSES)
+    assert all(split[key] == "blind127" for key in BLIND127_MISSES)
+    assert all(split[key] == "blind128" for key in BLIND128_MISSES)
+    assert all(split[key] == "blind129" for key in BLIND129_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
