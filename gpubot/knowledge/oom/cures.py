@@ -170,6 +170,8 @@ KILL_MEMORY_FILLING = Family(
         r"|\b(?:RAM|memory)(?: usage| consumption)? (?:continuously |steadily |keeps (?:on )?"
         r"|kept (?:on )?)(?:increas(?:es|ed|ing)|grow(?:s|ing)|ris(?:es|ing))\b"
         r"|\b(?:RAM|memory)(?: usage)? continues to (?:increase|grow|rise)\b"
+        # "the memory overflowed directly when loading the model file" (内存溢出 translated).
+        r"|\b(?:the |my )?(?:RAM|memory) overflowed\b"
         r"|\b(?:RAM|memory)(?: memory)? (?:was|is|kept) increasing\b"
         r"|\b(?:memory|RAM) and swap (?:were|was|are|is) (?:fully |completely )?(?:occupied|full"
         r"|used up|exhausted)\b"
@@ -262,6 +264,9 @@ MEMORY_CURE = Family(
         # ... in Chinese: "32G改为64G问题就解决了" (32G changed to 64G, the problem went away).
         r"|\d{1,4} ?[GM]B?\s?(?:改为|改成|换成|換成|加到|增加到|升级到|升級到|提高到)"
         r"\s?\d{1,4} ?[GM]B?[^\n]{0,20}?(?:解决|解決|好了|可以了|正常)"
+        # ... "把内存扩大到 256G, 跑4卡微调成功了" (memory expanded to 256G, the run succeeded).
+        r"|(?<![\u663e\u986f])\u5185\u5b58(?:\u6269\u5927|\u589e\u52a0|\u52a0\u5927|\u63d0\u9ad8|\u5347\u7ea7)"
+        r"\u5230\s?\d{1,4}\s?[GT]B?[^\n]{0,20}?(?:\u6210\u529f|\u6b63\u5e38|\u89e3\u51b3|\u53ef\u4ee5)"
         # ... "增加内存后已正常" (after adding memory it runs normally).
         r"|(?:增加|加大|扩大|擴大|提高|升级|升級)(?:了)?(?:虚拟机|虛擬機)?(?:内存|內存|記憶體)"
         r"(?:后|後|之后|之後|以后|以後)?[^\n]{0,6}?(?:已|就)?(?:正常|解决|解決|好了|可以了)"

@@ -119,8 +119,9 @@ HOST: tuple[Family, ...] = (
             r"|evicted due to (?:node )?memory pressure"
             # ... told by its owner: "kept getting evicted ... due to exceeding the requested
             # memory" (the kubelet evicts the pods furthest over their request first).
-            r"|\bevicted\b[^\n]{0,60}?\b(?:due to|for|because of) (?:exceeding|using more than) "
-            r"(?:the |its |their )?(?:requested )?memory(?: request)?\b"
+            r"|\bevicted\b[^\n]{0,60}?\b(?:due to|for|because of) (?:(?:exceeding|using more than) "
+            r"(?:the |its |their )?(?:requested )?memory(?: request)?|(?:the )?node:? low (?:on )?"
+            r"memory)\b"
             # The kubelet's eviction manager and its node event, reclaiming memory.
             r"|EvictionThresholdMet[^\n]{0,200}?reclaim memory|signal=memory\.available"
             r"|eviction manager: [^\n]{0,120}\[MemoryPressure\]",

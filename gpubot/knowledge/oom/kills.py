@@ -42,6 +42,8 @@ SIGKILL = Family(
         # "then gets killed by itself"; a GitHub runner's job ended from outside, alone on
         # its line: "The operation was canceled."
         r"|\b(?:gets?|got|is|was) killed by itself\b"
+        # ... with the signal's number after it: "and it was killed -9".
+        r"|\b(?:gets?|got|is|was|been) killed -9\b"
         r"|(?:^|[\s\]>*#`])(?:Error: )?The operation was canceled\.?\s*$"
         r"|exit (?:code|status)[^\n]{0,80}?:\s{0,3}137\s*$"  # "... Docker Container: 137"
         r"|non-zero exit status 137\b|\bsignal: killed\b|\bSIGKILL\b"  # not "sigkill_handler"
@@ -262,7 +264,10 @@ BUS_ERROR_UNKNOWN = Family(
         r"|\bexits with return code\s{0,3}=\s{0,3}-7\b"
         # Text Generation Inference's shard manager: "Shard process was signaled to shutdown
         # with signal 7".
-        r"|\bsignaled to shutdown with signal 7\b",
+        r"|\bsignaled to shutdown with signal 7\b"
+        # UCX's handler inside a rank ("Caught signal 7 (Bus error: nonexistent physical
+        # address)"), where NCCL is not named beside it (that one is /dev/shm).
+        r"|\bCaught signal 7 \(Bus error\b",
         _I,
     ),
 )

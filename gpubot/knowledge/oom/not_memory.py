@@ -56,7 +56,7 @@ LIVENESS = Family(
         r"|Startup probe failed|failed startup probe"
         # ... told: "We have defined the liveness probe ... after performing a restart of the
         # container ... status code 137".
-        r"|\bliveness[ _-]?probe\W{0,2}\b[^\n]{0,120}?\b(?:restart\w{0,3}|kill(?:s|ed))\b",
+        r"|\bliveness[ _-]?probe\W{0,2}\b[^\n]{0,240}?\b(?:restart\w{0,3}|kill(?:s|ed))\b",
         _I,
     ),
     # Not a probe set up to restart on something else said in passing ("add a liveness

@@ -298,6 +298,15 @@ SHM: tuple[Family, ...] = (
             r"No space left on device"
         ),
     ),
+    # ... its resize named without the errno ("PostgreSQL sometimes raises a 'could not
+    # resize shared memory segment' error"): a dynamic segment in /dev/shm only fails to
+    # grow when the filesystem is full.
+    Family(
+        "sysv_shm_enospc",
+        "shm_exhausted",
+        "medium",
+        _p(r"\bcould not resize shared memory segment\b"),
+    ),
     Family(
         "bus_error_with_workers",
         "shm_exhausted",

@@ -156,6 +156,8 @@ TOLD_CAUSES: tuple[Family, ...] = (
             r"|\b(?:CPU|host|RAM) OOM\s?/\s?(?:Process )?Killed\b"
             r"|\b(?:trigger|triggers|triggered|make|makes|cause|causes|caused|hit|hits) system "
             r"OOM\b"
+            # "nomad log does not indicate anything and kernel OOM is triggered".
+            r"|\b(?:kernel|system|host|cgroup) OOM\s{1,3}(?:(?:is|was|gets|got)\s{1,3})?triggered\b"
             r"|\bswap(?: memory)? grows\b[^.\n]{0,60}?\buntil (?:it )?crash(?:es|ed|ing)?\b"
             # "the app is killed by the system because of OOM"; "The instance on fly.io ran out
             # of memory".
@@ -170,6 +172,10 @@ TOLD_CAUSES: tuple[Family, ...] = (
             # "The memory of computer will rise quickly and eventurally out of memory".
             r"|\b(?:memory|RAM) of (?:the |my |our )?(?:computer|machine|system|server|host|PC)"
             r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b"
+            # "(which leads to CPU OOM in my case)"; "the training consumes all system memory".
+            r"|\b(?:leads?|led|leading|lead) to (?:an? )?(?:CPU|host|system|RAM) OOM\b"
+            r"|\b(?:uses|used|consumes|consumed|eats|ate|fills|filled) (?:up )?all "
+            r"(?:the |of the )?(?:available )?(?:system|host|CPU) (?:memory|RAM)\b"
             # "in a Pod running with a memory limit too low, the out-of-memory error message is
             # swallowed".
             r"|\bmemory limits? (?:(?:is|was|were|set) )?too (?:low|small|tight)\b[^.\n]{0,80}?"

@@ -49,7 +49,9 @@ _NOT_A_REPORT = re.compile(
     r"|(?:the|a|an|this|that|its|OOM) setting"
     r"|logs|message|checks?|would|looks? like|seems?|shape of|instead of|rather than"
     r"|estimat\w{1,4}|not|no|never|nothing|none|without|should|\w{1,8}n't"
-    r"|catch\w{0,3}|handl\w{1,3}|recover\w{0,3}|mechanisms?)\b"
+    r"|catch\w{0,3}|handl\w{1,3}|recover\w{0,3}|mechanisms?"
+    # What to look out for after a change: "watch for any OOM over the next few days".
+    r"|(?:watch|monitor|look out|check) for)\b"
     # An exit code's gloss ("52 (OOM)"), a table's row, a check that found none.
     r"|\b\d{1,3} ?\(OOM\)| \| |\u6ca1\u53d1\u751f|\u6c92\u767c\u751f|\u672a\u53d1\u751f"
     # In Chinese, a condition: "的话" and "如果" (if); a risk: 容易, 可能, 避免, 防止.

@@ -975,57 +975,63 @@ BLIND125_MISSES: dict[str, str] = {
 # reporting what killed or evicted their pods and nodes (OOMKilled, memcg, evictions, node pressure)
 # and its lookalikes (evictions for disk, preemption, probe kills, a deliberate SIGKILL, a false
 # OOMKilled on exit 143), gathered in one round with blind127 to blind129, measured after blind122
-# to blind125's rules and before any rule was changed for it: 22 of 30 (73.3 %).
+# to blind125's rules and before any rule was changed for it: 22 of 30 (73.3 %). Its rules fixed
+# two; these are left.
 BLIND126_MISSES: dict[str, str] = {
-    "vl-007": "container_oom_in_words: host_oom_killed, answered cannot_tell (low)",
-    "vl-010": "kubelet_eviction_memory: host_oom_killed, answered cannot_tell (low)",
-    "vl-021": "memory_overcommit_risk: not_oom, answered host_oom_killed (low)",
-    "vl-024": "eviction_risk_review: not_oom, answered cannot_tell (low)",
-    "vl-025": "feature_request_exit_code: not_oom, answered killed_unknown (medium)",
-    "vl-026": "manual_sigkill_repro: not_oom, answered host_oom_killed (high)",
-    "vl-027": "liveness_probe_kill: not_oom, answered killed_unknown (medium)",
-    "vl-029": "false_oomkilled_sigterm: not_oom, answered host_oom_killed (high)",
+    "vl-007": "a CSI driver container that 'would OOM during mount', found when giving it more "
+    "memory cured the mount, is answered cannot_tell (low)",
+    "vl-021": "a request-sizing PR whose test plan watches for OOM is answered cannot_tell (low), "
+    "not as the change it is",
+    "vl-024": "a review bot's warning that a request makes the pod an eviction candidate is "
+    "answered cannot_tell (low)",
+    "vl-025": "a feature request's 'if a worker pod crashed due to OOM (exit code 137)' is read "
+    "as a kill (killed_unknown, medium)",
+    "vl-026": "a deliberate SIGKILL used to reproduce a bug, beside prose about the OOMKilled "
+    "reason, is answered host_oom_killed (high)",
+    "vl-029": "a kubelet PR explaining a false OOMKilled on exit 143 is answered host_oom_killed "
+    "(high) from the reason it quotes",
 }
 # The hundred-and-twenty-seventh part (vm-), large-model training of 2024 to 2026 (DeepSpeed, FSDP,
 # Megatron, torchtitan, NeMo, TRL, verl) and its lookalikes (NCCL timeouts, illegal memory access,
 # loss spikes, hangs), gathered beside blind126, measured after blind125's rules and before any rule
-# was changed for it: 26 of 30 (86.7 %).
+# was changed for it: 26 of 30 (86.7 %). Its rules fixed two; these are left.
 BLIND127_MISSES: dict[str, str] = {
-    "vm-013": "fsdp_checkpoint_cpu_oom: host_oom_killed, answered cannot_tell (low)",
-    "vm-015": "checkpoint_conversion_host_oom: host_oom_killed, answered cannot_tell (low)",
-    "vm-016": "deepspeed_cpu_memory_exhausted: host_oom_killed, answered cuda_oom (medium)",
-    "vm-017": "nccl_sigbus_shm: shm_exhausted, answered not_oom (low)",
+    "vm-015": "checkpoint conversion that users 'reported running into OOM issues' with, and "
+    "that needs 1.5 TB of memory, is answered cannot_tell (low)",
+    "vm-017": "UCX's 'Caught signal 7 (Bus error)' in an 8-rank container, NCCL not named in the "
+    "excerpt, is answered killed_unknown (medium), not /dev/shm",
 }
 # The hundred-and-twenty-eighth part (vn-), shared memory and inter-process memory of 2022 to 2026
 # (/dev/shm in Docker and Kubernetes, NCCL, vLLM, SGLang, Triton, Ray, PostgreSQL, Chrome) and its
 # lookalikes (SIGBUS from mapped files, System V limits, permissions), gathered beside blind126,
-# measured after blind125's rules and before any rule was changed for it: 18 of 30 (60.0 %).
+# measured after blind125's rules and before any rule was changed for it: 18 of 30 (60.0 %). Two
+# labels were made consistent with the corpus after measuring (vn-013 and vn-016: a torchrun -7
+# alone is killed_unknown, as xj-005; vn-020: shmget ENOSPC is shared memory, as s-006): with
+# those labels, 21 of 30 before. Its rules then fixed four; these are left.
 BLIND128_MISSES: dict[str, str] = {
-    "vn-002": "memcg_oom_killer_words: host_oom_killed, answered killed_unknown (medium)",
-    "vn-005": "memcg_oom_shm_charged: host_oom_killed, answered cannot_tell (low)",
-    "vn-008": "torchrun_sigkill_host_ram: host_oom_killed, answered killed_unknown (medium)",
-    "vn-010": "engine_core_died_unexplained: killed_unknown, answered not_oom (low)",
-    "vn-011": "chrome_devshm_too_small: shm_exhausted, answered cannot_tell (low)",
-    "vn-013": "torchrun_sigbus_container: shm_exhausted, answered killed_unknown (medium)",
-    "vn-014": "postgres_dsm_resize_enospc: shm_exhausted, answered cannot_tell (low)",
-    "vn-016": "torchrun_sigbus: shm_exhausted, answered killed_unknown (medium)",
-    "vn-018": "ray_object_store_devshm_small: shm_exhausted, answered not_oom (low)",
-    "vn-020": "sysv_shm_limit: not_oom, answered shm_exhausted (medium)",
-    "vn-022": "mmap_sigbus_network_fs: not_oom, answered killed_unknown (medium)",
-    "vn-023": "shm_risk_hardening: not_oom, answered shm_exhausted (medium)",
+    "vn-010": "a serving engine's core that died with no cause shown is answered not_oom (low)",
+    "vn-011": "Chrome's 'invalid session id' under Docker's 64 MB /dev/shm, told in a PR that "
+    "raises shm_size, is answered cannot_tell (low)",
+    "vn-018": "Ray falling back from a small /dev/shm to /tmp, told by a maintainer, is answered "
+    "not_oom (low)",
+    "vn-022": "a SIGBUS (exit 135) from an mmap on a network filesystem is read as a kill "
+    "(killed_unknown, medium)",
+    "vn-023": "a hardening PR that raises shm_size, describing SIGBUS only as what overrunning "
+    "it would do, is answered shm_exhausted (medium)",
 }
 # The hundred-and-twenty-ninth part (vo-), desktop and hobbyist AI apps and notebooks of 2023 to
 # 2026 (ComfyUI, Forge, Fooocus, text-generation-webui, LM Studio, Colab, Kaggle, SageMaker Studio)
 # and their lookalikes (driver crashes, DLL errors, black images, slow generation), gathered beside
 # blind126, measured after blind125's rules and before any rule was changed for it: 24 of 30 (80.0
-# %).
+# %). Its rules fixed two; these are left.
 BLIND129_MISSES: dict[str, str] = {
-    "vo-009": "jupyter_kernel_died_ram_told: host_oom_killed, answered not_oom (low)",
-    "vo-010": "notebook_kernel_died_no_reason: killed_unknown, answered not_oom (low)",
-    "vo-022": "host_ram_exhausted_told: host_oom_killed, answered cannot_tell (low)",
-    "vo-023": "host_ram_exhausted_told: host_oom_killed, answered not_oom (low)",
-    "vo-027": "docker_shm_default_64m: shm_exhausted, answered not_oom (low)",
-    "vo-028": "colab_process_stopped_no_reason: killed_unknown, answered not_oom (low)",
+    "vo-009": "a Jupyter kernel that died until it ran on 80 GB ('64 is just not enough') is "
+    "answered not_oom (low): a dead kernel is not read as a kill",
+    "vo-010": "a SageMaker kernel that crashes and restarts with no cause is answered not_oom "
+    "(low)",
+    "vo-027": "a torch failure cured by raising the container's shm_size from 64MB, told in "
+    "words, is answered not_oom (low)",
+    "vo-028": "a Colab console that ends in '^C' with no cause is answered not_oom (low)",
 }
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
