@@ -58,6 +58,9 @@ KILL_FOUND_MEMORY = Family(
         # ... in Chinese: "CPU内存(252G)占满" (the CPU's memory, 252G, full), not the card's.
         r"|(?<![\u663e\u986f])\u5185\u5b58\s?[\uff08(]?\s?\d{0,4}\s?[GM]?B?\s?[)\uff09]?\s?"
         r"(?:\u5360\u6ee1|\u88ab\u5360\u6ee1|\u6ee1\u4e86|\u7206\u6ee1)"
+        # "It turned out to be due to OOM."
+        r"|\b(?:it |this )?turn(?:s|ed) out to be (?:due to|caused by|because of) (?:an? )?"
+        r"(?:OOM|out[- ]of[- ]memory|(?:host |system )?memory)\b"
         # "The SIGKILL is because of out-of-memory."
         r"|\b(?:SIGKILL|kill|signal 9)\b[^\n]{0,20}? (?:is|was) (?:because of|due to|caused by) "
         r"(?:an? |the )?(?:out[- ]of[- ]memory|OOM)\b"
@@ -91,7 +94,8 @@ KILL_FOUND_MEMORY = Family(
         # ... in Chinese: "查看内存直接爆掉了" (the memory had blown up), not the card's.
         r"|(?<![\u663e\u986f])\u5185\u5b58(?:\u76f4\u63a5|\u90fd|\u5168)?\u7206(?:\u6389|\u6ee1)?\u4e86"
         # ... "是长度太长内存不足导致的" (it was caused by memory too small for the length).
-        r"|(?<![\u663e\u986f])\u5185\u5b58\u4e0d\u8db3(?:\u5bfc\u81f4|\u5f15\u8d77|\u9020\u6210)"
+        r"|(?<![\u663e\u986f])\u5185\u5b58(?:\u4e0d\u8db3|\u4e0d\u591f)(?:\u7684\u95ee\u9898)?[\uff0c,]?\s?"
+        r"(?:\u5bfc\u81f4|\u5f15\u8d77|\u9020\u6210)"
         # The data too big for the host's memory, or the message the kill left: "The size of
         # your dataset is too large to load memory"; "the Screenshot with the message out of
         # memory".
@@ -104,7 +108,7 @@ KILL_FOUND_MEMORY = Family(
     ),
     unless=_p(
         r"\b(?:GPU|VRAM|CUDA)\b|显存|顯存|\b(?:maybe|might|probably|perhaps|possible|possibly)\b"
-        r"|感觉|感覺|应该|應該|可能|也许|也許|好像|似乎|估计|估計",
+        r"|感觉|感覺|应该|應該|可能|也许|也許|好像|似乎|估计|估計|多半|大概|大多",
         _I,
     ),
 )
@@ -254,6 +258,10 @@ MEMORY_CURE = Family(
         r"[^\n]{0,160}?\b(?:fixed|solved|resolved) the problem\b"
         r"|\b(?:completed|worked|works|succeeded|finished|passed|went through)\b[^\n]{0,80}?"
         r"\bwith (?:a |the )?(?:memory |RAM )?limit of \d{1,6} ?[KMG]i?B?\b"
+        # "It started to work on the machine with 80GB of memory".
+        r"|\b(?:started|began) to (?:work|run|pass)\b[^\n]{0,20}?\b(?:on|with) (?:a |the )?"
+        r"(?:machine|server|instance|node|VM|box|host) with \d{1,5} ?(?:[GT]i?B|gb|[GT]) "
+        r"(?:of )?(?:memory|RAM)\b"
         # "I managed to get the job to succeed with 64G memory reservation".
         r"|\b(?:succeed|succeeded|work|worked|complete|completed|finish|finished|pass|passed)"
         r" with (?:a |an )?\d{1,5} ?(?:[GMT]i?B?|gb|mb) (?:of )?(?:memory|RAM)"

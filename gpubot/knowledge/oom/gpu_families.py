@@ -66,7 +66,9 @@ GPU_OOM: tuple[Family, ...] = (
         "cuda_oom",
         "high",
         _p(
-            r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of (?:the )?memory"
+            r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of (?:the )?memory|\bCUDA OutOfMemoryError\b"
+            # ... caught and named by the program (Pytorch-UNet's training loop).
+            r"|\bDetected OutOfMemoryError!"
             r"|torch(?:\.cuda)?\.OutOfMemoryError"
             # ... as Jupyter heads its traceback, by the class's short name (PyTorch's and
             # CuPy's OutOfMemoryError are both the card's memory).
@@ -422,6 +424,10 @@ GPU_OOM: tuple[Family, ...] = (
             # 37 (error-code 2)" (cudaErrorMemoryAllocation).
             r"|\bout of memory in \S{1,300} at line \d{1,6} \(error-code 2\)"
             r"|\bInsufficient memory on accelerator\b"  # LAMMPS' GPU package
+            # Sophgo's BM1684 runtime: "bm_alloc_gmem failed", "Alloc Device Memory Failed!".
+            r"|\bbm_alloc_gmem failed\b|(?-i:\bAlloc Device Memory Failed! Program Terminated)"
+            # Kokkos's device memory space refusing an allocation (E3SM, LAMMPS' KOKKOS).
+            r"|\bKokkos ERROR: (?:Cuda|CUDA|HIP|SYCL)\w{0,12} memory space failed to allocate\b"
             r"|\b(?:cuda|gpu|hip)\w{0,40}?(?:alloc|pool)\w{0,20}[^\n]{0,60}?out of memory"
             r"|out of (?:GPU|device|video) (?:and [\w ]{1,30}?)?memory"  # Blender Cycles
             r"|OpenEncodeSessionEx failed: out of memory"  # NVENC, the GPU's video encoder

@@ -29,6 +29,10 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 _HEDGED = (
     r"\b(?:potential|possible|probable) (?:root )?causes?\b|\bmay be caused by\b"
+    # A reader's guess at someone else's kill: "If you didn't kill it, it likely was killed by
+    # the OOM killer."
+    r"|\b(?:likely|probably|possibly|maybe|perhaps|might|may|could)\b[^.\n]{0,20}?\bkilled by "
+    r"(?:the )?(?:Linux )?OOM[- ]killer"
     # Ray's newer wording of the same list: "Some common causes include: (1) ... OOM killer".
     r"|\b(?:common|likely|usual|typical) causes? (?:include|are)\b"
 )

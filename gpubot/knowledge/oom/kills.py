@@ -68,6 +68,10 @@ SIGKILL = Family(
         r"|\bit (?:got |was |gets )?killed again\b"
         # "开始训练后不久自己kill了" (it killed itself soon after the training started).
         r"|(?:\u81ea\u5df1|\u81ea\u52a8|\u81ea\u52d5)\s?kill(?:\u4e86|\u6389)"
+        # "训练到14个epoch时, 程序killed" (the program was killed), the word after a Chinese noun.
+        r"|(?:\u7a0b\u5e8f|\u8fdb\u7a0b|\u8bad\u7ec3)\s?(?:\u88ab)?\s?killed\b"
+        # ... "进程被杀" (the process was killed), said in Chinese.
+        r"|(?:\u7a0b\u5e8f|\u8fdb\u7a0b)\u88ab(?:\u7cfb\u7edf)?\u6740"
         # ... or written over a progress line's start, its tail still showing: "Killedg in
         # train batch: 127687 / 263115" (no English word starts "Killed" and goes on).
         r"|^(?-i:Killed)(?=[a-z]{1,3} [a-z])"
@@ -107,7 +111,7 @@ SIGKILL = Family(
         r"|exited|dies|died|stops?|stopped|get|gets|got|getting|display|displays|displayed"
         r"|write|writes|wrote|popup|pops? up) (?:just |only |with |in )?"
         r"(?:a |the )?(?:message |error )?"
-        r"[_*`\"']{1,3}(?:(?-i:Killed)\.?[_*`\"']{1,3}"
+        r"[_*`\"'\u2018\u201c]{1,3}(?:(?-i:Killed)\.?[_*`\"'\u2019\u201d]{1,3}"
         # ... in lower case only as the whole report: 'shows "killed" and no stack trace'.
         r"|(?-i:killed)\.?[_*`\"']{1,3}(?= and\b| without\b| message\b|[.,;]|\s*$))"
         # ... or named as the trouble: 'The "killed" issue could be due to ...'.
@@ -219,6 +223,10 @@ WORKER_DIED = Family(
         # ... or told: "the jupyter kernel dies", "causes the kernel to die".
         r"|\b(?:jupyter |jupter |the |my |notebook )kernell? (?:dies|died|crashes|crashed)\b"
         r"|\bkernel to die\b|\bcaus\w{0,3} (?:the )?kern[ae]ll? (?:to )?crash\b"
+        # ... its message quoted ("I get \"Kernel has died\""); notebooks that "crash and
+        # restart".
+        r"|\bKernel has died\b|\b(?:kernel|notebook)s? (?:always |keeps? |kept )?crash(?:es|ed)? "
+        r"and restart(?:s|ed)?\b"
         r"|\b(?:keeps? |kept )?crash(?:es|ed|ing) the kernel\b"
         # pytest-xdist replacing a worker that went away; a CI runner that stopped answering.
         r"|\bnode down: Not properly terminated\b|\breplacing crashed worker\b"

@@ -214,10 +214,10 @@ LOCALIZED_HOST_OOM: tuple[Family, ...] = (
         ),
         span=8,
         # Nor a guess: "looks like" (像是, 好像, 似乎), "maybe" (可能, 也许), "or" (或者, 还是),
-        # "most likely" (大概率, 大概), or a question ("内存不足 \uff1f").
+        # "most likely" (大概率, 大概, 多半), or a question ("内存不足 \uff1f").
         unless=_p(
             r"显存|顯存|VRAM|GPU|CUDA|或者|或是|还是|かも|아니면|像是|好像|似乎|可能|也许|或许|估计"
-            r"|大概"
+            r"|大概|多半"
             r"|\uff1f|\?",
             re.IGNORECASE,
         ),

@@ -361,7 +361,10 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\b(?:notebook|kernel|session)\b[^\n]{0,20}\btried to allocate more memory than"
             r" is available\b"
             # ... as Colab says it in Spanish: "se utiliza toda la RAM disponible".
-            r"|\bse (?:ha )?utiliz(?:a|ado|ó) toda la RAM disponible\b",
+            r"|\bse (?:ha )?utiliz(?:a|ado|ó) toda la RAM disponible\b"
+            # ... in Korean ("사용 가능한 RAM을 모두 사용한 후 세션이 다운되었습니다"), Japanese
+            # ("使用可能な RAM をすべて使用した後") and Chinese ("用尽了所有可用 RAM").
+            r"|RAM\s?을 모두 사용한 후|RAM\s?をすべて使用した後|所有可用\s?RAM",
             _I,
         ),
     ),

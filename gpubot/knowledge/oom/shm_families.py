@@ -40,6 +40,14 @@ _MULTIPROCESSING = _p(
 SHM: tuple[Family, ...] = (
     *REPORTED_SHM,
     *STACK_SHM,
+    # Paddle's DataLoader worker unable to map its shared-memory segment: "Memory map failed
+    # when create shared memory" (its mmap_allocator, in /dev/shm).
+    Family(
+        "paddle_shm_mmap_failed",
+        "shm_exhausted",
+        "medium",
+        _p(r"\bMemory map failed when create shared memory\b"),
+    ),
     # The kubelet evicting for a memory-backed emptyDir mounted at /dev/shm (named for it:
     # dshm, shm, dev-shm) over its sizeLimit: /dev/shm filled, not the node's disk.
     Family(

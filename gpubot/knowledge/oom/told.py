@@ -69,9 +69,10 @@ TOLD_HOST_OOM: tuple[Family, ...] = (
             r"|\b(?:pod|container)s? (?:that |which )?(?:goes|went|going|gone) OOM\b"
             r"|\bgets? (?:the |my |our )?(?:workload|process|job|container|pod|worker)s? "
             r"OOM[- ]?killed\b"
-            r"|\b(?:the )?(?:Linux |kernel(?:'s)? |OS )?OOM[- ]killer "
-            r"(?:(?:silently|quietly|then|just) )?(?:terminat\w{1,4}|kill(?:s|ed|ing)|SIGKILLs"
-            r"|SIGKILLed)\b"
+            r"|\b(?:the )?(?:Linux |kernel(?:'s)? |OS )?OOM[- ]?killer "
+            # Ray's memory monitor, named as its log names it: "OOMKiller (Core component)".
+            r"(?:\([\w ]{1,30}\) )?(?:(?:silently|quietly|then|just) )?"
+            r"(?:terminat\w{1,4}|kill(?:s|ed|ing)|SIGKILLs|SIGKILLed)\b"
             r"|\bOOM\b[^\n]{0,30}?\bkilled the (?:\w{1,20} )?(?:worker|process|job|pod|container)\b"
             # "causes worker OOM kills", "k8s killing executor pods with OOM error".
             r"|\bcaus(?:es|ed|ing) (?:an? |the )?(?:worker |pod |container |process |executor )?"

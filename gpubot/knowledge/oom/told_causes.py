@@ -172,6 +172,9 @@ TOLD_CAUSES: tuple[Family, ...] = (
             # "The memory of computer will rise quickly and eventurally out of memory".
             r"|\b(?:memory|RAM) of (?:the |my |our )?(?:computer|machine|system|server|host|PC)"
             r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b"
+            # "Memory is fully eaten and training quit with errors".
+            r"|\b(?:memory|RAM) (?:is|was|got|gets) (?:fully |completely |all )?(?:eaten|used up"
+            r"|exhausted)\b[^.\n]{0,40}?\b(?:quit|crash\w{0,3}|died|dies|killed|stopped)\b"
             # "(which leads to CPU OOM in my case)"; "the training consumes all system memory".
             r"|\b(?:leads?|led|leading|lead) to (?:an? )?(?:CPU|host|system|RAM) OOM\b"
             r"|\b(?:uses|used|consumes|consumed|eats|ate|fills|filled) (?:up )?all "

@@ -76,7 +76,8 @@ _CARD = re.compile(
 _HOST = re.compile(
     r"(?<!GPU )(?<!video )\bRAM\b|\b(?:system memory|host memory|CPU memory|swap\w{0,4}|pods?"
     r"|containers?|OOMKill\w{0,3}|OOM[- ]kill\w{0,3}|cgroups?|deployments?|VMs?"
-    r"|droplets?|dynos?|laptops?|desktops?)\b|\u5185\u5b58|\u5167\u5b58",
+    r"|droplets?|dynos?|laptops?|desktops?|Kubernetes|k8s|memory limits?)\b"
+    r"|\u5185\u5b58|\u5167\u5b58",
     _I,
 )
 
