@@ -1,7 +1,7 @@
 """Every excerpt of the triage corpus, every split, gets its hand-given label.
 
 The rules were written against the `train` split only; `holdout`, `fresh`, `blind`, `blind2` and
-`blind3` to `blind133` entries they miss are listed in HOLDOUT_MISSES … BLIND133_MISSES
+`blind3` to `blind137` entries they miss are listed in HOLDOUT_MISSES … BLIND137_MISSES
 with the reason, as strict xfails: the suite stays green and honest, and an entry that starts
 passing (a rule improved) turns the xfail into a failure to be removed.
 """
@@ -1091,6 +1091,78 @@ BLIND133_MISSES: dict[str, str] = {
     "vs-025": "VRAM 'all occupied' and overflowing after 8 days, told in Chinese, is answered "
     "not_oom (low)",
 }
+# The hundred-and-thirty-fourth part (vt-), Windows and WSL2 users of GPU and AI tools, 2020 to 2026
+# (CUDA on WSL2, .wslconfig limits, the paging file, DirectML, ZLUDA, LM Studio and Ollama on
+# Windows) and its lookalikes (access violations, DLL errors, a false low-memory warning, an absurd
+# request), gathered in one round with blind135 to blind137, measured after blind130 to blind133QQ
+# rules and before any rule was changed for it: 19 of 30 (63.3 %).
+BLIND134_MISSES: dict[str, str] = {
+    "vt-004": "directml_allocator_oom: cuda_oom, answered cannot_tell (low)",
+    "vt-008": "directml_e_outofmemory: cuda_oom, answered cannot_tell (low)",
+    "vt-010": "llamacpp_cuda_buffer_alloc_failed: cuda_oom, answered cannot_tell (low)",
+    "vt-013": "wsl_vm_memory_limit: host_oom_killed, answered cuda_oom (high)",
+    "vt-016": "wsl_vm_memory_limit: host_oom_killed, answered not_oom (low)",
+    "vt-018": "wsl_bare_killed: killed_unknown, answered cannot_tell (low)",
+    "vt-019": "wsl_bare_killed: killed_unknown, answered not_oom (low)",
+    "vt-026": "false_low_memory_detection: not_oom, answered cannot_tell (low)",
+    "vt-027": "wslconfig_limit_not_applied: not_oom, answered cannot_tell (low)",
+    "vt-029": "vram_alloc_failed_non_oom: not_oom, answered cuda_oom (low)",
+    "vt-030": "absurd_allocation_request: not_oom, answered cuda_oom (high)",
+}
+# The hundred-and-thirty-fifth part (vu-), data processing on CPUs and GPUs, 2022 to 2026 (Polars,
+# pandas, DuckDB, Dask, PySpark, RAPIDS, Arrow, Ray Data, datasets map) and its lookalikes (the JVM
+# heap, engines at their own memory limits, spill and serialization errors), gathered beside
+# blind134, measured after blind133's rules and before any rule was changed for it: 19 of 30 (63.3
+# %).
+BLIND135_MISSES: dict[str, str] = {
+    "vu-001": "container_memory_limit_kill_words: host_oom_killed, answered killed_unknown "
+    "(medium)",
+    "vu-002": "ci_job_killed_no_reason: killed_unknown, answered cannot_tell (low)",
+    "vu-003": "host_oom_told_in_words: host_oom_killed, answered not_oom (low)",
+    "vu-005": "host_oom_told_in_words: host_oom_killed, answered killed_unknown (medium)",
+    "vu-007": "numpy_unable_to_allocate: host_oom_killed, answered cannot_tell (low)",
+    "vu-012": "spark_memory_manager_cap: not_oom, answered cannot_tell (low)",
+    "vu-016": "gpu_oom_told_in_words: cuda_oom, answered not_oom (low)",
+    "vu-019": "pyspark_python_worker_crashed: killed_unknown, answered not_oom (low)",
+    "vu-021": "engine_memory_limit: not_oom, answered cannot_tell (low)",
+    "vu-024": "engine_memory_limit: not_oom, answered cannot_tell (low)",
+    "vu-030": "feature_request_no_oom: not_oom, answered cannot_tell (low)",
+}
+# The hundred-and-thirty-sixth part (vv-), builds and CI of GPU software, 2023 to 2026
+# (flash-attention, xformers, vLLM and llama.cpp builds, nvcc and cudafe++, CI runners) and its
+# lookalikes (ptxas shared-data errors, disks full, timeouts, an OOM test that never fired),
+# gathered beside blind134, measured after blind133's rules and before any rule was changed for it:
+# 22 of 30 (73.3 %).
+BLIND136_MISSES: dict[str, str] = {
+    "vv-002": "nvcc_parallel_build_host_oom: host_oom_killed, answered not_oom (low)",
+    "vv-003": "nvcc_parallel_build_host_oom: host_oom_killed, answered not_oom (low)",
+    "vv-004": "nvcc_parallel_build_host_oom: host_oom_killed, answered cannot_tell (low)",
+    "vv-005": "docker_build_host_oom: host_oom_killed, answered cannot_tell (low)",
+    "vv-010": "ci_runner_build_host_oom: host_oom_killed, answered not_oom (medium)",
+    "vv-017": "vllm_insufficient_free_device_memory: cuda_oom, answered cannot_tell (low)",
+    "vv-018": "ci_runner_build_host_oom: host_oom_killed, answered cuda_oom (medium)",
+    "vv-028": "ci_hang_oom_risk_only: not_oom, answered cannot_tell (low)",
+}
+# The hundred-and-thirty-seventh part (vw-), simulation, reinforcement learning, robotics and
+# rendering on GPUs, 2022 to 2026 (Isaac Sim and Lab, MuJoCo and MJX, ManiSkill, SAPIEN, zenoh under
+# ROS 2, WebGPU) and its lookalikes (Vulkan device lost, WebGPU limits, an absurd buffer size),
+# gathered beside blind134, measured after blind133's rules and before any rule was changed for it:
+# 17 of 30 (56.7 %).
+BLIND137_MISSES: dict[str, str] = {
+    "vw-002": "sapien_camera_buffer_vram: cuda_oom, answered cannot_tell (low)",
+    "vw-004": "xla_remat_over_device: cuda_oom, answered not_oom (low)",
+    "vw-005": "gpu_oom_told_in_words: cuda_oom, answered cannot_tell (low)",
+    "vw-011": "host_ram_filled_killed: host_oom_killed, answered not_oom (low)",
+    "vw-012": "host_oom_kills_env_worker: host_oom_killed, answered cannot_tell (low)",
+    "vw-013": "host_ram_exhausted_in_words: host_oom_killed, answered not_oom (low)",
+    "vw-014": "host_ram_filled_killed: host_oom_killed, answered not_oom (low)",
+    "vw-015": "absurd_allocation_request: not_oom, answered host_oom_killed (medium)",
+    "vw-016": "shm_segment_create_failed: shm_exhausted, answered not_oom (low)",
+    "vw-017": "shm_segment_create_failed: shm_exhausted, answered host_oom_killed (medium)",
+    "vw-018": "shm_segment_create_failed: shm_exhausted, answered not_oom (low)",
+    "vw-022": "vulkan_device_lost: not_oom, answered cannot_tell (low)",
+    "vw-028": "webgpu_limit_validation: not_oom, answered cannot_tell (low)",
+}
 KNOWN_MISSES = {
     **HOLDOUT_MISSES,
     **FRESH_MISSES,
@@ -1223,6 +1295,10 @@ KNOWN_MISSES = {
     **BLIND131_MISSES,
     **BLIND132_MISSES,
     **BLIND133_MISSES,
+    **BLIND134_MISSES,
+    **BLIND135_MISSES,
+    **BLIND136_MISSES,
+    **BLIND137_MISSES,
 }
 
 
@@ -1338,6 +1414,10 @@ def test_the_corpus_is_well_formed() -> None:
     splits = (*splits, "blind131")
     splits = (*splits, "blind132")
     splits = (*splits, "blind133")
+    splits = (*splits, "blind134")
+    splits = (*splits, "blind135")
+    splits = (*splits, "blind136")
+    splits = (*splits, "blind137")
     assert all(e["split"] in splits for e in ENTRIES)
     assert set(KNOWN_MISSES) <= set(ids), "every listed miss is in the corpus"
     split = {e["id"]: e["split"] for e in ENTRIES}
@@ -1472,6 +1552,10 @@ def test_the_corpus_is_well_formed() -> None:
     assert all(split[key] == "blind131" for key in BLIND131_MISSES)
     assert all(split[key] == "blind132" for key in BLIND132_MISSES)
     assert all(split[key] == "blind133" for key in BLIND133_MISSES)
+    assert all(split[key] == "blind134" for key in BLIND134_MISSES)
+    assert all(split[key] == "blind135" for key in BLIND135_MISSES)
+    assert all(split[key] == "blind136" for key in BLIND136_MISSES)
+    assert all(split[key] == "blind137" for key in BLIND137_MISSES)
 
 
 @pytest.mark.parametrize("entry", _params())
