@@ -504,8 +504,12 @@ GPU_OOM: tuple[Family, ...] = (
             + r"|\b(?:looks|seems) like (?:you're|you are|you) (?:running|ran|run) out of\b"
             # A list of what it could have been ("could be out of memory killer, segfault").
             + r"|\b(?:could|might|may) be (?:the )?out of memory\b"
+            # A CUDA build out of the host's memory: "Cuda build runs out of memory on default
+            # runner" (the compiler's, not the card's).
+            + r"|\bCUDA (?:build|compil\w{1,5}|code)\b[^\n]{0,30}?\bout of memory"
+            r"|\bout of memory (?:when|while) (?:compiling|building|linking)\b"
             # The host's memory ran out first: "Out of CPU memory before it out of GPU memory".
-            + r"|\bbefore (?:it |the GPU |the card )?(?:runs? |ran |goes |went |is )?out of "
+             + r"|\bbefore (?:it |the GPU |the card )?(?:runs? |ran |goes |went |is )?out of "
             r"(?:GPU|device|video) memory\b"
             # A guess between the card and the host ("gpu or ram went out of memory").
             + r"|\b(?:GPU|VRAM) or (?:the )?(?:CPU |system |host )?(?:RAM|memory)\b"

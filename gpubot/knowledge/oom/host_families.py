@@ -234,7 +234,7 @@ HOST: tuple[Family, ...] = (
             # MSVC's text for std::bad_alloc, as a C++ exception reaches Python on Windows.
             r"|\b(?:Exception|error)\b[^\n]{0,60}?: bad allocation\s*$|\(bad allocation\)"
             # numpy's message without its exception's name, as an app passes it on.
-            r"|\b(?i:unable to allocate) [\d.]{1,12} ?[KMGTP]i?B for an array with shape\b"
+            r"|\b(?i:unable to allocate) [\d.]{1,12} ?[KMGTP]i?B for an array (?:with )?shape\b"
             # ... and its older wording, before it gave the size.
             r"|\b(?i:unable to allocate array with shape) \([\d, ]{1,80}\) and data type\b"
             r"|paging file is too small|\bruntime: out of memory"  # Windows, Go

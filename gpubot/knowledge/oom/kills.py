@@ -195,8 +195,13 @@ SIGKILL = Family(
         r"(?:kill command )?[\"'`]\^C[\"'`]" + REPORTED_SIGKILL,
         _I | re.MULTILINE,
     ),
-    # earlyoom's start-up line saying when it would send SIGKILL is no kill.
-    unless=_p(r"\bSIGKILL when mem <="),
+    # earlyoom's start-up line saying when it would send SIGKILL is no kill; nor a kill told
+    # as a condition ("if a worker pod crashed due to OOM (exit code 137), I would like ...").
+    unless=_p(
+        r"\bSIGKILL when mem <="
+        r"|\bif\b[^.\n]{0,80}?\((?:exit ?code|exit status)\W{0,3}137\)",
+        _I,
+    ),
 )
 
 # A supervisor's report that the worker it watched died, with nothing about why: Ray's

@@ -225,7 +225,9 @@ LIBRARY_GPU_OOM: tuple[Family, ...] = (
         "high",
         _p(
             r"\b(?:unable|failed) to allocate (?:a )?(?:CUDA|ROCm|HIP|Metal|Vulkan|SYCL)\d{0,2} "
-            r"buffer\b"
+            # ... LM Studio naming the backends it tried: "unable to allocate CUDA0 <and
+            # Vulcan0> buffer".
+            r"(?:<[^>\n]{1,30}> )?buffer\b"
             # ... its Vulkan backend's own words: "ggml_vulkan: Device memory allocation of size
             # 17368219904 failed."
             r"|\bDevice memory allocation of size \d{1,20} failed\b"

@@ -99,6 +99,12 @@ LIMITS: tuple[Family, ...] = (
             r"(?! \(bad)"
             r"|\bOut of Memory Error: Failed to change memory limit to \d"
             r"|\bOut of Memory Error: failed to pin block of size \d"
+            # ... or to spill one past its temp-directory limit.
+            r"|\bfailed to offload data block of size\b"
+            # DataFusion's memory pool (datafusion-cli -m): "Resources exhausted: Failed to
+            # allocate additional 131072 bytes for ExternalSorterMerge[0] ... remain available
+            # for the total pool".
+            r"|\bremain available for the total pool\b"
             # An engine's Lua allocator at its own maximum: "{alloced,maximum}={N,M}bytes".
             r"|\[OOM\] synced=\d \{alloced,maximum\}="
             # Triton's CUDA memory pool, a size fixed at start, full and the request served

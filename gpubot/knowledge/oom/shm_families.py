@@ -40,6 +40,14 @@ _MULTIPROCESSING = _p(
 SHM: tuple[Family, ...] = (
     *REPORTED_SHM,
     *STACK_SHM,
+    # zenoh's shared-memory provider (ROS 2's rmw_zenoh) unable to make its POSIX segment for
+    # want of memory or space: "Unable to create POSIX shm segment: OS error 12".
+    Family(
+        "shm_pool_enospc",
+        "shm_exhausted",
+        "medium",
+        _p(r"\bUnable to create POSIX shm segment: OS error (?:12|28)\b"),
+    ),
     # Paddle's DataLoader worker unable to map its shared-memory segment: "Memory map failed
     # when create shared memory" (its mmap_allocator, in /dev/shm).
     Family(

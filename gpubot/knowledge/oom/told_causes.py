@@ -187,6 +187,36 @@ TOLD_CAUSES: tuple[Family, ...] = (
         ),
         unless=_HEDGE,
     ),
+    # A build that took the host's memory: "it exaust the RAM and the PC crashes", "it used
+    # 300 gb RAM and eventually crashed", "OOM of my entire system during Docker image build",
+    # "the CI runner is going out of memory when compiling the Cuda code" (CUDA is what was
+    # compiled, not the memory that ran out).
+    told_in_prose(
+        _p(
+            r"\b(?:exhausts?|exausts?|exhausted|eats?|ate|fills?|filled|uses? up|used up) "
+            r"(?:all )?(?:the |my )?(?:RAM|memory)\b[^.\n]{0,30}?\b(?:crash\w{0,3}|freez\w{1,3}"
+            r"|dies|died|killed)\b"
+            r"|\bused \d{1,4} ?(?:gb|GiB|G) (?:of )?RAM and (?:eventually |then |finally )?"
+            r"crash(?:ed|es)\b"
+            r"|\bOOM of (?:my|the|our) (?:entire |whole )?(?:system|machine|host|PC|server)\b"
+            # "causes runs to be killed when the system doesn't have enough RAM"; "the memory
+            # occupied on CPU was getting larger and larger, resulting in other programms
+            # killed".
+            r"|\bkilled when (?:the )?(?:system|machine|host|box) (?:doesn't|does not|didn't) "
+            r"have enough (?:RAM|memory)\b"
+            r"|\b(?:memory|RAM)\b[^.\n]{0,60}?\b(?:larger and larger|more and more)\b[^.\n]{0,40}?"
+            r"\bkilled\b"
+            r"|\b(?:runner|build|compiler|compilation|linker)s? (?:is |was |are |were )?"
+            r"(?:runs?|ran|running|going|went|goes) out of memory\b",
+            _I,
+        ),
+        unless=_p(
+            r"\b(?:if|maybe|might|may|could|perhaps|probably|possibly|likely|whether"
+            r"|suspect\w{0,2}|guess|think)\b[^.!?\n]{0,60}?\b(?:RAM|memory|OOM)\b"
+            r"|\b(?:GPU|VRAM|video) memory\b",
+            _I,
+        ),
+    ),
     # The kubelet's OOMKilled seen as the pod's status beside its crashes: "I found couple
     # times it is in OOM status before crash". A guess elsewhere in the sentence ("that maybe
     # it has memory leak issue") is about why, not whether.
