@@ -3,7 +3,7 @@
 Prints one JSON line. The corpus (tests/fixtures/triage/corpus_*.yaml) holds real log
 excerpts from public trackers, each labelled by hand with one of the six classes and marked
 `train` (the rules were written looking at these), `holdout` (never looked at while writing
-rules), `fresh`, `blind`, or `blind2` to `blind137` (later parts, each measured before any rule
+rules), `fresh`, `blind`, or `blind2` to `blind141` (later parts, each measured before any rule
 was changed for it). Each split is reported on its own, so the part gathered last is
 the honest figure. Each entry's pod facts (exit code, reason), where its source reports them,
 are passed as the CLI's --exit-code/--reason would.
@@ -21,7 +21,7 @@ blanks, classified three times each; the best time per input is reported, and th
 those is held to 0.3 s (the classifier's cost is linear: oom_scan, oom_literals).
 
 Baseline: always answering the most common label of the split (what a classifier that reads
-nothing would score). Targets, on each held-out split (holdout, fresh, blind, blind2 to blind137):
+nothing would score). Targets, on each held-out split (holdout, fresh, blind, blind2 to blind141):
 accuracy >= 95 %, and precision and recall >= 90 % in every class present.
 """
 
@@ -182,6 +182,10 @@ HELD_OUT = (
     "blind135",
     "blind136",
     "blind137",
+    "blind138",
+    "blind139",
+    "blind140",
+    "blind141",
 )
 # Real OOMs: memory ran out and the log says which. A SIGKILL of unknown cause is not one.
 OOM_LABELS = frozenset({"cuda_oom", "cuda_oom_fragmentation", "host_oom_killed", "shm_exhausted"})
