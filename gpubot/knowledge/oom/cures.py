@@ -61,6 +61,11 @@ KILL_FOUND_MEMORY = Family(
         # "It turned out to be due to OOM."
         r"|\b(?:it |this )?turn(?:s|ed) out to be (?:due to|caused by|because of) (?:an? )?"
         r"(?:OOM|out[- ]of[- ]memory|(?:host |system )?memory)\b"
+        # A title that names the host's memory as what the kill wanted: "[Issue]: llama 2
+        # example requires too much RAM", "# Not enough RAM when using the index builder".
+        r"|\b(?:requires|needs|uses|takes|consumes) too much (?:RAM|host memory|system memory"
+        r"|CPU memory)\b"
+        r"|^\W{0,4}Not enough (?:RAM|host memory|system memory) (?:when|while|for|to|during)\b"
         # "The SIGKILL is because of out-of-memory."
         r"|\b(?:SIGKILL|kill|signal 9)\b[^\n]{0,20}? (?:is|was) (?:because of|due to|caused by) "
         r"(?:an? |the )?(?:out[- ]of[- ]memory|OOM)\b"

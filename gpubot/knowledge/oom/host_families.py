@@ -226,6 +226,10 @@ HOST: tuple[Family, ...] = (
             r"DefaultCPUAllocator: (?i:can't allocate memory|not enough memory)"
             r"|\b(?i:Torch: not enough memory: you tried to (?:re)?allocate)"  # TH's CPU allocator
             r"|\bmkl_malloc: failed to allocate memory"  # Intel MKL
+            # PostgreSQL's backend refused memory by malloc: "ERROR: out of memory / DETAIL:
+            # Failed on request of size 2048 in memory context ..." (its own size cap says
+            # "invalid memory alloc request size" instead).
+            r"|\bFailed on request of size \d{1,20}(?: in memory context\b|\.)"
             # macOS malloc, for a size a machine could hold (a negative size cast to 2^64 is
             # another bug).
             r"|mach_vm_map\(size=\d{1,12}(?:, flags: \d{1,10})?\) failed"

@@ -483,6 +483,8 @@ REPORTED_HOST_OOM: tuple[Family, ...] = (
             r"|\bmemorystatus: killing (?:largest compressed|top|idle) process\b"
             # A userspace killer named in a sentence: "killed by `systemd-oomd`".
             r"|\bkilled by [`'\"]?(?:systemd-oomd|earlyoom|oomd|nohang)\b"
+            # ... or as the subject: "oomd kill even my DE process".
+            r"|\b(?:systemd-)?oomd (?:kills?|killed|terminated)\b"
             # earlyoom's own line when it acts: "Out of memory! avail: 0 MiB < min: 587 MiB".
             r"|\bOut of memory! avail: \d{1,9} MiB < min: \d{1,9} MiB\b"
             # Cray's node health: "under_oom detected for 5 seconds ... re-enabling OOM killer".

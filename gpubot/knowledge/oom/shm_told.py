@@ -21,6 +21,15 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _I = re.IGNORECASE
 
 SHM_TOLD: tuple[Family, ...] = (
+    # Docker's 64 MiB /dev/shm named as the cause of "a shared-memory allocation error".
+    Family(
+        "shm_full_in_prose",
+        "shm_exhausted",
+        "medium",
+        _p(r"\bshared[- ]memory allocation (?:error|failure)s?\b", re.IGNORECASE),
+        near=_p(r"/dev/shm|\bshm[-_ ]size\b|--shm-size", re.IGNORECASE),  # noqa: S108
+        span=4,
+    ),
     # /dev/shm said to be full, in a sentence: "that data eventually filled up /dev/shm",
     # "grows continuously until /dev/shm (default size: 64 MiB) is exhausted", "my job
     # failed with /dev/shm issues". Not a condition, and not advice on avoiding it.
