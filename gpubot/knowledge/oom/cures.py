@@ -66,6 +66,9 @@ KILL_FOUND_MEMORY = Family(
         r"|\b(?:requires|needs|uses|takes|consumes) too much (?:RAM|host memory|system memory"
         r"|CPU memory)\b"
         r"|^\W{0,4}Not enough (?:RAM|host memory|system memory) (?:when|while|for|to|during)\b"
+        # "Both results in out-of-memory" (the runs that ended "Killed").
+        r"|\b(?:both|each|all|every run|it) (?:results?|ends?|ended|resulted) in (?:an? )?"
+        r"(?:out[- ]of[- ]memory|OOM)\b"
         # "The SIGKILL is because of out-of-memory."
         r"|\b(?:SIGKILL|kill|signal 9)\b[^\n]{0,20}? (?:is|was) (?:because of|due to|caused by) "
         r"(?:an? |the )?(?:out[- ]of[- ]memory|OOM)\b"
@@ -174,7 +177,8 @@ KILL_MEMORY_FILLING = Family(
     _p(
         r"\b(?:RAM|memory|swap)\b[^\n]{0,30}?\b(?:go|goes|went|reach(?:es|ed)?) "
         r"(?:to |up to )?100 ?%"
-        # "I'm reaching 100% system memory utilization".
+        # "I'm reaching 100% system memory utilization"; "my 15.5 GB RAM is running full".
+        r"|\b(?:RAM|memory) (?:is|was) (?:running|filling|getting) (?:up )?full\b"
         r"|\breach(?:es|ed|ing)? 100 ?% (?:of )?(?:the )?(?:system |host )?(?:memory|RAM)\b"
         r"|\b(?:RAM|memory)(?: usage| consumption)? (?:continuously |steadily |keeps (?:on )?"
         r"|kept (?:on )?)(?:increas(?:es|ed|ing)|grow(?:s|ing)|ris(?:es|ing))\b"

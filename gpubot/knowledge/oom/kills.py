@@ -119,6 +119,8 @@ SIGKILL = Family(
         r"(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         # ... or unquoted before its noun: "I simply get a Killed message".
         r"|\b(?:get|gets|got|getting|see|saw) (?:a |the )?(?-i:Killed) (?:message|error)\b"
+        # ... or quoted before it: 'It always result in: "Killed" message'.
+        r"|[\"'`\u201c](?-i:Killed)[\"'`\u201d] (?:message|error)\b"
         # ... or a title starting with it: '"killed" error when starting up'.
         r"|^[_*`\"']{1,3}(?-i:[Kk]illed)[_*`\"']{1,3} (?:issue|error|problem|message)\b"
         r"|\b(?:last words?|string|message|output)(?: of| is| was)?:? "

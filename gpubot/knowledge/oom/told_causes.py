@@ -172,6 +172,10 @@ TOLD_CAUSES: tuple[Family, ...] = (
             # "The memory of computer will rise quickly and eventurally out of memory".
             r"|\b(?:memory|RAM) of (?:the |my |our )?(?:computer|machine|system|server|host|PC)"
             r"\b[^.\n]{0,40}?\b(?:rise|rises|grows?|increases?)\b[^.\n]{0,40}?\bout of memory\b"
+            # "My process was getting killed for exceeding the memory limit."
+            r"|\b(?:killed|terminated) (?:for|because of|due to|after) (?:exceeding|going over"
+            r"|hitting|reaching) (?:its |their |the |my |our |a )?(?:container(?:'s)? )?"
+            r"memory limits?\b"
             # "Memory is fully eaten and training quit with errors".
             r"|\b(?:memory|RAM) (?:is|was|got|gets) (?:fully |completely |all )?(?:eaten|used up"
             r"|exhausted)\b[^.\n]{0,40}?\b(?:quit|crash\w{0,3}|died|dies|killed|stopped)\b"

@@ -56,3 +56,20 @@ def test_a_shared_memory_allocation_error_under_a_small_dev_shm_is_shm() -> None
 def test_a_shared_memory_allocation_error_alone_is_not_called_dev_shm() -> None:
     text = "Index creation failed with a shared-memory allocation error.\n"
     assert classify(text).cls != "shm_exhausted"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My job was getting killed for exceeding the memory limit of the container.\n",
+        "When I convert the set my 16 GB RAM is running full and the process is killed.\n",
+        'Every run ends with a "Killed" message.\nBoth results in out-of-memory on 64GB hosts.\n',
+    ],
+)
+def test_a_kill_told_with_the_hosts_memory_is_a_host_kill(text: str) -> None:
+    assert classify(text).cls == "host_oom_killed"
+
+
+def test_a_quoted_killed_message_alone_is_a_kill_of_unknown_cause() -> None:
+    text = 'Result of every run: "Killed" message, no other information.\n'
+    assert classify(text).cls == "killed_unknown"
