@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -34,7 +35,7 @@ class _Gone(Exception):
     """The resourceVersion the watch resumes from is no longer kept: list again."""
 
 
-class Reflector(Generic[D]):
+class Reflector(ABC, Generic[D]):
     """Objects of one kind, kept current by a watch (see module doc)."""
 
     kind = "object"  # for log lines and the thread's name
@@ -69,18 +70,18 @@ class Reflector(Generic[D]):
 
     # -- what a subclass keeps (the last two with the lock held) ----------------------------
 
+    @abstractmethod
     def _digest(self, obj: Mapping[str, Any]) -> D | None:
         """What is kept of one object as the API server's JSON has it; None: nothing (an
         object without a name)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _replace(self, digests: Sequence[D]) -> None:
         """Everything kept, from a full LIST."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _apply(self, event: str, digest: D) -> None:
         """One watch event (ADDED, MODIFIED, DELETED)."""
-        raise NotImplementedError
 
     # -- lifecycle ------------------------------------------------------------------------
 
